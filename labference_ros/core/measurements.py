@@ -1,0 +1,67 @@
+"""Evaluator-side measurements: the plain data the referee core consumes.
+
+The simulator (or a physical rig) produces these; recognisers, the state update
+and the replay audit consume them. Nothing here is ever sent to a policy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Object identities of the weighing family.
+STANDARD_MASSES_G: dict[str, int] = {"std_10": 10, "std_20": 20, "std_50": 50, "std_100": 100}
+STANDARDS: tuple[str, ...] = tuple(STANDARD_MASSES_G)
+SAMPLE = "sample"
+
+# Identities that can appear in contact lists besides object names.
+PAN = "pan"
+TABLE = "table"
+BALANCE_BODY = "balance_body"
+LEFT_FINGER = "left_finger"
+RIGHT_FINGER = "right_finger"
+ROBOT = "robot"  # any other robot link
+
+
+@dataclass(frozen=True)
+class ObjectMeasurement:
+    name: str
+    kind: str  # "standard" | "sample"
+    position: tuple[float, float, float]  # world frame, metres
+    orientation: tuple[float, float, float, float]  # quaternion w, x, y, z
+    linear_speed: float  # m/s
+    angular_speed: float  # rad/s
+    contacts: tuple[str, ...] = ()  # identities touching this object
+
+    @property
+    def left_finger_contact(self) -> bool:
+        return LEFT_FINGER in self.contacts
+
+    @property
+    def right_finger_contact(self) -> bool:
+        return RIGHT_FINGER in self.contacts
+
+
+@dataclass(frozen=True)
+class BalanceMeasurement:
+    raw_g: float
+    filtered_g: float
+    displayed_g: float
+    stable: bool
+    overload: bool = False
+    valid: bool = True
+    invalid_reason: str = ""
+
+
+@dataclass(frozen=True)
+class WorldMeasurement:
+    """All evaluator-side measurements at one sim instant."""
+
+    t: float  # sim time, seconds
+    objects: dict[str, ObjectMeasurement] = field(default_factory=dict)
+    gripper_width: float = 0.08  # metres between the fingers
+    gripper_closing: bool = False  # the last gripper command asked to close/grasp
+    pan_contacts: tuple[str, ...] = ()  # identities touching the pan
+    balance: BalanceMeasurement | None = None
+
+    @property
+    def hand_on_pan(self) -> bool:
+        return any(c in (LEFT_FINGER, RIGHT_FINGER, ROBOT) for c in self.pan_contacts)
