@@ -1,0 +1,181 @@
+"""TaskContract: the six elements of paper 3.2 for feedback weighing.
+
+A contract is plain, frozen data. Every threshold the paper leaves open is
+declared here, versioned, and covered by the content hash, so a run record
+(run.json) names exactly which rules scored it. Change a number -> bump the
+version; the hash changes on its own.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from .measurements import STANDARD_MASSES_G
+
+CONTRACT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RecogniserThresholds:
+    """Behaviour recognisers (paper 5.3). Deliberately looser than the
+    confirmation predicates: a choice is identified early, success is judged
+    strictly and separately."""
+
+    grasp_hold_s: float = 0.10  # bilateral contact + closing held this long = a grasp choice
+    release_hold_s: float = 0.10  # no robot contact this long after a grasp = a release
+    low_motion_linear_mps: float = 0.02  # "placed" recognised below these speeds
+    low_motion_angular_rps: float = 0.30
+
+
+@dataclass(frozen=True)
+class ConfirmationThresholds:
+    """Physical confirmation of a support change (obligation / execution)."""
+
+    dwell_s: float = 0.50  # released, still and on the same support this long
+    linear_mps: float = 0.005
+    angular_rps: float = 0.05
+    require_stable_reading: bool = True  # the balance must show a stable, eligible reading
+    # A confirmed arrangement whose stable reading disagrees with sample + standards
+    # by more than this is flagged (validity event), e.g. partial load on the rim.
+    reading_consistency_g: float = 2.0
+
+
+@dataclass(frozen=True)
+class TerminalConditions:
+    """Final completion (paper 4.2, 7.2, 8.2)."""
+
+    reading_tolerance_g: float = 1.0
+    dwell_s: float = 3.0  # continuous; restarts when any requirement fails
+    linear_mps: float = 0.005
+    angular_rps: float = 0.05
+    require_stable_indicator: bool = True
+    require_exact_standard_set: bool = True
+    require_sample_on_pan: bool = True
+    require_release: bool = True  # no robot contact with any object, no hand on the pan
+
+
+@dataclass(frozen=True)
+class OpportunityRules:
+    """When a decision becomes scorable (paper 5.3)."""
+
+    response_window_s: float = 60.0  # sim seconds from delivery; no choice by then = unidentified
+    triggers: tuple[str, ...] = ("initial_readiness", "confirmed_change", "failed_attempt")
+
+
+@dataclass(frozen=True)
+class DiagnosticInterfaces:
+    """Supported Oracle sites and what each may carry (paper 6, Table 2)."""
+
+    sites: tuple[str, ...] = ("state", "decision", "geometry", "skill")
+    state_payload_keys: tuple[str, ...] = ("displayed_g", "stable", "standards_on_pan")
+    decision_payload_keys: tuple[str, ...] = ("operation",)
+    geometry_payload_keys: tuple[str, ...] = ("object", "position", "orientation", "frame")
+    skill_payload_keys: tuple[str, ...] = ("operation",)
+    # Evaluator-only facts no payload may ever carry.
+    hidden_keys: tuple[str, ...] = (
+        "sample_mass_g", "sample_mass", "goal_set", "w_star", "required_standard",
+        "required_standards", "legal_set", "legal_operations", "state_json", "reference_state",
+    )
+
+
+@dataclass(frozen=True)
+class TaskContract:
+    task: str
+    condition: str  # "basic" | "extended"
+    version: str
+    # 1. decision-relevant state (names of the fields of z_t, see task_state.TaskState)
+    state_variables: tuple[str, ...]
+    # 2. authorized evidence: the policy observation channels and history
+    authorized_evidence: tuple[str, ...]
+    # 3. legal operations
+    operation_types: tuple[str, ...]
+    exposes_wait: bool
+    exposes_stop: bool
+    # Stop is legal only once the terminal window completed; until then Wait is
+    # the legal choice while the reading is unready or the goal set is waiting out its window.
+    stop_requires_completion: bool
+    # 4. physical confirmation predicates
+    recognisers: RecogniserThresholds
+    confirmation: ConfirmationThresholds
+    # 5. waiting and terminal conditions
+    terminal: TerminalConditions
+    opportunities: OpportunityRules
+    # 6. supported diagnostic interfaces
+    diagnostics: DiagnosticInterfaces
+    # generation rules (instances are checked against these)
+    standards_g: dict[str, int] = field(default_factory=lambda: dict(STANDARD_MASSES_G))
+    targets_g: tuple[int, ...] = ()
+    goal_size: tuple[int, int] = (1, 1)  # inclusive range of |W*|
+    min_start_goal_edits: int = 1  # |W_0 symmetric-difference W*|
+    min_sample_g: float = 20.0
+    # Irreversible violations: completion stays invalid even if restored.
+    irreversible_violations: tuple[str, ...] = ("sample_displaced", "overload")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["schema"] = CONTRACT_SCHEMA
+        return d
+
+    @property
+    def content_hash(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def contract_id(self) -> str:
+        return f"{self.task}.{self.condition}@{self.version}"
+
+    def identity(self) -> dict:
+        return {"id": self.contract_id, "version": self.version, "hash": self.content_hash}
+
+
+_STATE_VARIABLES = (
+    "locations", "supported_standards", "sample_on_pan", "reading_ready",
+    "last_stable_reading_g", "obligations", "attempts", "terminal_dwell_s",
+    "physically_complete", "evidence_version",
+)
+_EVIDENCE = (
+    "camera:front", "camera:wrist", "camera:display", "robot_state",
+    "public_instruction", "authorized_history",
+)
+
+
+def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, int], min_edits: int) -> TaskContract:
+    return TaskContract(
+        task="feedback_weighing",
+        condition=condition,
+        version="1.0.0",
+        state_variables=_STATE_VARIABLES,
+        authorized_evidence=_EVIDENCE,
+        operation_types=("add", "remove", "wait", "stop"),
+        exposes_wait=True,
+        exposes_stop=True,
+        stop_requires_completion=True,
+        recognisers=RecogniserThresholds(),
+        confirmation=ConfirmationThresholds(),
+        terminal=TerminalConditions(),
+        opportunities=OpportunityRules(),
+        diagnostics=DiagnosticInterfaces(),
+        targets_g=targets,
+        goal_size=goal_size,
+        min_start_goal_edits=min_edits,
+    )
+
+
+def weighing_basic() -> TaskContract:
+    """All standards start on the table; exactly one standard completes the target."""
+    return _weighing("basic", (160, 180, 200), (1, 1), 1)
+
+
+def weighing_extended() -> TaskContract:
+    """A subset starts on the pan; W* has 2-3 standards; >= 2 edits from start."""
+    return _weighing("extended", (200, 220, 240), (2, 3), 2)
+
+
+def contract_for(condition: str) -> TaskContract:
+    if condition == "basic":
+        return weighing_basic()
+    if condition == "extended":
+        return weighing_extended()
+    raise ValueError(f"unknown weighing condition {condition!r}")

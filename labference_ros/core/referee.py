@@ -1,0 +1,396 @@
+"""Referee: THE physical-event scorer of one weighing episode.
+
+Inputs (in sim-time order; a measurement at t is stepped before observations
+delivered at t): WorldMeasurement samples, observation-delivery notices and
+optional explicit operation reports. Outputs: plain dict records (schema in
+docs/records.md) -- events, opportunities, legal sets, receipts, reports and
+score snapshots. The online node and the offline replay audit both drive this
+class; it reads no clock and no randomness, so equal inputs give equal outputs.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+
+from .contract import TaskContract
+from .instance import WeighingInstance
+from .measurements import PAN, SAMPLE, STANDARD_MASSES_G, STANDARDS, WorldMeasurement
+from .opportunities import Evidence, Opportunity, OpportunityBook
+from .operations import STOP, Operation, as_operation
+from .recognisers import S_PAN, ObjectTracker, MeasurementView, still, view_of
+from .scoring import episode_scores
+from .task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state, legal_set,
+                         operation_for_grasp, relation_satisfied, update)
+
+STOP_REASONS_EARLY = ("policy_stop", "policy_done")
+
+
+class Referee:
+    def __init__(self, contract: TaskContract, instance: WeighingInstance, episode_id: str = "episode",
+                 session_id: str = ""):
+        self.contract = contract
+        self.instance = instance
+        self.episode_id = episode_id
+        self.goal = Goal(float(instance.target_g), frozenset(instance.goal_set))
+        self.z = initial_state(self.goal, instance.initial_on_pan)
+        self.trackers = {o: ObjectTracker(o, contract) for o in sorted(self.z.locations)}
+        self.book = OpportunityBook(contract.opportunities.response_window_s, session_id)
+        self.events: list[dict] = []
+        self.receipts: list[dict] = []
+        self.reports: list[dict] = []
+        self.counts: Counter = Counter()
+        self.violations: list[str] = []
+        self.errors_outstanding = 0
+        self.finished: str | None = None
+        self._executions: dict[str, dict] = {}  # object -> pending execution of an identified choice
+        self._seq = 0
+        self._last_t: float | None = None
+        self._last_invalid = ""
+        self._out: list[dict] = []
+
+    # ------------------------------------------------------------------ inputs
+    def step(self, m: WorldMeasurement) -> list[dict]:
+        """Consume one evaluator measurement; returns the records it produced."""
+        if self.finished:
+            return []
+        first = self._last_t is None
+        if not first and m.t < self._last_t - 1e-12:
+            raise ValueError(f"measurement time went backwards: {m.t} < {self._last_t}")
+        dt = 0.0 if first else m.t - self._last_t
+        self._last_t = m.t
+        v = view_of(m)
+        if first:
+            self._start(v)
+        self._validity(v)
+
+        confirmed: list[ConfirmedEvent] = []
+        if not self.z.reading_ready and v.stable_eligible and not v.touched:
+            confirmed.append(ConfirmedEvent(kind="reading_ready", t=m.t, measured_g=v.displayed_g))
+        for name, tracker in self.trackers.items():
+            o = m.objects.get(name)
+            if o is None:
+                continue
+            recognitions, ce = tracker.step(v, o, self.z.locations[name])
+            for r in recognitions:
+                self._recognition(r)
+            if ce is not None:
+                confirmed.append(ce)
+
+        holds, failures = self._terminal_predicate(m, v)
+        z0 = self.z
+        self.z, notes = update(self.contract, self.goal, z0, PhysicalEvidence(m.t, tuple(confirmed), holds,
+                                                                                tuple(failures)), dt)
+        for ce in confirmed:
+            if ce.kind == "support":
+                self._execution_outcome(ce)
+        for note in notes:
+            self._note(note)
+        if confirmed:
+            self._consistency(confirmed)
+        if self.z.evidence_version != z0.evidence_version:
+            self._new_evidence(m.t)
+        for opp in self.book.expire(m.t):
+            self._opportunity_closed(opp)
+        return self._flush(m.t)
+
+    def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]:
+        """An observation reached the policy. First record returned is the receipt."""
+        status, opp, opened = self.book.deliver(observation_id, t, session_id)
+        receipt = {
+            "record": "receipt", "episode_id": self.episode_id,
+            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
+            "kind": "observation", "payload_id": observation_id, "t": t, "status": status,
+            "opportunity_id": opp.id if opp else -1,
+            "evidence_version": self.z.evidence_version, "opened": opened,
+        }
+        self.receipts.append(receipt)
+        self._out.append(receipt)
+        if opened:
+            self._out.append({"record": "opportunity", "episode_id": self.episode_id, "t": t, **opp.to_dict()})
+            self._out.append(self._legal_set_record(t, opp))
+        return self._flush(t)
+
+    def report_operation(self, operation: Operation | dict, t: float, opportunity_id: int | None = None,
+                         evidence_version: int | None = None, source: str = "") -> list[dict]:
+        """Explicit operation report (separate track). First record returned is the report."""
+        op = as_operation(operation)
+        opp = self.book.current
+        reason = ""
+        if opp is None:
+            reason = "no_delivered_evidence"
+        elif opportunity_id is not None and opportunity_id != opp.id:
+            reason = "stale_opportunity"
+        elif evidence_version is not None and evidence_version != opp.evidence_version:
+            reason = "stale_evidence"
+        elif not opp.accepts_choice_at(t):
+            reason = "window_closed"
+        elif opp.first_report is not None:
+            reason = "not_first_report"
+        scored = reason == ""
+        correct = None
+        if scored:
+            opp.first_report, opp.first_report_t = op, t
+            correct = op in opp.legal_set
+        report = {
+            "record": "report", "episode_id": self.episode_id,
+            "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
+            "operation": op.to_dict(), "source": source,
+            "opportunity_id": opp.id if opp else -1, "evidence_version": self.z.evidence_version,
+            "accepted": True, "scored": scored, "correct": correct, "reason": reason,
+        }
+        self.reports.append(report)
+        self._out.append(report)
+        current_legal = legal_set(self.contract, self.goal, self.z)
+        if op.type == STOP and op not in current_legal and not self.z.physically_complete:
+            self._event("early_termination", t, operation=op, opportunity_id=report["opportunity_id"],
+                        detail={"source": "report", "legal_set": [o.to_dict() for o in current_legal]})
+            self._error()
+        return self._flush(t)
+
+    def finish(self, t: float, reason: str = "episode_end") -> list[dict]:
+        """End the episode (any reason, including an early stop). Last record: final scores."""
+        if self.finished:
+            return [{"record": "scores", **self.scores()}]
+        if reason in STOP_REASONS_EARLY and not self.z.physically_complete:
+            self._event("early_termination", t, detail={"source": reason})
+            self._error()
+        for opp in self.book.close_all(t, "episode_end"):
+            self._opportunity_closed(opp)
+        self.finished = reason
+        self._event("episode_end", t, detail={"reason": reason})
+        out = self._flush(t)
+        out.append({"record": "scores", **self.scores(t)})
+        return out
+
+    # ----------------------------------------------------------------- queries
+    def legal_set(self) -> tuple[Operation, ...]:
+        return legal_set(self.contract, self.goal, self.z)
+
+    @property
+    def opportunities(self) -> list[Opportunity]:
+        return self.book.all
+
+    def state(self) -> dict:
+        return self.z.to_dict()
+
+    def scores(self, t: float | None = None) -> dict:
+        s = episode_scores(
+            episode_id=self.episode_id, t=self._last_t if t is None else t,
+            contract_identity=self.contract.identity(), state=self.z, opportunities=self.book.all,
+            counts=self.counts, violations=self.violations, errors_outstanding=self.errors_outstanding,
+            finished=self.finished,
+        )
+        s["opportunity_records"] = [o.to_dict() for o in self.book.all]
+        return s
+
+    def snapshot(self, t: float | None = None) -> dict:
+        s = self.scores(t)
+        s.pop("opportunity_records")
+        return {"record": "score_snapshot", **s}
+
+    # ---------------------------------------------------------------- internals
+    def _start(self, v: MeasurementView) -> None:
+        ready = v.stable_eligible and not v.touched
+        self.z = replace(self.z, reading_ready=ready, last_stable_reading_g=v.displayed_g if ready else None,
+                         evidence_version=1, evidence_time=v.t, evidence_trigger="initial_readiness")
+        self._event("episode_start", v.t, detail={"instance_id": self.instance.instance_id,
+                                                    "reading_ready": ready})
+        self._new_evidence(v.t)
+
+    def _validity(self, v: MeasurementView) -> None:
+        reason = v.invalid_reason
+        if reason != self._last_invalid and reason:
+            if reason == "overload":
+                self._event("safety_violation", v.t, detail={"reason": "overload"})
+                if "overload" not in self.violations and "overload" in self.contract.irreversible_violations:
+                    self.violations.append("overload")
+            elif reason == "hand_pressure":
+                self._event("hand_pressure", v.t, measured_value=v.displayed_g)
+            else:
+                self._event("validity", v.t, detail={"reason": reason})
+        self._last_invalid = reason
+
+    def _terminal_predicate(self, m: WorldMeasurement, v: MeasurementView):
+        term = self.contract.terminal
+        fails: list[str] = []
+        b = m.balance
+        if b is None or not b.valid:
+            fails.append("reading_invalid")
+        elif b.overload:
+            fails.append("overload")
+        else:
+            if not math.isfinite(b.displayed_g) or abs(b.displayed_g - self.goal.target_g) > term.reading_tolerance_g + 1e-9:
+                fails.append("reading_off_target")
+            if term.require_stable_indicator and not b.stable:
+                fails.append("unstable")
+        if term.require_release:
+            if v.touched:
+                fails.append("robot_contact")
+            if m.hand_on_pan:
+                fails.append("hand_on_pan")
+        if term.require_exact_standard_set:
+            on_pan = frozenset(n for n, s in v.support.items() if s == S_PAN and n in STANDARDS)
+            if on_pan != self.goal.goal_set:
+                fails.append("standard_set")
+        if term.require_sample_on_pan and v.support.get(SAMPLE) != S_PAN:
+            fails.append("sample_not_on_pan")
+        if any(not still(o, term.linear_mps, term.angular_rps) for o in m.objects.values()):
+            fails.append("motion")
+        return not fails, fails
+
+    def _recognition(self, r: dict) -> None:
+        cat, t, obj = r["category"], r["t"], r["object"]
+        if cat != "grasp":
+            self._event(cat, t, obj=obj, attempt=r["attempt"], detail={k: r[k] for k in r if k == "support"})
+            return
+        op = operation_for_grasp(self.z, obj)
+        self._event("grasp", t, obj=obj, operation=op, attempt=r["attempt"], detail={"from": r["from"]})
+        opp = self.book.current
+        execution = {"operation": op, "opportunity_id": -1, "attempt": r["attempt"], "t": t, "first": False}
+        record = self.z.obligations.get(obj)
+        if record and record["status"] == "confirmed" and relation_satisfied(self.goal, obj, self.z.locations[obj]):
+            self._event("unnecessary_repetition", t, obj=obj, operation=op, attempt=r["attempt"],
+                        detail={"obligation": f"{obj}:{record['goal']}#{record['instance']}"})
+            self._error()
+        if opp is None or opp.evidence_version != self.z.evidence_version or not opp.accepts_choice_at(t):
+            reason = ("no_delivered_evidence" if opp is None or opp.evidence_version != self.z.evidence_version
+                      else "window_closed")
+            self._event("choice", t, obj=obj, operation=op, attempt=r["attempt"],
+                        opportunity_id=opp.id if opp else -1,
+                        detail={"scored": False, "reason": reason})
+            if reason == "no_delivered_evidence" and self._placement_pending(exclude=obj):
+                self._event("premature_advancement", t, obj=obj, operation=op,
+                            detail={"reason": "previous_placement_unconfirmed"})
+                self._error()
+        elif opp.first_choice is None:
+            correct = op in opp.legal_set
+            opp.first_choice, opp.first_choice_t = op, t
+            opp.execution = "pending"
+            ev = self._event("choice", t, obj=obj, operation=op, attempt=r["attempt"], opportunity_id=opp.id,
+                             evidence_version=opp.evidence_version,
+                             detail={"scored": True, "correct": correct,
+                                     "legal_set": [o.to_dict() for o in opp.legal_set]})
+            opp.first_choice_event = ev["event_id"]
+            execution.update(opportunity_id=opp.id, first=True)
+            if not correct:
+                self.counts["incorrect_choice"] += 1
+                self._error()
+            if not opp.native_scorable:
+                why = "reading_not_ready" if not self.z.reading_ready else "terminal_window"
+                self._event("premature_advancement", t, obj=obj, operation=op, opportunity_id=opp.id,
+                            detail={"reason": why})
+                self._error()
+        elif op != opp.first_choice:
+            execution["opportunity_id"] = opp.id
+            if self._placement_pending(exclude=obj):
+                self._event("premature_advancement", t, obj=obj, operation=op, opportunity_id=opp.id,
+                            detail={"reason": "previous_placement_unconfirmed"})
+                self._error()
+            else:
+                ev = self._event("choice_revision", t, obj=obj, operation=op, attempt=r["attempt"],
+                                 opportunity_id=opp.id, detail={"correct": op in opp.legal_set})
+                opp.revisions.append({"t": t, "operation": op.to_dict(), "event_id": ev["event_id"]})
+        else:
+            execution.update(opportunity_id=opp.id, first=True)  # regrasp of the chosen object
+        self._executions[obj] = execution
+
+    def _placement_pending(self, exclude: str) -> bool:
+        """Another chosen object was released onto its destination but is not confirmed yet."""
+        for obj, ex in self._executions.items():
+            tr = self.trackers[obj]
+            if obj != exclude and tr.placed_recognised and tr.pending_attempt and not tr.grasping \
+                    and tr.placed_support == ex["operation"].destination:
+                return True
+        return False
+
+    def _execution_outcome(self, ce: ConfirmedEvent) -> None:
+        ex = self._executions.pop(ce.object, None) if ce.after_attempt else None
+        if ex is None:
+            return
+        op: Operation = ex["operation"]
+        ok = ce.location == op.destination
+        cat = "execution_confirmed" if ok else "execution_failure"
+        self._event(cat, ce.t, obj=ce.object, operation=op, attempt=ce.attempt,
+                    opportunity_id=ex["opportunity_id"], measured_value=ce.measured_g,
+                    detail={"location": ce.location, "chosen_at": ex["t"]})
+        if not ok:
+            self._error()
+        opp = self.book.get(ex["opportunity_id"])
+        if opp is not None and ex["first"] and opp.first_choice == op:
+            opp.execution = "confirmed" if ok else "failed"
+
+    def _note(self, n: dict) -> None:
+        cat, t = n["category"], n["t"]
+        obj = n.get("object", "")
+        detail = {k: v for k, v in n.items() if k not in ("category", "t", "object", "measured_g", "attempt")}
+        self._event(cat, t, obj=obj, attempt=n.get("attempt", 0), measured_value=n.get("measured_g"),
+                    detail=detail)
+        if cat == "support_change" and obj == SAMPLE and n["to"] != PAN:
+            self._event("protocol_violation", t, obj=obj, detail={"reason": "sample_displaced"})
+            if "sample_displaced" not in self.violations:
+                self.violations.append("sample_displaced")
+        elif cat == "obligation_opened" and n.get("regression"):
+            self.counts["regression"] += 1
+            self._error()
+        if cat in ("obligation_confirmed", "task_complete") and self.errors_outstanding > 0:
+            self._event("recovery", t, obj=obj, detail={"resolved_errors": self.errors_outstanding,
+                                                         "by": cat})
+            self.errors_outstanding = 0
+
+    def _consistency(self, confirmed: list[ConfirmedEvent]) -> None:
+        tol = self.contract.confirmation.reading_consistency_g
+        expected = self.instance.sample_mass_g + sum(STANDARD_MASSES_G[o] for o in self.z.supported_standards)
+        for ce in confirmed:
+            if ce.measured_g is not None and abs(ce.measured_g - expected) > tol:
+                self._event("validity", ce.t, obj=ce.object, measured_value=ce.measured_g,
+                            detail={"reason": "reading_inconsistent", "expected_g": expected})
+
+    def _new_evidence(self, t: float) -> None:
+        z = self.z
+        ops = legal_set(self.contract, self.goal, z)
+        ev = Evidence(version=z.evidence_version, time=z.evidence_time, trigger=z.evidence_trigger,
+                      reference_state=z.to_dict(), legal_set=ops)
+        for opp in self.book.new_evidence(ev, t):
+            self._opportunity_closed(opp)
+        self._out.append(self._legal_set_record(t, None))
+
+    def _legal_set_record(self, t: float, opp: Opportunity | None) -> dict:
+        ev = self.book.evidence
+        return {"record": "legal_set", "episode_id": self.episode_id, "t": t,
+                "opportunity_id": opp.id if opp else -1, "evidence_version": ev.version,
+                "trigger": ev.trigger, "operations": [o.to_dict() for o in ev.legal_set],
+                "state": ev.reference_state}
+
+    def _opportunity_closed(self, opp: Opportunity) -> None:
+        self._event("opportunity_closed", opp.close_time, opportunity_id=opp.id,
+                    evidence_version=opp.evidence_version,
+                    operation=opp.first_choice,
+                    detail={"reason": opp.close_reason, "identified": opp.first_choice is not None,
+                            "correct": opp.choice_correct, "native_scorable": opp.native_scorable})
+
+    def _error(self) -> None:
+        self.errors_outstanding += 1
+
+    def _event(self, category: str, t: float, *, obj: str = "", operation: Operation | None = None,
+               opportunity_id: int = -1, evidence_version: int | None = None, attempt: int = 0,
+               measured_value: float | None = None, detail: dict | None = None) -> dict:
+        self._seq += 1
+        ev = {
+            "record": "event", "episode_id": self.episode_id,
+            "event_id": f"{self.episode_id}:e{self._seq:06d}", "category": category, "t": t,
+            "object": obj, "operation": operation.to_dict() if operation else None,
+            "opportunity_id": opportunity_id,
+            "evidence_version": self.z.evidence_version if evidence_version is None else evidence_version,
+            "attempt": attempt, "measured_value": measured_value, "detail": detail or {},
+        }
+        self.events.append(ev)
+        self.counts[category] += 1
+        self._out.append(ev)
+        return ev
+
+    def _flush(self, t: float) -> list[dict]:
+        out, self._out = self._out, []
+        if any(r["record"] == "event" for r in out) and not self.finished:
+            out.append(self.snapshot(t))
+        return out

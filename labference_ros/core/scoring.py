@@ -1,0 +1,94 @@
+"""Episode scores at three levels (paper 5.4, 7.1-7.2) from the referee's records.
+
+Choice: first identified choice at each opportunity against its legal set.
+Execution: the chosen object's physical subgoal confirmed (released, supported
+where the operation puts it, stable reading).
+Task: physical completion (terminal predicate held for the registered dwell),
+valid completion (no irreversible violation), clean vs recovered completion.
+"""
+from __future__ import annotations
+
+from .metrics import choice_rates, rate
+
+# Event categories that are recoverable errors or operation failures (7.2).
+ERROR_CATEGORIES = ("execution_failure", "premature_advancement", "unnecessary_repetition",
+                    "incorrect_choice", "regression", "early_termination")
+EXPLICIT_CATEGORIES = ("premature_advancement", "unnecessary_repetition", "early_termination", "recovery")
+
+
+def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict, state, opportunities,
+                   counts: dict, violations: list, errors_outstanding: int, finished: str | None) -> dict:
+    native = [o for o in opportunities if o.native_scorable]
+    closed_or_chosen = [o for o in native if o.status == "closed" or o.first_choice is not None]
+    native_rates = choice_rates((o.first_choice, o.legal_set) for o in closed_or_chosen)
+    # The explicit track exists only for systems that report; otherwise its population is empty.
+    reporting = any(o.first_report is not None for o in opportunities)
+    explicit = [o for o in opportunities if reporting and (o.status == "closed" or o.first_report is not None)]
+    explicit_rates = choice_rates((o.first_report, o.legal_set) for o in explicit)
+    both = [o for o in opportunities if o.first_report is not None and o.first_choice is not None
+            and o.first_report.physical]
+    agree = sum(1 for o in both if o.first_report == o.first_choice)
+
+    first = native[0] if native else None
+    first_correct = first.choice_correct if first is not None else None
+    executed = None
+    if first is not None and first.choice_correct:
+        executed = {"confirmed": True, "failed": False}.get(first.execution or "", None)
+    exec_confirmed = counts.get("execution_confirmed", 0)
+    exec_failed = counts.get("execution_failure", 0)
+
+    physical = bool(state.physically_complete)
+    valid = physical and not violations
+    errors = sum(counts.get(c, 0) for c in ERROR_CATEGORIES)
+    all_correct = bool(native) and all(o.choice_correct is True for o in native)
+    clean = valid and all_correct and errors == 0
+    recovered = valid and not clean and errors > 0 and errors_outstanding == 0
+    if not physical:
+        completion_class = "none"
+    elif not valid:
+        completion_class = "invalid"
+    elif clean:
+        completion_class = "clean"
+    elif recovered:
+        completion_class = "recovered"
+    else:
+        completion_class = "incomplete_choice_coverage"
+
+    def undecided(value: bool):
+        # Before the episode ends, "not complete yet" is unknown rather than a failure.
+        return value if (physical or finished) else None
+
+    return {
+        "episode_id": episode_id,
+        "t": t,
+        "contract": contract_identity,
+        "evidence_version": state.evidence_version,
+        "finished": finished,
+        "opportunities": len(opportunities),
+        "native": {**native_rates, "open": len(native) - len(closed_or_chosen)},
+        "explicit": {**explicit_rates, "agreement": rate(agree, len(both)), "agreement_n": len(both)},
+        "identified_choices": native_rates["identified"],
+        "correct_choices": native_rates["correct"],
+        "first_choice_correct": first_correct,
+        "executed": executed,
+        "execution": {"confirmed": exec_confirmed, "failed": exec_failed,
+                      "rate": rate(exec_confirmed, exec_confirmed + exec_failed)},
+        "physically_complete": undecided(physical),
+        "valid_complete": undecided(valid),
+        "clean_complete": undecided(clean),
+        "recovered_complete": undecided(recovered),
+        "completion_class": completion_class,
+        "complete_t": state.complete_t,
+        "terminal_dwell_s": round(state.terminal_dwell_s, 6),
+        "violations": list(violations),
+        "errors": errors,
+        "errors_outstanding": errors_outstanding,
+        "categories": {c: counts.get(c, 0) for c in sorted(set(ERROR_CATEGORIES) | set(EXPLICIT_CATEGORIES))},
+        "obligations": {k: v["status"] for k, v in sorted(state.obligations.items())},
+        "supported_standards": sorted(state.supported_standards),
+    }
+
+
+def tri(value: bool | None) -> int:
+    """int8 convention of ScoreSnapshot.msg: -1 unknown, 0 no, 1 yes."""
+    return -1 if value is None else int(bool(value))

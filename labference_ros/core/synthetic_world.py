@@ -1,0 +1,139 @@
+"""A scripted, physics-free world that emits WorldMeasurement streams.
+
+For tests and benchmarks of the referee core only: it fakes contacts, speeds
+and a balance with a settling window, so protocol cases (drops, shallow
+placements, hand pressure, disturbances) can be written in a few lines.
+"""
+from __future__ import annotations
+
+from .instance import WeighingInstance
+from .measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, SAMPLE,
+                           STANDARD_MASSES_G, STANDARDS, TABLE, BalanceMeasurement, ObjectMeasurement,
+                           WorldMeasurement)
+
+# Scripted resting places and the contacts they produce.
+_PLACE_CONTACTS = {
+    "pan": (PAN,), "table": (TABLE,), "rim": (PAN, BALANCE_BODY), "floor": (), "held": (),
+}
+
+
+class SyntheticWorld:
+    def __init__(self, instance: WeighingInstance, referee=None, dt: float = 0.02, settle_s: float = 1.0,
+                 observe_every_s: float | None = 0.1, start_stable: bool = True):
+        self.instance = instance
+        self.referee = referee
+        self.dt = dt
+        self.settle_s = settle_s
+        self.observe_every_s = observe_every_s
+        self.t = 0.0
+        self.place = {s: ("pan" if s in instance.initial_on_pan else "table") for s in STANDARDS}
+        self.place[SAMPLE] = "pan"
+        self.fingers: set[str] = set()  # objects the fingers touch
+        self.moving: dict[str, float] = {}  # object -> time its motion stops
+        self.gripper_closing = False
+        self.hand_on_pan = False
+        self.hand_extra_g = 0.0
+        self._load = self._true_load()
+        self._last_change = -10.0 if start_stable else 0.0
+        self._next_obs = 0.0
+        self._obs = 0
+        self.outputs: list[dict] = []
+        self.measurements: list[WorldMeasurement] = []
+        self.keep_measurements = False
+
+    # -------------------------------------------------------------- physics
+    def _true_load(self) -> float:
+        g = 0.0
+        for name, where in self.place.items():
+            mass = self.instance.sample_mass_g if name == SAMPLE else STANDARD_MASSES_G[name]
+            if where == "pan":
+                g += mass
+            elif where == "rim":
+                g += 0.5 * mass  # leaning: part of the load goes into the balance body
+        return g + (self.hand_extra_g if self.hand_on_pan else 0.0)
+
+    def measure(self) -> WorldMeasurement:
+        objects = {}
+        for name, where in self.place.items():
+            contacts = list(_PLACE_CONTACTS[where])
+            if name in self.fingers:
+                contacts += [LEFT_FINGER, RIGHT_FINGER]
+            speed = 0.1 if self.moving.get(name, -1.0) > self.t else 0.0
+            objects[name] = ObjectMeasurement(
+                name=name, kind="sample" if name == SAMPLE else "standard",
+                position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                linear_speed=speed, angular_speed=0.0, contacts=tuple(contacts))
+        pan_contacts = tuple(n for n, w in self.place.items() if w in ("pan", "rim"))
+        if self.hand_on_pan:
+            pan_contacts += (ROBOT,)
+        load = self._load
+        stable = self.t - self._last_change >= self.settle_s - 1e-9
+        return WorldMeasurement(
+            t=round(self.t, 9), objects=objects, gripper_width=0.02 if self.fingers else 0.08,
+            gripper_closing=self.gripper_closing, pan_contacts=pan_contacts,
+            balance=BalanceMeasurement(raw_g=load, filtered_g=load, displayed_g=round(load, 1), stable=stable))
+
+    def run(self, seconds: float) -> None:
+        steps = int(round(seconds / self.dt))
+        for _ in range(steps):
+            self.t += self.dt
+            load = self._true_load()
+            if abs(load - self._load) > 1e-9 or any(v > self.t for v in self.moving.values()):
+                self._last_change = self.t
+            self._load = load
+            m = self.measure()
+            if self.keep_measurements:
+                self.measurements.append(m)
+            if self.referee is not None:
+                self.outputs += self.referee.step(m)
+                if self.observe_every_s is not None and self.t >= self._next_obs - 1e-9:
+                    self.observe()
+                    self._next_obs = self.t + self.observe_every_s
+
+    def observe(self) -> list[dict]:
+        self._obs += 1
+        out = self.referee.deliver_observation(f"obs{self._obs:05d}", round(self.t, 9))
+        self.outputs += out
+        return out
+
+    # --------------------------------------------------------------- script
+    def grasp(self, obj: str, hold_s: float = 0.3) -> None:
+        self.fingers.add(obj)
+        self.gripper_closing = True
+        self.run(0.04)
+        self.place[obj] = "held"
+        self.moving[obj] = self.t + hold_s
+        self.run(hold_s)
+
+    def put(self, obj: str, where: str, release: bool = True, settle_s: float = 2.0) -> None:
+        self.place[obj] = where
+        self.moving[obj] = self.t + 0.06
+        self.run(0.2)
+        if release:
+            self.release(obj)
+        self.run(settle_s)
+
+    def release(self, obj: str) -> None:
+        self.fingers.discard(obj)
+        self.gripper_closing = False
+        self.moving[obj] = self.t + 0.06
+
+    def move(self, obj: str, where: str, settle_s: float = 2.0) -> None:
+        self.grasp(obj)
+        self.run(0.4)
+        self.put(obj, where, settle_s=settle_s)
+
+    def press_pan(self, seconds: float, extra_g: float = 0.0) -> None:
+        self.hand_on_pan, self.hand_extra_g = True, extra_g
+        self.run(seconds)
+        self.hand_on_pan, self.hand_extra_g = False, 0.0
+
+    def bump(self, obj: str = SAMPLE) -> None:
+        """A brief disturbance: the object jiggles and the reading loses stability."""
+        self.moving[obj] = self.t + 0.1
+
+    def records(self, kind: str) -> list[dict]:
+        return [r for r in self.outputs if r["record"] == kind]
+
+    def events(self, category: str | None = None) -> list[dict]:
+        return [r for r in self.outputs if r["record"] == "event" and (category is None or r["category"] == category)]
