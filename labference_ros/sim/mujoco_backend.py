@@ -1,0 +1,327 @@
+"""MuJoCo implementation of SimBackend for the feedback-weighing scene."""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.measurements import (
+    BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, SAMPLE, STANDARDS, TABLE,
+    ObjectMeasurement, WorldMeasurement)
+from labference_ros.sim import display_layout as dl
+from labference_ros.sim import weighing_scene as scene
+from labference_ros.sim.backend import (
+    ARM_JOINT_NAMES, CAMERA_NAMES, FINGER_JOINT_NAMES, CommandCheck, GripperState, JointState,
+    SimBackend, Wrench)
+from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
+
+STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # includes ctrl and the warm start
+BLOB_MAGIC = b"LFSIM1"
+SETTLE_S = 0.3  # objects settle on their supports before t = 0
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    width: int = 128
+    height: int = 128
+    # Per-camera (height, width) overrides, e.g. {"front": (240, 320)}.
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # False draws the robot's collision geoms instead of its 135k-face
+    # visual meshes: about 4x faster on llvmpipe, plainer images.
+    visual_meshes: bool = True
+
+    def size(self, camera: str) -> tuple[int, int]:
+        return self.sizes.get(camera, (self.height, self.width))
+
+
+@dataclass
+class _GripperCommand:
+    target_width: float = 0.08
+    grasp: bool = False
+    force: float = 0.0
+    epsilon_inner: float = 0.005
+    epsilon_outer: float = 0.005
+    closing: bool = False
+    ramp_goal: float = 0.04  # actuator ctrl (tendon length = width/2) to ramp to
+    ramp_rate: float = 0.0  # ctrl change per physics step; 0 = not ramping
+    final_ctrl: float = 0.04  # set once the ramp arrives (grasp preload)
+
+
+class MujocoBackend(SimBackend):
+    def __init__(self, render: RenderSettings | None = None):
+        self.render_settings = render or RenderSettings()
+        self.model: mujoco.MjModel | None = None
+        self.data: mujoco.MjData | None = None
+        self.instance: WeighingInstance | None = None
+        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+
+    # loading -----------------------------------------------------------------
+    def load(self, instance: WeighingInstance) -> None:
+        self.close()
+        self.instance = instance
+        m = scene.build_weighing_spec(instance).compile()
+        d = mujoco.MjData(m)
+        self.model, self.data = m, d
+        self._index_model()
+        self._check_sensing_axis()
+        self._empty_wrench = self._measure_empty_pan()
+        mujoco.mj_resetData(m, d)
+        d.qpos[self._arm_qadr] = scene.HOME_ARM_Q
+        d.qpos[self._finger_qadr] = 0.04
+        d.ctrl[:7] = scene.HOME_ARM_Q
+        d.ctrl[7] = 0.04
+        self._gripper = _GripperCommand()
+        self._display = (float("nan"), False)
+        self.set_display(float("nan"), False)
+        mujoco.mj_forward(m, d)
+        mujoco.mj_step(m, d, nstep=int(round(SETTLE_S / m.opt.timestep)))
+        d.time = 0.0
+        mujoco.mj_forward(m, d)
+
+    def _index_model(self) -> None:
+        m = self.model
+        self._arm_qadr = np.array([m.joint(n).qposadr[0] for n in ARM_JOINT_NAMES])
+        self._arm_dadr = np.array([m.joint(n).dofadr[0] for n in ARM_JOINT_NAMES])
+        self._finger_qadr = np.array([m.joint(n).qposadr[0] for n in FINGER_JOINT_NAMES])
+        self._finger_dadr = np.array([m.joint(n).dofadr[0] for n in FINGER_JOINT_NAMES])
+        self._objects = (*STANDARDS, SAMPLE)
+        self._object_body = {n: m.body(n).id for n in self._objects}
+        self._object_qadr = {n: m.joint(f"{n}_free").qposadr[0] for n in self._objects}
+        self._pan_force_adr = m.sensor("pan_force").adr[0]
+        self._pan_torque_adr = m.sensor("pan_torque").adr[0]
+        self._pan_site = m.site(scene.PAN_SITE).id
+        body_identity = {}
+        for b in range(m.nbody):
+            name = m.body(b).name
+            if name in self._object_body:
+                body_identity[b] = name
+            elif name == "pan":
+                body_identity[b] = PAN
+            elif name.startswith("balance"):
+                body_identity[b] = BALANCE_BODY
+            elif name == f"{scene.PANDA_PREFIX}left_finger":
+                body_identity[b] = LEFT_FINGER
+            elif name == f"{scene.PANDA_PREFIX}right_finger":
+                body_identity[b] = RIGHT_FINGER
+            elif name.startswith(scene.PANDA_PREFIX):
+                body_identity[b] = ROBOT
+            else:
+                body_identity[b] = TABLE  # world: table top (floor is not collidable)
+        self._geom_identity = [body_identity[m.geom_bodyid[g]] for g in range(m.ngeom)]
+        self._seg_geoms = [{s: m.geom(f"seg_{i}_{s}").id for s in dl.SEGMENT_NAMES}
+                           for i in range(dl.N_DIGITS)]
+        self._light_geom = m.geom("stability_light").id
+
+    def _check_sensing_axis(self) -> None:
+        """The pan's sensing axis must oppose gravity (paper 8.2)."""
+        d = mujoco.MjData(self.model)
+        mujoco.mj_kinematics(self.model, d)
+        z_axis = d.site_xmat[self._pan_site].reshape(3, 3)[:, 2]
+        g = self.model.opt.gravity
+        if float(np.dot(z_axis, -g / np.linalg.norm(g))) < 0.9999:
+            raise RuntimeError("pan sensing axis is not aligned against gravity")
+
+    def _measure_empty_pan(self) -> Wrench:
+        """Tare measured, not assumed: lift every object far off the pan."""
+        m = self.model
+        d = mujoco.MjData(m)
+        for i, name in enumerate(self._objects):
+            d.qpos[self._object_qadr[name]:self._object_qadr[name] + 3] = (10.0 + i, 10.0, 10.0)
+        mujoco.mj_forward(m, d)
+        return self._wrench_from(d)
+
+    # time ----------------------------------------------------------------------
+    @property
+    def sim_time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def timestep(self) -> float:
+        return float(self.model.opt.timestep)
+
+    @property
+    def gravity(self) -> float:
+        return float(np.linalg.norm(self.model.opt.gravity))
+
+    def step(self, n: int = 1) -> None:
+        m, d, g = self.model, self.data, self._gripper
+        while n > 0:
+            if g.ramp_rate > 0.0:
+                # The gripper moves at the commanded speed: ramp its servo
+                # target one physics step at a time while it travels.
+                c = float(d.ctrl[7])
+                delta = g.ramp_goal - c
+                c = g.ramp_goal if abs(delta) <= g.ramp_rate else c + math.copysign(g.ramp_rate, delta)
+                if c == g.ramp_goal:
+                    c, g.ramp_rate = g.final_ctrl, 0.0
+                d.ctrl[7] = c
+                mujoco.mj_step(m, d)
+                n -= 1
+            else:
+                mujoco.mj_step(m, d, nstep=n)
+                n = 0
+
+    # commands ------------------------------------------------------------------
+    def set_arm_targets(self, positions, names=ARM_JOINT_NAMES) -> CommandCheck:
+        check, ordered = validate_arm_command(names, positions)
+        if not check.ok:
+            self.hold_arm()
+            return check
+        self.data.ctrl[:7] = ordered
+        return check
+
+    def hold_arm(self) -> None:
+        """Servo to where the arm is now (used when a command is rejected)."""
+        self.data.ctrl[:7] = self.data.qpos[self._arm_qadr]
+
+    def set_gripper(self, width: float, speed: float = 0.1, force: float = 0.0,
+                    epsilon_inner: float = 0.005, epsilon_outer: float = 0.005,
+                    grasp: bool = False) -> CommandCheck:
+        check = validate_gripper_command(width, speed, force, epsilon_inner, epsilon_outer, grasp)
+        if not check.ok:
+            return check
+        current = self._gripper_width()
+        half = width / 2.0
+        # Grasp: a servo preloaded past the expected width squeezes with
+        # `force` N per finger (the tendon splits its force over two fingers).
+        final = half - 2.0 * force / scene.GRIPPER_KP if grasp else half
+        lo, hi = scene.GRIPPER_CTRL_RANGE
+        self._gripper = _GripperCommand(
+            target_width=width, grasp=grasp, force=force if grasp else 0.0,
+            epsilon_inner=epsilon_inner, epsilon_outer=epsilon_outer,
+            closing=grasp or width < current - 1e-4,
+            ramp_goal=min(max(half, lo), hi), ramp_rate=speed / 2.0 * self.timestep,
+            final_ctrl=min(max(final, lo), hi))
+        return check
+
+    # measurements --------------------------------------------------------------
+    def _gripper_width(self) -> float:
+        return float(np.sum(self.data.qpos[self._finger_qadr]))
+
+    def gripper_state(self) -> GripperState:
+        g, w = self._gripper, self._gripper_width()
+        grasped = g.grasp and g.target_width - g.epsilon_inner <= w <= g.target_width + g.epsilon_outer
+        return GripperState(width=w, target_width=g.target_width, grasp=g.grasp, force=g.force,
+                            grasped=bool(grasped))
+
+    def joint_state(self) -> JointState:
+        d = self.data
+        qadr = np.concatenate([self._arm_qadr, self._finger_qadr])
+        dadr = np.concatenate([self._arm_dadr, self._finger_dadr])
+        return JointState(names=ARM_JOINT_NAMES + FINGER_JOINT_NAMES,
+                          position=tuple(float(x) for x in d.qpos[qadr]),
+                          velocity=tuple(float(x) for x in d.qvel[dadr]),
+                          effort=tuple(float(x) for x in d.qfrc_actuator[dadr]))
+
+    def _wrench_from(self, d: mujoco.MjData) -> Wrench:
+        f = d.sensordata[self._pan_force_adr:self._pan_force_adr + 3]
+        t = d.sensordata[self._pan_torque_adr:self._pan_torque_adr + 3]
+        return Wrench(force=tuple(float(x) for x in f), torque=tuple(float(x) for x in t))
+
+    def pan_wrench(self) -> Wrench:
+        return self._wrench_from(self.data)
+
+    def empty_pan_wrench(self) -> Wrench:
+        return self._empty_wrench
+
+    def contacts(self) -> list[tuple[str, str]]:
+        """Identity pairs in contact now (touching or penetrating)."""
+        d, ident = self.data, self._geom_identity
+        return [(ident[c.geom1], ident[c.geom2]) for c in d.contact[:d.ncon] if c.dist <= 0.0]
+
+    def measure(self) -> WorldMeasurement:
+        m, d = self.model, self.data
+        touching: dict[str, set[str]] = {n: set() for n in (*self._objects, PAN)}
+        for a, b in self.contacts():
+            if a in touching:
+                touching[a].add(b)
+            if b in touching:
+                touching[b].add(a)
+        vel = np.zeros(6)
+        objects = {}
+        for name in self._objects:
+            bid = self._object_body[name]
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, bid, vel, 0)
+            objects[name] = ObjectMeasurement(
+                name=name, kind="sample" if name == SAMPLE else "standard",
+                position=tuple(float(x) for x in d.xpos[bid]),
+                orientation=tuple(float(x) for x in d.xquat[bid]),
+                linear_speed=float(np.linalg.norm(vel[3:])),
+                angular_speed=float(np.linalg.norm(vel[:3])),
+                contacts=tuple(sorted(touching[name])))
+        return WorldMeasurement(t=self.sim_time, objects=objects,
+                                gripper_width=self._gripper_width(),
+                                gripper_closing=self._gripper.closing,
+                                pan_contacts=tuple(sorted(touching[PAN])))
+
+    # display and cameras -------------------------------------------------------
+    def set_display(self, displayed_g: float, stable: bool) -> None:
+        self._display = (float(displayed_g), bool(stable))
+        text = dl.display_text(displayed_g)
+        rgba = self.model.geom_rgba
+        for i, ch in enumerate(text):
+            lit = dl.DIGIT_SEGMENTS[ch]
+            for s, gid in self._seg_geoms[i].items():
+                rgba[gid] = dl.SEG_ON_RGBA if s in lit else dl.SEG_OFF_RGBA
+        rgba[self._light_geom] = dl.LIGHT_ON_RGBA if stable else dl.LIGHT_OFF_RGBA
+
+    def _renderer(self, size: tuple[int, int]) -> mujoco.Renderer:
+        if size not in self._renderers:
+            r = mujoco.Renderer(self.model, height=size[0], width=size[1])
+            r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+            r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
+            r.scene.flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = False
+            self._renderers[size] = r
+        return self._renderers[size]
+
+    def render(self, camera_name: str) -> np.ndarray:
+        if camera_name not in CAMERA_NAMES:
+            raise ValueError(f"unknown camera {camera_name!r}; cameras are {CAMERA_NAMES}")
+        r = self._renderer(self.render_settings.size(camera_name))
+        opt = mujoco.MjvOption()
+        if not self.render_settings.visual_meshes:
+            opt.geomgroup[2], opt.geomgroup[3] = 0, 1
+        r.update_scene(self.data, camera=scene.CAMERA_MODEL_NAMES[camera_name], scene_option=opt)
+        return r.render()
+
+    # checkpoints ---------------------------------------------------------------
+    def save_state(self) -> bytes:
+        m, d = self.model, self.data
+        state = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
+        mujoco.mj_getState(m, d, state, STATE_SPEC)
+        header = json.dumps({
+            "instance_id": self.instance.instance_id,
+            "layout_hash": self.instance.layout_hash,
+            "sample_mass_g": self.instance.sample_mass_g,
+            "gripper": vars(self._gripper),
+            "display": list(self._display),
+            "nstate": int(state.size),
+        }).encode()
+        return BLOB_MAGIC + struct.pack("<I", len(header)) + header + state.tobytes()
+
+    def restore_state(self, blob: bytes) -> None:
+        if not blob.startswith(BLOB_MAGIC):
+            raise ValueError("not a weighing-sim checkpoint")
+        (hlen,) = struct.unpack_from("<I", blob, len(BLOB_MAGIC))
+        start = len(BLOB_MAGIC) + 4
+        header = json.loads(blob[start:start + hlen])
+        inst = self.instance
+        if (header["layout_hash"], header["sample_mass_g"]) != (inst.layout_hash, inst.sample_mass_g):
+            raise ValueError("checkpoint belongs to a different instance; load() it first")
+        state = np.frombuffer(blob, dtype=np.float64, offset=start + hlen)
+        if state.size != header["nstate"] or state.size != mujoco.mj_stateSize(self.model, STATE_SPEC):
+            raise ValueError("checkpoint state size does not match this model")
+        mujoco.mj_setState(self.model, self.data, state, STATE_SPEC)
+        self._gripper = _GripperCommand(**header["gripper"])
+        self.set_display(*header["display"])
+        mujoco.mj_forward(self.model, self.data)
+
+    def close(self) -> None:
+        for r in self._renderers.values():
+            r.close()
+        self._renderers = {}
