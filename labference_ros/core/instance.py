@@ -24,6 +24,10 @@ class WeighingInstance:
     goal_set: tuple[str, ...] = ()  # W*: standards that must be on the pan at the end
     # Filled from the layout seed: object name -> (x, y) on the table, plus "balance".
     layout: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Generation bookkeeping (evaluator side): answer stratum and matched-pair membership.
+    stratum: str = ""
+    pair_id: str = ""  # answer-changing pair: both members share the layout draw
+    pair_role: str = ""  # "a" | "b"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -1,0 +1,141 @@
+"""Run records of one episode (paper 8.4), written as they happen.
+
+run.json            resolved run description (written once at open, atomically)
+events.jsonl        events, opportunities and legal sets, one JSON object a line
+observations.jsonl  delivery receipts and explicit operation reports
+online_scores.jsonl live score snapshots
+scores.json         final report (atomic tmp + rename; also written on early stop)
+
+Every JSONL line is flushed and fsync'd when written, so a killed process
+leaves complete lines behind. Schema: docs/records.md.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+RECORD_FILES = {
+    "event": "events.jsonl",
+    "opportunity": "events.jsonl",
+    "legal_set": "events.jsonl",
+    "receipt": "observations.jsonl",
+    "report": "observations.jsonl",
+    "score_snapshot": "online_scores.jsonl",
+}
+RECORDS_SCHEMA = 1
+
+
+def _clean(value):
+    """JSON has no NaN/Inf: non-finite numbers become null ("unavailable")."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def dumps(record: dict) -> str:
+    return json.dumps(_clean(record), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(_clean(data), sort_keys=True, indent=1, allow_nan=False))
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunRecords:
+    def __init__(self, out_dir: str | Path, run_info: dict, fsync: bool = True):
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        self._files: dict[str, object] = {}
+        self._ids: set[str] = set()
+        self.scores_written = False
+        write_json_atomic(self.dir / "run.json", {"records_schema": RECORDS_SCHEMA, **run_info})
+        for name in sorted(set(RECORD_FILES.values())):
+            self._files[name] = open(self.dir / name, "a", encoding="utf-8")
+
+    def write(self, record: dict) -> None:
+        """Append one referee output record to its file (scores go to write_scores)."""
+        kind = record.get("record")
+        if kind == "scores":
+            self.write_scores(record)
+            return
+        name = RECORD_FILES.get(kind)
+        if name is None:
+            raise ValueError(f"unknown record kind {kind!r}")
+        eid = record.get("event_id")
+        if eid is not None:
+            if eid in self._ids:
+                raise ValueError(f"duplicate event id {eid}")
+            self._ids.add(eid)
+        f = self._files[name]
+        f.write(dumps(record) + "\n")
+        f.flush()
+        if self.fsync:
+            os.fsync(f.fileno())
+
+    def write_all(self, records) -> None:
+        for r in records:
+            self.write(r)
+
+    def write_scores(self, scores: dict, status: str = "final") -> None:
+        """Atomic; call on normal end and on any early stop (status e.g. 'early_stop')."""
+        data = {k: v for k, v in scores.items() if k != "record"}
+        write_json_atomic(self.dir / "scores.json", {"records_schema": RECORDS_SCHEMA, "status": status, **data})
+        self.scores_written = True
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files = {}
+
+    def __enter__(self) -> "RunRecords":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+
+def stop_early(records: RunRecords, referee, t: float, reason: str = "early_stop") -> dict:
+    """Finish the referee and persist everything before the simulator closes."""
+    out = referee.finish(t, reason)
+    final = out[-1] if out and out[-1].get("record") == "scores" else {"record": "scores", **referee.scores(t)}
+    records.write_all(r for r in out if r.get("record") != "scores")
+    records.write_scores(final, status=reason)
+    return final
+
+
+def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
+             observation: dict | None = None, intervention: dict | None = None,
+             budgets: dict | None = None, assets: dict | None = None, versions: dict | None = None) -> dict:
+    """The run.json body: contract identity and thresholds, seeds, settings, budgets."""
+    return {
+        "episode_id": episode_id,
+        "task": {"contract": contract.to_dict(), "contract_id": contract.contract_id,
+                 "contract_hash": contract.content_hash},
+        "instance": json.loads(instance.to_json()),
+        "layout_hash": instance.layout_hash,
+        "seeds": {"task": instance.task_seed, "layout": instance.layout_seed, "policy": instance.policy_seed},
+        "policy": policy or {},
+        "observation": observation or {},
+        "intervention": intervention or {"mode": "none"},
+        "budgets": budgets or {},
+        "assets": assets or {},
+        "versions": versions or {},
+    }
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
