@@ -57,6 +57,14 @@ LABEL_COLOURS = {"std_10": (255, 220, 60), "std_20": (90, 200, 255),
                  "std_50": (120, 230, 120), "std_100": (255, 140, 200)}
 
 
+# Contacts of the light objects win (priority) and are stiff: MuJoCo's soft
+# contact lets a squeezed object sink by about (1-d)/d * f / (m k), which for
+# a 10 g standard at the default solref is centimetres, so fingers close
+# straight through it.
+OBJECT_SOLREF = (0.005, 1.0)
+OBJECT_SOLIMP = (0.95, 0.99, 0.001, 0.5, 2.0)
+
+
 def object_shape(name: str) -> CylinderShape:
     return SAMPLE_SHAPE if name == SAMPLE else STANDARD_SHAPES[name]
 
@@ -154,7 +162,8 @@ def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: fl
     body.add_freejoint(name=f"{name}_free")
     body.add_geom(name=f"{name}_geom", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
                   size=[shape.radius, shape.height / 2, 0], mass=mass_kg, rgba=list(shape.rgba),
-                  condim=4, friction=[1.0, 0.005, 0.0001], priority=1)
+                  condim=4, friction=[1.0, 0.005, 0.0001], priority=1,
+                  solref=list(OBJECT_SOLREF), solimp=list(OBJECT_SOLIMP))
     if name in STANDARD_SHAPES:
         material = _label_texture(spec, name)
         # Thin visual disc on the top face carries the printed label.

@@ -1,0 +1,218 @@
+"""Scripted pick-and-place for the weighing scene (differential IK with mink).
+
+The planner turns "move this object from here to there" into a time-stamped
+list of 7 arm joint targets at a fixed rate plus Franka-style gripper events;
+a scripted controller (or the lab_sim node) replays them. Grasps are top-down
+with the fingers closing along world y, as the layout assumes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mink
+import mujoco
+import numpy as np
+
+from labference_ros.core.layout import BALANCE, pan_slot
+from labference_ros.sim import weighing_scene as scene
+from labference_ros.sim.backend import SimBackend
+
+TOP_DOWN = np.diag([1.0, -1.0, -1.0])  # TCP z down, fingers close along world y
+
+
+class PlanningError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class GripperEvent:
+    t: float  # seconds from plan start
+    width: float
+    speed: float = 0.1
+    force: float = 0.0
+    grasp: bool = False
+    epsilon_inner: float = 0.005
+    epsilon_outer: float = 0.005
+
+
+@dataclass
+class MotionPlan:
+    dt: float
+    arm_q: np.ndarray  # (N, 7): target at t = i * dt
+    gripper_events: list[GripperEvent] = field(default_factory=list)
+    labels: list[tuple[float, str]] = field(default_factory=list)  # phase starts
+
+    @property
+    def duration(self) -> float:
+        return len(self.arm_q) * self.dt
+
+    @property
+    def times(self) -> np.ndarray:
+        return np.arange(len(self.arm_q)) * self.dt
+
+
+@dataclass(frozen=True)
+class PickPlaceSettings:
+    rate_hz: float = 100.0
+    max_speed: float = 0.25  # m/s, TCP, peak of the min-jerk profile
+    approach_height: float = 0.10  # above the grasp / release pose
+    grasp_below_top: float = 0.012  # pad centre below the object's top face
+    release_clearance: float = 0.003  # object bottom above the support at release
+    open_margin: float = 0.03  # opening beyond the object diameter
+    grasp_force: float = 10.0  # N per finger; the stock servo (about 1 N) dropped 100 g
+    arrive_settle_s: float = 0.3  # the servos lag the targets by ~0.1 s
+    grasp_settle_s: float = 0.5
+    release_settle_s: float = 0.5
+    max_tcp_error: float = 0.004  # m; IK must reach every waypoint this closely
+
+
+def _min_jerk(s: np.ndarray) -> np.ndarray:
+    return 10 * s**3 - 15 * s**4 + 6 * s**5
+
+
+def robot_model() -> mujoco.MjModel:
+    """The same Panda as in the scene, alone, for kinematics."""
+    spec = mujoco.MjSpec()
+    frame = spec.worldbody.add_frame(pos=[0, 0, 0])
+    frame.attach_body(scene.panda_spec().worldbody.first_body(), scene.PANDA_PREFIX, "")
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    return spec.compile()
+
+
+class PickPlacePlanner:
+    def __init__(self, settings: PickPlaceSettings | None = None):
+        self.settings = settings or PickPlaceSettings()
+        self.model = robot_model()
+        m = self.model
+        self._arm_qadr = np.array([m.joint(n).qposadr[0] for n in scene.ARM_JOINTS])
+        self._finger_qadr = np.array([m.joint(n).qposadr[0] for n in scene.FINGER_JOINTS])
+        self.configuration = mink.Configuration(m)
+        self.tcp_task = mink.FrameTask(scene.GRIP_SITE, "site", position_cost=1.0,
+                                       orientation_cost=0.5, lm_damping=1e-3)
+        self.posture_task = mink.PostureTask(m, cost=1e-3)
+        self.limits = [mink.ConfigurationLimit(m),
+                       mink.VelocityLimit(m, {n: 2.0 for n in scene.ARM_JOINTS})]
+
+    # kinematics ----------------------------------------------------------------
+    def _set_q(self, arm_q) -> None:
+        q = np.zeros(self.model.nq)
+        q[self._arm_qadr] = arm_q
+        q[self._finger_qadr] = 0.04
+        self.configuration.update(q)
+
+    def tcp_pose(self, arm_q) -> tuple[np.ndarray, np.ndarray]:
+        self._set_q(arm_q)
+        T = self.configuration.get_transform_frame_to_world(scene.GRIP_SITE, "site")
+        return T.translation(), T.rotation().as_matrix()
+
+    def _track(self, arm_q, waypoints: np.ndarray) -> np.ndarray:
+        """Differential IK along a dense TCP path; one row of joints per point."""
+        dt = 1.0 / self.settings.rate_hz
+        self._set_q(arm_q)
+        self.posture_task.set_target(self.configuration.q.copy())
+        rot = mink.SO3.from_matrix(TOP_DOWN)
+        out = np.empty((len(waypoints), 7))
+        for i, p in enumerate(waypoints):
+            self.tcp_task.set_target(mink.SE3.from_rotation_and_translation(rot, p))
+            for _ in range(3):  # a few iterations keep the lag below a millimetre
+                v = mink.solve_ik(self.configuration, [self.tcp_task, self.posture_task], dt,
+                                  solver="daqp", damping=1e-3, limits=self.limits)
+                self.configuration.integrate_inplace(v, dt)
+            out[i] = self.configuration.q[self._arm_qadr]
+        reached = self.configuration.get_transform_frame_to_world(scene.GRIP_SITE, "site")
+        err = float(np.linalg.norm(reached.translation() - waypoints[-1]))
+        if err > self.settings.max_tcp_error:
+            raise PlanningError(f"IK misses the waypoint {waypoints[-1]} by {err * 1000:.1f} mm")
+        return out
+
+    def _segment(self, start: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        s = self.settings
+        dist = float(np.linalg.norm(goal - start))
+        duration = max(0.4, 1.875 * dist / s.max_speed)
+        n = max(2, int(np.ceil(duration * s.rate_hz)))
+        u = _min_jerk(np.linspace(0.0, 1.0, n + 1)[1:])
+        return start + np.outer(u, goal - start)
+
+    # planning ------------------------------------------------------------------
+    def plan_pick_place(self, arm_q, object_name: str, object_xyz, dest_xy,
+                        dest_surface_z: float) -> MotionPlan:
+        """Pick `object_name` whose body centre is at object_xyz and set it
+        down standing at dest_xy on a surface at height dest_surface_z."""
+        s = self.settings
+        shape = scene.object_shape(object_name)
+        obj = np.asarray(object_xyz, float)
+        grasp_z = obj[2] + shape.height / 2 - s.grasp_below_top
+        grasp = np.array([obj[0], obj[1], grasp_z])
+        place_z = dest_surface_z + s.release_clearance + shape.height - s.grasp_below_top
+        place = np.array([dest_xy[0], dest_xy[1], place_z])
+        # Travel above the higher of the two ends so nothing is dragged across.
+        travel_z = max(grasp[2], place[2]) + s.approach_height
+        above_grasp = np.array([grasp[0], grasp[1], travel_z])
+        above_place = np.array([place[0], place[1], travel_z])
+        open_w = min(0.08, 2 * shape.radius + s.open_margin)
+        dt = 1.0 / s.rate_hz
+
+        start_tcp, _ = self.tcp_pose(arm_q)
+        rows: list[np.ndarray] = []
+        events: list[GripperEvent] = []
+        labels: list[tuple[float, str]] = []
+        q = np.asarray(arm_q, float)
+
+        def now() -> float:
+            return sum(len(r) for r in rows) * dt
+
+        def move(goal, label, frm):
+            nonlocal q
+            labels.append((now(), label))
+            path = self._segment(frm, goal)
+            rows.append(self._track(q, path))
+            q = rows[-1][-1]
+            return goal
+
+        def hold(seconds, label):
+            labels.append((now(), label))
+            rows.append(np.repeat(q[None, :], int(round(seconds * s.rate_hz)), axis=0))
+
+        events.append(GripperEvent(0.0, open_w))
+        p = move(above_grasp, "approach", start_tcp)
+        p = move(grasp, "descend", p)
+        hold(s.arrive_settle_s, "settle")
+        events.append(GripperEvent(now(), 2 * shape.radius, force=s.grasp_force, grasp=True))
+        hold(s.grasp_settle_s, "grasp")
+        p = move(above_grasp, "lift", p)
+        p = move(above_place, "transfer", p)
+        p = move(place, "lower", p)
+        hold(s.arrive_settle_s, "settle")
+        events.append(GripperEvent(now(), open_w))
+        hold(s.release_settle_s, "release")
+        move(above_place, "retreat", p)
+        return MotionPlan(dt=dt, arm_q=np.concatenate(rows), gripper_events=events, labels=labels)
+
+
+def plan_to_pan(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz,
+                balance_xy) -> MotionPlan:
+    """Standards go to their own pan slot; the sample to the pan centre."""
+    dest = pan_slot(object_name, balance_xy) if object_name.startswith("std_") else balance_xy
+    return planner.plan_pick_place(arm_q, object_name, object_xyz, dest, BALANCE.pan_top_z)
+
+
+def plan_to_table(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz,
+                  table_xy) -> MotionPlan:
+    return planner.plan_pick_place(arm_q, object_name, object_xyz, table_xy, 0.0)
+
+
+def execute_plan(backend: SimBackend, plan: MotionPlan) -> None:
+    """Replay a plan open-loop: one arm target per tick, gripper events at
+    their times. The backend advances plan.duration seconds."""
+    events = sorted(plan.gripper_events, key=lambda e: e.t)
+    k = 0
+    for i, q in enumerate(plan.arm_q):
+        t = i * plan.dt
+        while k < len(events) and events[k].t <= t + 1e-9:
+            e = events[k]
+            backend.set_gripper(e.width, e.speed, e.force, e.epsilon_inner, e.epsilon_outer, e.grasp)
+            k += 1
+        check = backend.set_arm_targets(q)
+        if not check.ok:
+            raise PlanningError(f"plan produced a rejected arm target: {check.reason}")
+        backend.advance(plan.dt)
