@@ -1,0 +1,63 @@
+"""Unsupported interventions are rejected before delivery (paper 8.5)."""
+import pytest
+
+from labference_ros.core.contract import weighing_basic
+from labference_ros.core.operations import add
+from labference_ros.core.oracle_scope import payload_id, validate_intervention
+
+C = weighing_basic()
+LEGAL = (add("std_50"),)
+
+
+def check(site, payload, opp=3, ver=5, mode="assist"):
+    iv = {"mode": mode, "site": site, "opportunity_id": opp, "evidence_version": ver, "payload": payload}
+    return validate_intervention(iv, C, current_opportunity_id=3, current_evidence_version=5, legal_set=LEGAL,
+                                 hidden_values={"sample_mass_g": 130.0})
+
+
+def test_state_payload_may_carry_displayed_load_and_stability():
+    d = check("state", {"displayed_g": 130.0, "stable": True, "standards_on_pan": []})
+    assert d.ok, d.reasons
+    assert d.payload_id == payload_id({"displayed_g": 130.0, "stable": True, "standards_on_pan": []})
+
+
+@pytest.mark.parametrize("payload", [
+    {"displayed_g": 130.0, "sample_mass_g": 130.0},
+    {"displayed_g": 130.0, "required_standard": "std_50"},
+    {"stable": True, "goal_set": ["std_50"]},
+    {"stable": True, "hint": {"legal_set": ["add std_50"]}},
+])
+def test_state_payload_never_carries_hidden_facts(payload):
+    d = check("state", payload)
+    assert not d.ok
+
+
+def test_decision_payload_is_one_legal_operation_without_coordinates():
+    assert check("decision", {"operation": {"type": "add", "object": "std_50", "destination": "pan"}}).ok
+    bad = [
+        {"operation": {"type": "add", "object": "std_20", "destination": "pan"}},  # not legal
+        {"operation": [{"type": "add", "object": "std_50", "destination": "pan"}] * 2},  # two
+        {"operation": {"type": "add", "object": "std_50", "destination": "pan", "position": [0.5, 0.2, 0.1]}},
+        {"operation": {"type": "add", "object": "std_50", "destination": "pan"}, "position": [0.5, 0.2]},
+        {"operation": {"type": "add", "object": "std_50", "destination": [0.5, 0.2]}},
+        {},
+    ]
+    for p in bad:
+        assert not check("decision", p).ok, p
+
+
+def test_binding_to_a_stale_opportunity_or_evidence_is_rejected():
+    p = {"displayed_g": 130.0, "stable": True}
+    assert "stale_or_unbound_opportunity" in check("state", p, opp=2).reasons
+    assert "stale_evidence_version" in check("state", p, ver=4).reasons
+
+
+def test_unsupported_site_or_mode_is_rejected():
+    assert not check("telepathy", {"x": 1}).ok
+    assert not check("state", {"stable": True}, mode="whisper").ok
+
+
+def test_geometry_and_skill_sites():
+    assert check("geometry", {"object": "std_50", "position": [0.5, 0.1, 0.07]}).ok
+    assert not check("geometry", {"object": "std_50", "position": [0.5, 0.1], "sample_mass_g": 1}).ok
+    assert check("skill", {"operation": {"type": "add", "object": "std_20", "destination": "pan"}}, mode="replace").ok
