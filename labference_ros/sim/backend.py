@@ -100,6 +100,11 @@ class SimBackend(abc.ABC):
         """Franka-Hand semantics: move to width at speed, or (grasp=True)
         close on an object of about `width` and squeeze with `force` N."""
 
+    @abc.abstractmethod
+    def set_object_pose(self, name: str, position, orientation=(1.0, 0.0, 0.0, 0.0)) -> None:
+        """Evaluator-side placement of an object (at rest); for scene set-up,
+        environment transitions and tests, never for a tested system."""
+
     # measurements ----------------------------------------------------------
     @abc.abstractmethod
     def measure(self) -> WorldMeasurement:

@@ -73,9 +73,9 @@ def _min_jerk(s: np.ndarray) -> np.ndarray:
 def robot_model() -> mujoco.MjModel:
     """The same Panda as in the scene, alone, for kinematics."""
     spec = mujoco.MjSpec()
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST  # as the child's
     frame = spec.worldbody.add_frame(pos=[0, 0, 0])
     frame.attach_body(scene.panda_spec().worldbody.first_body(), scene.PANDA_PREFIX, "")
-    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     return spec.compile()
 
 
@@ -134,6 +134,19 @@ class PickPlacePlanner:
         return start + np.outer(u, goal - start)
 
     # planning ------------------------------------------------------------------
+    def plan_tcp_moves(self, arm_q, waypoints, hold_s: float = 0.0) -> MotionPlan:
+        """Straight top-down TCP moves through the given points, then a hold."""
+        dt = 1.0 / self.settings.rate_hz
+        q = np.asarray(arm_q, float)
+        p, _ = self.tcp_pose(q)
+        rows = []
+        for goal in waypoints:
+            goal = np.asarray(goal, float)
+            rows.append(self._track(q, self._segment(p, goal)))
+            q, p = rows[-1][-1], goal
+        rows.append(np.repeat(q[None, :], int(round(hold_s * self.settings.rate_hz)), axis=0))
+        return MotionPlan(dt=dt, arm_q=np.concatenate(rows))
+
     def plan_pick_place(self, arm_q, object_name: str, object_xyz, dest_xy,
                         dest_surface_z: float) -> MotionPlan:
         """Pick `object_name` whose body centre is at object_xyz and set it

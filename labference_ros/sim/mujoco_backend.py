@@ -199,6 +199,18 @@ class MujocoBackend(SimBackend):
             final_ctrl=min(max(final, lo), hi))
         return check
 
+    def set_object_pose(self, name: str, position, orientation=(1.0, 0.0, 0.0, 0.0)) -> None:
+        m, d = self.model, self.data
+        if name not in self._object_qadr:
+            raise ValueError(f"unknown object {name!r}")
+        qadr = self._object_qadr[name]
+        dadr = m.jnt_dofadr[m.joint(f"{name}_free").id]
+        quat = np.asarray(orientation, float)
+        d.qpos[qadr:qadr + 3] = position
+        d.qpos[qadr + 3:qadr + 7] = quat / np.linalg.norm(quat)
+        d.qvel[dadr:dadr + 6] = 0.0
+        mujoco.mj_forward(m, d)
+
     # measurements --------------------------------------------------------------
     def _gripper_width(self) -> float:
         return float(np.sum(self.data.qpos[self._finger_qadr]))
