@@ -221,3 +221,26 @@ def test_sample_displacement_is_irreversible():
     s = ref.scores()
     assert s["physically_complete"] and not s["valid_complete"] and s["completion_class"] == "invalid"
     assert "sample_displaced" in s["violations"]
+
+
+def test_unreleased_removal_onto_the_table_is_not_counted():
+    # Off the pan the reading is eligible, so only the release check can refuse it.
+    inst = instance(220, 100, ("std_20", "std_100"), start=("std_50",), condition="extended")
+    ref, w = episode(inst)
+    w.run(0.3)
+    w.grasp("std_50")
+    w.put("std_50", "table", release=False, settle_s=4.0)
+    assert ref.state()["locations"]["std_50"] == "pan"
+    assert not w.events("execution_confirmed")
+
+
+def test_obligations_are_keyed_by_instance_and_untracked_moves_confirm_nothing():
+    ref, w = episode()
+    w.run(0.3)
+    w.move("std_10", "floor")  # no obligation for std_10: moving it off the table completes nothing
+    assert not w.events("obligation_confirmed")
+    w.move("std_50", "pan")
+    w.move("std_50", "table")  # regression reopens the obligation as a new instance
+    w.move("std_50", "pan")
+    confirmed = [e["detail"]["obligation"] for e in w.events("obligation_confirmed")]
+    assert confirmed == ["std_50:pan#1", "std_50:pan#2"]
