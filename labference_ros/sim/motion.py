@@ -214,18 +214,22 @@ def plan_to_table(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz
     return planner.plan_pick_place(arm_q, object_name, object_xyz, table_xy, 0.0)
 
 
-def execute_plan(backend: SimBackend, plan: MotionPlan) -> None:
-    """Replay a plan open-loop: one arm target per tick, gripper events at
-    their times. The backend advances plan.duration seconds."""
+def execute_plan(backend: SimBackend, plan: MotionPlan, start: int = 0,
+                 stop: int | None = None) -> None:
+    """Replay ticks [start, stop) of a plan open-loop: one arm target per
+    tick, gripper events at their times, plan.dt of sim time per tick."""
+    stop = len(plan.arm_q) if stop is None else stop
     events = sorted(plan.gripper_events, key=lambda e: e.t)
     k = 0
-    for i, q in enumerate(plan.arm_q):
+    while k < len(events) and events[k].t < start * plan.dt - 1e-9:
+        k += 1  # already applied before `start`
+    for i in range(start, stop):
         t = i * plan.dt
         while k < len(events) and events[k].t <= t + 1e-9:
             e = events[k]
             backend.set_gripper(e.width, e.speed, e.force, e.epsilon_inner, e.epsilon_outer, e.grasp)
             k += 1
-        check = backend.set_arm_targets(q)
+        check = backend.set_arm_targets(plan.arm_q[i])
         if not check.ok:
             raise PlanningError(f"plan produced a rejected arm target: {check.reason}")
         backend.advance(plan.dt)
