@@ -52,7 +52,10 @@ class TerminalConditions:
     require_stable_indicator: bool = True
     require_exact_standard_set: bool = True
     require_sample_on_pan: bool = True
-    require_release: bool = True  # no robot contact with any object, no hand on the pan
+    require_release: bool = True  # no hand on the pan, no robot contact with the load
+    # Release and low motion are required of the pan load, W* and the sample
+    # (not of standards resting elsewhere on the table).
+    motion_scope: str = "pan_load_goal_and_sample"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from .instance import WeighingInstance
 from .measurements import PAN, SAMPLE, STANDARD_MASSES_G, STANDARDS, WorldMeasurement
 from .opportunities import Evidence, Opportunity, OpportunityBook
 from .operations import STOP, Operation, as_operation
-from .recognisers import S_PAN, ObjectTracker, MeasurementView, still, view_of
+from .recognisers import S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker, still, view_of
 from .scoring import episode_scores
 from .task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state, legal_set,
                          operation_for_grasp, relation_satisfied, update)
@@ -224,8 +224,11 @@ class Referee:
                 fails.append("reading_off_target")
             if term.require_stable_indicator and not b.stable:
                 fails.append("unstable")
+        # Release and stillness concern the load and the goal objects only: tidying
+        # a table weight during the window does not disturb the weighing.
+        scope = {n for n, s in v.support.items() if s in (S_PAN, S_AMBIGUOUS)} | self.goal.goal_set | {SAMPLE}
         if term.require_release:
-            if v.touched:
+            if v.touched & scope:
                 fails.append("robot_contact")
             if m.hand_on_pan:
                 fails.append("hand_on_pan")
@@ -235,7 +238,7 @@ class Referee:
                 fails.append("standard_set")
         if term.require_sample_on_pan and v.support.get(SAMPLE) != S_PAN:
             fails.append("sample_not_on_pan")
-        if any(not still(o, term.linear_mps, term.angular_rps) for o in m.objects.values()):
+        if any(not still(o, term.linear_mps, term.angular_rps) for n, o in m.objects.items() if n in scope):
             fails.append("motion")
         return not fails, fails
 
@@ -276,10 +279,10 @@ class Referee:
             if not correct:
                 self.counts["incorrect_choice"] += 1
                 self._error()
-            if not opp.native_scorable:
-                why = "reading_not_ready" if not self.z.reading_ready else "terminal_window"
+            if not opp.native_scorable and not self.z.reading_ready:
+                # Acting before the reading could tell what to do (Wait was the legal choice).
                 self._event("premature_advancement", t, obj=obj, operation=op, opportunity_id=opp.id,
-                            detail={"reason": why})
+                            detail={"reason": "reading_not_ready"})
                 self._error()
         elif op != opp.first_choice:
             execution["opportunity_id"] = opp.id

@@ -244,3 +244,19 @@ def test_obligations_are_keyed_by_instance_and_untracked_moves_confirm_nothing()
     w.move("std_50", "pan")
     confirmed = [e["detail"]["obligation"] for e in w.events("obligation_confirmed")]
     assert confirmed == ["std_50:pan#1", "std_50:pan#2"]
+
+
+def test_tidying_the_table_does_not_disturb_the_terminal_window_but_touching_the_load_does():
+    ref, w = episode()
+    w.run(0.3)
+    w.move("std_50", "pan", settle_s=1.5)
+    w.move("std_10", "floor", settle_s=0.0)  # a table weight moved during the window
+    assert not w.events("terminal_dwell_reset")
+    w.run(3.0)
+    assert ref.scores()["physically_complete"]
+    ref2, w2 = episode()
+    w2.run(0.3)
+    w2.move("std_50", "pan", settle_s=1.5)
+    w2.fingers.add("std_50")  # the hand rests on the load
+    w2.run(0.1)
+    assert "robot_contact" in w2.events("terminal_dwell_reset")[0]["detail"]["failures"]
