@@ -78,7 +78,9 @@ class SyntheticWorld:
         for _ in range(steps):
             self.t += self.dt
             load = self._true_load()
-            if abs(load - self._load) > 1e-9 or any(v > self.t for v in self.moving.values()):
+            # Only load changes and motion on the pan disturb the balance.
+            if abs(load - self._load) > 1e-9 or any(
+                    until > self.t and self.place.get(n) in ("pan", "rim") for n, until in self.moving.items()):
                 self._last_change = self.t
             self._load = load
             m = self.measure()
