@@ -18,6 +18,7 @@ from .instance import WeighingInstance
 from .measurements import PAN, SAMPLE, STANDARD_MASSES_G, STANDARDS, WorldMeasurement
 from .opportunities import Evidence, Opportunity, OpportunityBook
 from .operations import STOP, Operation, as_operation
+from .oracle_scope import validate_intervention
 from .recognisers import S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker, still, view_of
 from .scoring import episode_scores
 from .task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state, legal_set,
@@ -146,6 +147,30 @@ class Referee:
             self._event("early_termination", t, operation=op, opportunity_id=report["opportunity_id"],
                         detail={"source": "report", "legal_set": [o.to_dict() for o in current_legal]})
             self._error()
+        return self._flush(t)
+
+    def check_intervention(self, intervention: dict, t: float) -> list[dict]:
+        """Scope-check an Oracle intervention against the current opportunity and
+        record its receipt (delivered | rejected_scope). First record: the receipt."""
+        opp = self.book.current
+        decision = validate_intervention(
+            intervention, self.contract,
+            current_opportunity_id=opp.id if opp and opp.status == "open" else None,
+            current_evidence_version=self.z.evidence_version,
+            legal_set=opp.legal_set if opp else (),
+            hidden_values={"sample_mass_g": self.instance.sample_mass_g, "goal_set": self.instance.goal_set})
+        receipt = {
+            "record": "receipt", "episode_id": self.episode_id,
+            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
+            "kind": "intervention", "payload_id": decision.payload_id, "t": t,
+            "status": "delivered" if decision.ok else "rejected_scope",
+            "opportunity_id": intervention.get("opportunity_id", -1),
+            "evidence_version": intervention.get("evidence_version", -1),
+            "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
+            "reasons": list(decision.reasons), "opened": False,
+        }
+        self.receipts.append(receipt)
+        self._out.append(receipt)
         return self._flush(t)
 
     def finish(self, t: float, reason: str = "episode_end") -> list[dict]:

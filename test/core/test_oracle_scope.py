@@ -61,3 +61,19 @@ def test_geometry_and_skill_sites():
     assert check("geometry", {"object": "std_50", "position": [0.5, 0.1, 0.07]}).ok
     assert not check("geometry", {"object": "std_50", "position": [0.5, 0.1], "sample_mass_g": 1}).ok
     assert check("skill", {"operation": {"type": "add", "object": "std_20", "destination": "pan"}}, mode="replace").ok
+
+
+def test_referee_records_intervention_receipts_bound_to_the_current_opportunity():
+    from referee_streams import episode
+    ref, w = episode()
+    w.run(0.3)
+    opp = ref.opportunities[-1]
+    good = {"mode": "assist", "site": "decision", "opportunity_id": opp.id,
+            "evidence_version": opp.evidence_version,
+            "payload": {"operation": {"type": "add", "object": "std_50", "destination": "pan"}}}
+    r = ref.check_intervention(good, w.t)[0]
+    assert r["kind"] == "intervention" and r["status"] == "delivered"
+    leak = dict(good, site="state", payload={"displayed_g": 130.0, "sample_mass_g": 130.0})
+    assert ref.check_intervention(leak, w.t)[0]["status"] == "rejected_scope"
+    w.move("std_50", "pan")  # evidence changed: the old binding is stale
+    assert ref.check_intervention(good, w.t)[0]["status"] == "rejected_scope"
