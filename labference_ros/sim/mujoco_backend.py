@@ -65,6 +65,10 @@ class MujocoBackend(SimBackend):
         self.close()
         self.instance = instance
         m = scene.build_weighing_spec(instance).compile()
+        # The offscreen framebuffer must fit the largest configured image.
+        sizes = [self.render_settings.size(c) for c in CAMERA_NAMES]
+        m.vis.global_.offheight = max(m.vis.global_.offheight, *(h for h, _ in sizes))
+        m.vis.global_.offwidth = max(m.vis.global_.offwidth, *(w for _, w in sizes))
         d = mujoco.MjData(m)
         self.model, self.data = m, d
         self._index_model()

@@ -151,7 +151,8 @@ def _label_texture(spec: mujoco.MjSpec, name: str) -> str:
                 cv2.LINE_AA)
     tex = spec.add_texture(name=f"label_{name}", type=mujoco.mjtTexture.mjTEXTURE_2D,
                            width=size, height=size, nchannel=3)
-    tex.data = np.ascontiguousarray(np.flipud(img)).tobytes()
+    # Rotated so the text reads upright from the front camera (+x, looking -x).
+    tex.data = np.ascontiguousarray(np.rot90(img, k=1)).tobytes()
     spec.add_material(name=f"label_{name}", textures=["", f"label_{name}"])
     return f"label_{name}"
 
@@ -168,7 +169,7 @@ def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: fl
         material = _label_texture(spec, name)
         # Thin visual disc on the top face carries the printed label.
         body.add_geom(name=f"{name}_label", type=mujoco.mjtGeom.mjGEOM_BOX,
-                      size=[shape.radius * 0.72, shape.radius * 0.72, 0.0004],
+                      size=[shape.radius * 0.69, shape.radius * 0.69, 0.0004],
                       pos=[0, 0, shape.height / 2 + 0.0004], material=material,
                       contype=0, conaffinity=0, density=0, group=1)
 
