@@ -1,0 +1,191 @@
+"""Scripted reference systems for feedback weighing.
+
+All three plan top-down pick-and-place with sim/motion.py and hand the plan
+out in chunks at the spec's control rate; they differ in what they know:
+
+- scripted_expert (privileged): reads the instance's goal set and the
+  measured object positions, and completes the task.
+- display_reader: pixels only. Reads the balance display, parses the target
+  from the instruction, picks the standard whose mass equals the residual,
+  and finds it (and the pan) in the front camera.
+- fixed_preference: same perception, no reasoning: always transfers one
+  standard (default std_50).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from labference_ros.core.layout import pan_slot
+from labference_ros.core.measurements import STANDARD_MASSES_G
+from labference_ros.core.observation import PolicyObservation
+from labference_ros.policies.base import EvaluatorView, TestedSystem, register
+from labference_ros.policies.plan_replay import PlanCursor, plan_rows
+from labference_ros.policies.vision import CameraCalibration, estimate_scene
+from labference_ros.sim.display_decode import decode_display
+from labference_ros.sim.motion import (PickPlacePlanner, PickPlaceSettings, PlanningError, plan_to_pan,
+                                       plan_to_table)
+
+READING_TOLERANCE_G = 0.5  # "done" when the stable reading is this close to the target
+
+
+class PickPlaceSystem(TestedSystem):
+    """Shared machinery: a queue of plans, holds in between, and a log of
+    decisions (kept for diagnostics, never sent to the evaluator)."""
+
+    def __init__(self, spec=None, **params):
+        params.setdefault("settle_s", 1.5)  # hold after a transfer before deciding again
+        super().__init__(spec, **params)
+        self.planner = PickPlacePlanner(PickPlaceSettings(rate_hz=self.spec.control_frequency_hz))
+        self.reset("", 0)
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.cursor: PlanCursor | None = None
+        self.hold_until = -1.0
+        self.last_row: np.ndarray | None = None
+        self.moved: list[str] = []
+        self.finished = False
+        self.decisions: list[dict] = []
+
+    # chunks ----------------------------------------------------------------
+    def _hold(self, obs: PolicyObservation, seconds: float | None = None) -> np.ndarray:
+        """Keep the last commanded row (or the measured state at the start)."""
+        row = self.last_row if self.last_row is not None else self._state_row(obs)
+        n = self.spec.max_chunk_length
+        if seconds is not None:
+            n = max(1, min(n, int(round(seconds * self.spec.control_frequency_hz))))
+        return np.repeat(row[None, :], n, axis=0)
+
+    def _state_row(self, obs: PolicyObservation) -> np.ndarray:
+        row = np.zeros(self.spec.dim)
+        row[:7] = obs.joint_positions
+        row[self.spec.gripper_index] = min(obs.gripper_width, self.spec.gripper.open_width_m)
+        if row[self.spec.gripper_index] < self.spec.gripper.grasp_below_m:
+            row[self.spec.gripper_index] = self.spec.gripper.open_width_m
+        return row
+
+    def _emit(self, chunk: np.ndarray) -> np.ndarray:
+        self.last_row = chunk[-1].copy()
+        return chunk
+
+    def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
+        t = obs.sim_time
+        if self.cursor is not None:
+            if not self.cursor.done(t):
+                return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
+            self.cursor = None
+            self.hold_until = t + self.params["settle_s"]
+        if self.finished or t < self.hold_until - 1e-9:
+            return self._emit(self._hold(obs, None if self.finished else self.hold_until - t))
+        move = self.decide(obs, evaluator)
+        if move is None:
+            return self._emit(self._hold(obs, 0.5))
+        name, xyz, dest_xy, dest = move
+        to = plan_to_pan if dest == "pan" else plan_to_table
+        try:
+            plan = to(self.planner, obs.joint_positions, name, xyz, dest_xy)
+        except PlanningError as e:
+            self.decisions.append({"t": t, "planning_error": str(e), "object": name})
+            self.finished = True
+            return self._emit(self._hold(obs))
+        self.moved.append(name)
+        self.cursor = PlanCursor(plan_rows(plan, self.spec), t, self.spec.hold_interval_s)
+        return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
+
+    def decide(self, obs, evaluator):
+        """-> (standard, body centre xyz, destination xy, "pan" | "table") or
+        None to wait. For the pan the xy is the balance centre."""
+        raise NotImplementedError
+
+    def _note(self, **entry) -> None:
+        self.decisions.append(entry)
+
+
+class _PixelSystem(PickPlaceSystem):
+    """Finds standards and the pan in the front camera image."""
+
+    def _see(self, obs: PolicyObservation):
+        if "front" not in obs.images or "front" not in obs.camera_calibration:
+            raise ValueError("needs the front camera and its calibration")
+        calib = CameraCalibration.from_dict(obs.camera_calibration["front"])
+        return estimate_scene(obs.images["front"], calib)
+
+    def _transfer(self, obs, name: str, t: float):
+        scene = self._see(obs)
+        if name not in scene.standards or scene.pan_centre is None:
+            self._note(t=t, not_found=name, pan_found=scene.pan_centre is not None)
+            return None
+        # Standards go to their own pan slot, measured from the pan centre seen.
+        return name, scene.standards[name], scene.pan_centre, "pan"
+
+
+@register("display_reader")
+class DisplayReader(_PixelSystem):
+    def decide(self, obs, evaluator=None):
+        t = obs.sim_time
+        m = re.search(r"reading to (-?\d+(?:\.\d+)?) g", obs.instruction)
+        if m is None:
+            self._note(t=t, error="no target in the instruction")
+            self.finished = True
+            return None
+        target = float(m.group(1))
+        reading = decode_display(obs.images["display"])
+        if not (reading.ok and reading.value is not None and reading.stable):
+            return None  # wait for a stable, readable display
+        residual = target - reading.value
+        if abs(residual) <= READING_TOLERANCE_G:
+            self._note(t=t, reading=reading.value, done=True)
+            self.finished = True
+            return None
+        candidates = [n for n, g in STANDARD_MASSES_G.items()
+                      if abs(g - residual) <= 1.0 and n not in self.moved]
+        self._note(t=t, target=target, reading=reading.value, residual=residual,
+                   choice=candidates[0] if candidates else None)
+        if not candidates:
+            self.finished = True  # nothing addable completes it: stop
+            return None
+        return self._transfer(obs, candidates[0], t)
+
+
+@register("fixed_preference")
+class FixedPreference(_PixelSystem):
+    def __init__(self, spec=None, **params):
+        params.setdefault("preference", "std_50")
+        if params["preference"] not in STANDARD_MASSES_G:
+            raise ValueError(f"unknown standard {params['preference']!r}")
+        super().__init__(spec, **params)
+
+    def decide(self, obs, evaluator=None):
+        if self.moved:
+            self.finished = True
+            return None
+        name = self.params["preference"]
+        self._note(t=obs.sim_time, choice=name)
+        return self._transfer(obs, name, obs.sim_time)
+
+
+@register("scripted_expert", privileged=True)
+class ScriptedExpert(PickPlaceSystem):
+    def decide(self, obs, evaluator: EvaluatorView | None = None):
+        if evaluator is None:
+            raise ValueError("scripted_expert is privileged and needs the evaluator view")
+        inst = evaluator.instance
+        # Removals first (they free pan slots), then additions; each once.
+        remove = [n for n in evaluator.on_pan if n.startswith("std_") and n not in inst.goal_set]
+        add = [n for n in inst.goal_set if n not in evaluator.on_pan]
+        todo = [(n, "table") for n in sorted(remove)] + [(n, "pan") for n in add]
+        todo = [(n, d) for n, d in todo if (n, d) not in self._done]
+        if not todo:
+            self.finished = True
+            return None
+        name, dest = todo[0]
+        self._done.add((name, dest))
+        self._note(t=obs.sim_time, choice=name, destination=dest)
+        dest_xy = inst.layout["balance"] if dest == "pan" else inst.layout[name]
+        return name, evaluator.positions[name], tuple(dest_xy), dest
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self._done: set[tuple[str, str]] = set()
