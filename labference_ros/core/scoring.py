@@ -31,8 +31,10 @@ def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict,
 
     first = native[0] if native else None
     first_correct = first.choice_correct if first is not None else None
+    # Execution is measured for the first choice whatever its correctness: a wrong
+    # standard carried onto the pan is a wrong choice, physically executed.
     executed = None
-    if first is not None and first.choice_correct:
+    if first is not None and first.first_choice is not None:
         executed = {"confirmed": True, "failed": False}.get(first.execution or "", None)
     exec_confirmed = counts.get("execution_confirmed", 0)
     exec_failed = counts.get("execution_failure", 0)

@@ -1,0 +1,59 @@
+"""balance: load-cell wrench -> grams (paper eq. 8-9), display quantum, stability,
+overload and sensor errors. Publishes one BalanceReading per wrench, with the
+wrench's stamp, so the referee can pair readings and world states exactly.
+
+In a physical pilot the same topic is fed by a driver for the real balance.
+"""
+from __future__ import annotations
+
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+
+from labference.msg import BalanceReading
+from labference_ros.core.balance import BalanceModel, BalanceParameters
+from labference_ros.msgconv import fill_balance_msg, stamp_to_s
+from labference_ros.nodes.runtime import run_node
+
+
+class Balance(Node):
+    def __init__(self):
+        super().__init__("balance")
+        g0 = self.declare_parameter("gravity", 9.81).value
+        self.empty_force = self.declare_parameter("empty_force_n", float("nan")).value
+        self.source = self.declare_parameter("source", "sim_load_cell").value
+        self.model = BalanceModel(BalanceParameters(), float(g0))
+        self.pub = self.create_publisher(BalanceReading, "/balance/reading", QoSProfile(depth=200))
+        self.create_subscription(WrenchStamped, "/balance/wrench", self.on_wrench, QoSProfile(depth=200))
+        # Empty-pan calibration: the scene measures its load cell before the sample
+        # is introduced and publishes that wrench (latched) at every reset.
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(WrenchStamped, "/balance/tare", self.on_tare, latched)
+        self.last_t = None
+        if self.empty_force == self.empty_force:  # a fixed tare (not NaN) for a physical rig
+            self.model.calibrate_empty(self.empty_force)
+
+    def on_tare(self, msg: WrenchStamped):
+        try:
+            self.model.calibrate_empty(msg.wrench.force.z)
+        except ValueError as exc:
+            self.get_logger().error(f"tare rejected: {exc}")
+        self.last_t = None
+
+    def on_wrench(self, msg: WrenchStamped):
+        t = stamp_to_s(msg.header.stamp)
+        if self.last_t is not None and t < self.last_t:
+            # The simulator was reset: a new episode starts a new filter window.
+            self.model.reset()
+        self.last_t = t
+        f, q = msg.wrench.force, msg.wrench.torque
+        reading = self.model.update(t, (f.x, f.y, f.z), (q.x, q.y, q.z))
+        self.pub.publish(fill_balance_msg(BalanceReading(), reading, t, self.source))
+
+
+def main(args=None):
+    raise SystemExit(run_node(Balance, args))
+
+
+if __name__ == "__main__":
+    main()

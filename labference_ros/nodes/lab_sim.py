@@ -1,0 +1,272 @@
+"""lab_sim: the step owner. Publishes clock, joints, cameras, the load-cell wrench
+and evaluator world state; applies JointTrajectory (JTC replace semantics) and
+gripper commands; serves reset, checkpoints and sync-mode advance."""
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import time
+import uuid
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from rclpy.task import Future
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
+from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.recognisers import support_classes
+from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
+from labference_ros.nodes.runtime import run_node
+from labference_ros.sim.backend import ARM_JOINT_NAMES, CAMERA_NAMES
+from labference_ros.sim.command_validation import validate_arm_command
+from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
+
+
+class LabSim(Node):
+    def __init__(self):
+        super().__init__("lab_sim")
+        p = self.declare_parameters("", [
+            ("step_mode", "sync"), ("camera_rate", 10.0), ("measurement_rate", 100.0),
+            ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
+            ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0)])
+        v = {x.name: x.value for x in p}
+        from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
+
+        self.backend = MujocoBackend(RenderSettings(width=int(v["image_width"]), height=int(v["image_height"])))
+        self.step_mode = v["step_mode"]
+        if self.step_mode not in ("sync", "realtime"):
+            raise ValueError(f"step_mode must be sync or realtime, got {self.step_mode!r}")
+        self.camera_period = 1.0 / float(v["camera_rate"])
+        self.measure_period = 1.0 / float(v["measurement_rate"])
+        self.checkpoint_dir = pathlib.Path(v["checkpoint_dir"])
+        self.realtime_factor = float(v["realtime_factor"])
+        self.follower = TrajectoryFollower()
+        self.loaded = False
+        self.next_measure = self.next_camera = 0.0
+        self.last_arm_stamp = self.last_gripper_stamp = -1.0
+        self.checkpoints: dict[str, bytes] = {}
+        self.command_waiter = None  # (rclpy Future, predicate) while an advance waits for commands
+
+        qos = QoSProfile(depth=10)
+        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_clock = self.create_publisher(Clock, "/clock", qos)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", QoSProfile(depth=200))
+        self.pub_tare = self.create_publisher(
+            WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", QoSProfile(depth=200))
+        self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in CAMERA_NAMES}
+        self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in CAMERA_NAMES}
+        self.create_subscription(JointTrajectory, f"/{v['controller']}/joint_trajectory", self.on_trajectory, qos)
+        self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_gripper, qos)
+        self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, QoSProfile(depth=50))
+        self.create_service(ResetEpisode, "/lab_sim/reset", self.on_reset)
+        self.create_service(SaveCheckpoint, "/lab_sim/save_checkpoint", self.on_save)
+        self.create_service(RestoreCheckpoint, "/lab_sim/restore_checkpoint", self.on_restore)
+        self.create_service(Advance, "/lab_sim/advance", self.on_advance)
+        if self.step_mode == "realtime":
+            self._wall_anchor = None
+            self.create_timer(0.01, self.realtime_tick)
+
+    # commands ---------------------------------------------------------------
+    def on_trajectory(self, msg: JointTrajectory):
+        if not self.loaded:
+            return
+        reason = self.follower.replace(msg, self.backend.sim_time, self._arm_targets())
+        if reason:
+            self.get_logger().warning(f"rejected arm trajectory: {reason}; holding")
+            self.follower.clear()
+            self.backend.hold_arm()
+        self.last_arm_stamp = stamp_to_s(msg.header.stamp)
+        self._wake_waiter()
+
+    def on_gripper(self, msg: GripperCommand):
+        if not self.loaded:
+            return
+        check = self.backend.set_gripper(msg.width, msg.speed, msg.force, msg.epsilon_inner,
+                                         msg.epsilon_outer, msg.grasp)
+        if not check.ok:
+            self.get_logger().warning(f"rejected gripper command: {check.reason}")
+        self.last_gripper_stamp = stamp_to_s(msg.header.stamp)
+        self._wake_waiter()
+
+    def _wake_waiter(self):
+        if self.command_waiter and self.command_waiter[1]() and not self.command_waiter[0].done():
+            self.command_waiter[0].set_result(True)
+
+    def on_reading(self, msg: BalanceReading):
+        if self.loaded:
+            shown = msg.displayed_g if msg.valid and not msg.overload else float("nan")
+            self.backend.set_display(shown, msg.stable and msg.valid)
+
+    def _arm_targets(self):
+        return tuple(float(x) for x in self.backend.data.ctrl[:7])
+
+    # stepping ---------------------------------------------------------------
+    def advance_by(self, duration_s: float) -> None:
+        dt = self.backend.timestep
+        self.publish_due()  # the state at the boundary itself (t = 0 after a reset)
+        for _ in range(int(round(duration_s / dt))):
+            target = self.follower.target_at(self.backend.sim_time)
+            if target is not None:
+                check, ordered = validate_arm_command(ARM_JOINT_NAMES, target)
+                if check.ok:
+                    self.backend.set_arm_targets(ordered)
+            self.backend.step(1)
+            self.publish_due()
+
+    def publish_due(self, force: bool = False) -> None:
+        t = self.backend.sim_time
+        if force or t + 1e-9 >= self.next_measure:
+            self.publish_measurements(t)
+            self.next_measure = t + self.measure_period
+        if force or t + 1e-9 >= self.next_camera:
+            self.publish_cameras(t)
+            self.next_camera = t + self.camera_period
+
+    @staticmethod
+    def wrench_msg(w, stamp) -> WrenchStamped:
+        msg = WrenchStamped()
+        msg.header.stamp, msg.header.frame_id = stamp, w.frame_id
+        (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z) = w.force
+        (msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = w.torque
+        return msg
+
+    def publish_measurements(self, t: float) -> None:
+        stamp = s_to_stamp(t, Time())
+        self.pub_clock.publish(Clock(clock=stamp))
+        js = self.backend.joint_state()
+        jmsg = JointState(name=list(js.names), position=list(js.position), velocity=list(js.velocity),
+                          effort=list(js.effort))
+        jmsg.header.stamp = stamp
+        self.pub_joints.publish(jmsg)
+        self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
+        m = self.backend.measure()
+        self.pub_world.publish(fill_world_msg(WorldState(), m, ObjectState, support_classes(m)))
+
+    def publish_cameras(self, t: float) -> None:
+        stamp = s_to_stamp(t, Time())
+        for cam in CAMERA_NAMES:
+            if self.pub_images[cam].get_subscription_count() == 0:
+                continue
+            pixels = self.backend.render(cam)
+            img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
+                        step=pixels.shape[1] * 3, data=pixels.tobytes())
+            img.header.stamp, img.header.frame_id = stamp, f"{cam}_camera"
+            self.pub_images[cam].publish(img)
+            info = CameraInfo(height=img.height, width=img.width)
+            info.header = img.header
+            self.pub_info[cam].publish(info)
+
+    def realtime_tick(self):
+        if not self.loaded:
+            return
+        now = time.monotonic()
+        if self._wall_anchor is None:
+            self._wall_anchor = (now, self.backend.sim_time)
+        due = self._wall_anchor[1] + (now - self._wall_anchor[0]) * self.realtime_factor
+        if due > self.backend.sim_time:
+            self.advance_by(due - self.backend.sim_time)
+
+    # services ---------------------------------------------------------------
+    def on_reset(self, request, response):
+        try:
+            instance = WeighingInstance.from_json(request.instance_json)
+            self.backend.load(instance)
+        except Exception as exc:  # a broken instance is reported, the node stays up
+            response.success, response.message = False, f"reset failed: {exc}"
+            self.loaded = False
+            return response
+        self.loaded = True
+        self.follower.clear()
+        self.next_measure = self.next_camera = 0.0
+        self.last_arm_stamp = self.last_gripper_stamp = -1.0
+        if self.step_mode == "realtime":
+            self._wall_anchor = None
+        # Tare first; measurements start with the first advance, after the tare is out.
+        self.pub_tare.publish(self.wrench_msg(self.backend.empty_pan_wrench(), s_to_stamp(0.0, Time())))
+        response.success, response.message = True, f"loaded {instance.instance_id}"
+        response.layout_hash, response.sim_time = instance.layout_hash, self.backend.sim_time
+        return response
+
+    async def on_advance(self, request, response):
+        if not self.loaded or self.step_mode != "sync":
+            response.success = False
+            response.message = "no scene loaded" if not self.loaded else "advance is only served in sync mode"
+            return response
+        want = stamp_to_s(request.command_stamp)
+
+        def arrived():
+            return not ((request.require_arm_command and self.last_arm_stamp < want - 1e-9)
+                        or (request.require_gripper_command and self.last_gripper_stamp < want - 1e-9))
+
+        # Commands of this control boundary must be applied before physics moves,
+        # whatever order DDS delivered the topic and the service request in.
+        if not arrived():
+            future = Future()
+            self.command_waiter = (future, arrived)
+            timer = self.create_timer(10.0, lambda: future.done() or future.set_result(False))
+            ok = await future
+            self.destroy_timer(timer)
+            self.command_waiter = None
+            if not ok:
+                response.success, response.message = False, "commands for this boundary never arrived"
+                return response
+        if not (math.isfinite(request.duration_s) and 0.0 <= request.duration_s <= 10.0):
+            response.success, response.message = False, f"bad duration {request.duration_s}"
+            return response
+        self.advance_by(request.duration_s)
+        response.success, response.sim_time = True, self.backend.sim_time
+        return response
+
+    def on_save(self, request, response):
+        if not self.loaded:
+            response.success, response.message = False, "no scene loaded"
+            return response
+        blob = pack_checkpoint(self.backend.save_state(), self.follower)
+        cid = request.label or uuid.uuid4().hex[:12]
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        path = self.checkpoint_dir / f"{cid}.ckpt"
+        path.write_bytes(blob)
+        self.checkpoints[cid] = blob
+        response.success, response.checkpoint_id, response.path = True, cid, str(path)
+        response.sim_time = self.backend.sim_time
+        return response
+
+    def on_restore(self, request, response):
+        blob = self.checkpoints.get(request.checkpoint_id)
+        path = self.checkpoint_dir / f"{request.checkpoint_id}.ckpt"
+        if blob is None and path.is_file():
+            blob = path.read_bytes()
+        if blob is None:
+            response.success, response.message = False, f"unknown checkpoint {request.checkpoint_id!r}"
+            return response
+        try:
+            sim_blob, follower = unpack_checkpoint(blob)
+            self.backend.restore_state(sim_blob)
+            self.follower = follower
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        self.next_measure = self.next_camera = self.backend.sim_time
+        response.success, response.sim_time = True, self.backend.sim_time
+        return response
+
+    def close(self):
+        self.backend.close()
+
+
+def main(args=None):
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    raise SystemExit(run_node(LabSim, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""referee: runs the task contract on measurements (core.referee.Referee), publishes
+events, legal sets, opportunities and live scores, and writes the run records."""
+from __future__ import annotations
+
+import json
+import math
+
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+
+from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
+                            RefereeEvent, ScoreSnapshot, WorldState)
+from labference.srv import FinishEpisode, ReportOperation, StartEpisode
+from labference_ros.core.contract import contract_for
+from labference_ros.core.input_merge import Delivery, InputMerger
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.records import RunRecords, run_info
+from labference_ros.core.referee import Referee
+from labference_ros.core.scoring import tri
+from labference_ros.msgconv import balance_from_msg, s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.runtime import run_node
+
+
+def operation_msg(op: dict | None) -> Operation:
+    op = op or {}
+    return Operation(type=op.get("type", ""), object=op.get("object", ""), destination=op.get("destination", ""))
+
+
+def _num(x) -> float:
+    return float("nan") if x is None else float(x)
+
+
+class RefereeNode(Node):
+    def __init__(self):
+        super().__init__("referee")
+        qos = QoSProfile(depth=500)
+        self.pub_events = self.create_publisher(RefereeEvent, "/referee/events", qos)
+        self.pub_legal = self.create_publisher(LegalSet, "/referee/legal_set", qos)
+        self.pub_opps = self.create_publisher(DecisionOpportunity, "/referee/opportunities", qos)
+        self.pub_scores = self.create_publisher(ScoreSnapshot, "/referee/scores", qos)
+        # Echo of each delivery as the referee scored it; in sync mode the policy
+        # bridge waits for it before physics advances (input ordering, core/input_merge.py).
+        self.pub_receipts = self.create_publisher(DeliveryReceipt, "/referee/receipts", qos)
+        self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, qos)
+        self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, qos)
+        self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, qos)
+        self.create_service(StartEpisode, "/referee/start_episode", self.on_start)
+        self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish)
+        self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
+        self.referee: Referee | None = None
+        self.records: RunRecords | None = None
+        self.merger = InputMerger()
+        self.last_t = 0.0
+
+    # episode lifecycle --------------------------------------------------------
+    def on_start(self, request, response):
+        self._close_records("superseded")
+        try:
+            instance = WeighingInstance.from_json(request.instance_json)
+            contract = contract_for(instance.condition)
+            extra = json.loads(request.run_json) if request.run_json else {}
+            info = run_info(contract, instance, episode_id=request.episode_id, **extra)
+            self.records = RunRecords(request.output_dir, info)
+        except Exception as exc:  # a broken instance or profile is reported, never crashes the node
+            response.success, response.message = False, f"cannot start episode: {exc}"
+            return response
+        self.referee = Referee(contract, instance, episode_id=request.episode_id,
+                               session_id=request.episode_id)
+        self.merger = InputMerger()
+        self.last_t = 0.0
+        response.success, response.message = True, f"scoring {request.episode_id} with {contract.contract_id}"
+        return response
+
+    def on_finish(self, request, response):
+        if self.referee is None or request.episode_id != self.referee.episode_id:
+            response.success, response.message = False, "no such episode is being scored"
+            return response
+        self._pump(final=True)
+        t = max(self.last_t, request.sim_time)
+        out = self.referee.finish(t, request.reason or "episode_end")
+        self._emit(out)
+        scores = out[-1]
+        self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
+                                  status="final" if request.reason in ("", "completed", "deadline")
+                                  else request.reason)
+        self._close_records(None)
+        response.success, response.scores_json = True, json.dumps(scores, default=str)
+        return response
+
+    def _close_records(self, reason: str | None) -> None:
+        if self.records is not None and self.referee is not None and reason:
+            from labference_ros.core.records import stop_early
+
+            stop_early(self.records, self.referee, self.last_t, reason)
+        if self.records is not None:
+            self.records.close()
+        self.records = None
+        self.referee = None
+
+    def close(self):
+        # A node stopped mid-episode still leaves scores.json (status = the stop reason).
+        if self.referee is not None and self.records is not None:
+            self._pump(final=True)
+        self._close_records("referee_shutdown")
+
+    # inputs -------------------------------------------------------------------
+    def on_world(self, msg: WorldState):
+        if self.referee is not None:
+            self.merger.add_world(world_from_msg(msg))
+            self._pump()
+
+    def on_reading(self, msg: BalanceReading):
+        if self.referee is not None:
+            self.merger.add_reading(stamp_to_s(msg.header.stamp), balance_from_msg(msg))
+            self._pump()
+
+    def on_receipt(self, msg: DeliveryReceipt):
+        if self.referee is not None and msg.kind == "observation" and msg.episode_id == self.referee.episode_id:
+            self.merger.add_delivery(Delivery(msg.payload_id, stamp_to_s(msg.header.stamp), msg.episode_id))
+            self._pump()
+
+    def on_report(self, request, response):
+        if self.referee is None or request.episode_id != self.referee.episode_id:
+            response.accepted, response.message = False, "no such episode is being scored"
+            return response
+        self._pump()
+        op = {"type": request.operation.type, "object": request.operation.object,
+              "destination": request.operation.destination}
+        out = self.referee.report_operation(op, self.last_t, opportunity_id=request.opportunity_id,
+                                            evidence_version=request.evidence_version, source=request.source)
+        self._emit(out)
+        report = out[0]
+        response.accepted = bool(report.get("accepted"))
+        response.message, response.report_id = str(report.get("reason") or ""), str(report.get("report_id", ""))
+        return response
+
+    def _pump(self, final: bool = False) -> None:
+        for kind, item in self.merger.drain(final):
+            if kind == "measure":
+                self.last_t = item.t
+                self._emit(self.referee.step(item))
+            else:
+                self._emit(self.referee.deliver_observation(item.observation_id, item.t, item.session_id))
+
+    # outputs ------------------------------------------------------------------
+    def _emit(self, records: list[dict]) -> None:
+        for r in records:
+            if r["record"] == "scores":
+                continue
+            self.records.write(r)
+            publish = getattr(self, f"_publish_{r['record']}", None)
+            if publish:
+                publish(r)
+
+    def _header(self, msg, t):
+        s_to_stamp(t, msg.header.stamp)
+        msg.episode_id = self.referee.episode_id
+        return msg
+
+    def _publish_event(self, r):
+        msg = self._header(RefereeEvent(), r["t"])
+        msg.event_id, msg.category, msg.object = r["event_id"], r["category"], r.get("object") or ""
+        msg.operation = operation_msg(r.get("operation"))
+        msg.opportunity_id, msg.evidence_version = int(r.get("opportunity_id", -1)), int(r.get("evidence_version", 0))
+        msg.attempt, msg.measured_value = int(r.get("attempt") or 0), _num(r.get("measured_value"))
+        msg.detail_json = json.dumps(r.get("detail") or {}, default=str)
+        self.pub_events.publish(msg)
+
+    def _publish_legal_set(self, r):
+        msg = self._header(LegalSet(), r["t"])
+        msg.opportunity_id, msg.evidence_version = int(r["opportunity_id"]), int(r["evidence_version"])
+        msg.operations = [operation_msg(op) for op in r.get("operations", [])]
+        msg.state_json = json.dumps(r.get("state", {}), default=str)
+        self.pub_legal.publish(msg)
+
+    def _publish_opportunity(self, r):
+        msg = self._header(DecisionOpportunity(), r["t"])
+        msg.id, msg.evidence_version, msg.trigger = int(r["opportunity_id"]), int(r["evidence_version"]), r["trigger"]
+        s_to_stamp(r.get("event_time") or r["t"], msg.event_time)
+        msg.delivered_observation_id = r.get("delivered_observation_id") or ""
+        msg.response_window_s, msg.session_id = float(r["response_window_s"]), r.get("session_id") or ""
+        msg.reference_state_json = json.dumps(r.get("reference_state", {}), default=str)
+        self.pub_opps.publish(msg)
+
+    def _publish_receipt(self, r):
+        msg = self._header(DeliveryReceipt(), r["t"])
+        msg.receipt_id, msg.kind, msg.payload_id = r["receipt_id"], r["kind"], r["payload_id"]
+        msg.opportunity_id, msg.evidence_version = int(r["opportunity_id"]), int(r["evidence_version"])
+        msg.status = r["status"]
+        msg.detail_json = json.dumps({k: r[k] for k in ("opened", "site", "mode", "reasons") if k in r})
+        self.pub_receipts.publish(msg)
+
+    def _publish_score_snapshot(self, r):
+        msg = self._header(ScoreSnapshot(), r["t"])
+        msg.opportunities = int(r.get("opportunities") or 0)
+        msg.identified_choices, msg.correct_choices = int(r["identified_choices"]), int(r["correct_choices"])
+        msg.first_choice_correct, msg.executed = tri(r["first_choice_correct"]), tri(r["executed"])
+        msg.physically_complete, msg.valid_complete = tri(r["physically_complete"]), tri(r["valid_complete"])
+        msg.clean_complete, msg.recovered_complete = tri(r["clean_complete"]), tri(r["recovered_complete"])
+        msg.terminal_dwell_s = float(r.get("terminal_dwell_s") or 0.0)
+        msg.scores_json = json.dumps(r, default=str)
+        self.pub_scores.publish(msg)
+
+
+def main(args=None):
+    raise SystemExit(run_node(RefereeNode, args))
+
+
+if __name__ == "__main__":
+    main()

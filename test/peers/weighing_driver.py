@@ -1,0 +1,143 @@
+"""A privileged test driver for the lab_sim + balance + referee graph.
+
+Resets an instance, starts the referee, transfers one standard with the scripted
+planner through the JointTrajectory + gripper topics and sync-mode advance, then
+finishes and prints "SCORES <json>". Modes: correct | wrong | drop.
+usage: weighing_driver.py MODE OUTPUT_DIR [TASK_SEED]
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+from labference_ros.nodes.runtime import init_ros
+
+
+def main() -> int:
+    mode, out_dir = sys.argv[1], sys.argv[2]
+    task_seed = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    rclpy = init_ros([])
+    from builtin_interfaces.msg import Duration, Time
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from labference.msg import GripperCommand, ScoreSnapshot, WorldState
+    from labference.srv import Advance, FinishEpisode, ResetEpisode, StartEpisode
+    from labference_ros.core.instances import generate
+    from labference_ros.core.layout import pan_slot
+    from labference_ros.core.measurements import STANDARDS
+    from labference_ros.msgconv import s_to_stamp, world_from_msg
+    from labference_ros.sim.backend import ARM_JOINT_NAMES
+    from labference_ros.sim.motion import PickPlacePlanner, plan_to_pan
+
+    node = rclpy.create_node("weighing_driver")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    latest = {}
+    node.create_subscription(WorldState, "/evaluator/world_state", lambda m: latest.update(world=m), QoSProfile(depth=5))
+    node.create_subscription(ScoreSnapshot, "/referee/scores", lambda m: latest.update(score=m), QoSProfile(depth=5))
+    traj_pub = node.create_publisher(JointTrajectory, "/panda_arm_controller/joint_trajectory", 10)
+    grip_pub = node.create_publisher(GripperCommand, "/panda_gripper/command", 10)
+
+    def call(srv_type, name, request, timeout=60.0):
+        client = node.create_client(srv_type, name)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise RuntimeError(f"service {name} not available")
+        future = client.call_async(request)
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} timed out")
+            time.sleep(0.001)
+        return future.result()
+
+    sim_t = [0.0]
+
+    def advance(duration, arm=False, gripper=False, stamp_t=None):
+        req = Advance.Request(duration_s=duration, require_arm_command=arm, require_gripper_command=gripper)
+        s_to_stamp(sim_t[0] if stamp_t is None else stamp_t, req.command_stamp)
+        res = call(Advance, "/lab_sim/advance", req)
+        assert res.success, res.message
+        sim_t[0] = res.sim_time
+
+    instance = generate("basic", 1, task_seed=task_seed, layout_seed=task_seed, policy_seed=0)[0]
+    required = instance.goal_set[0]
+    chosen = required if mode in ("correct", "drop") else next(s for s in STANDARDS if s != required)
+    res = call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id="ep0", instance_json=instance.to_json()))
+    assert res.success, res.message
+    res = call(StartEpisode, "/referee/start_episode", StartEpisode.Request(
+        episode_id="ep0", instance_json=instance.to_json(), output_dir=out_dir, run_json=json.dumps(
+            {"policy": {"name": f"test_driver_{mode}", "privileged": True}})))
+    assert res.success, res.message
+    # Let the reading settle (readiness), and the policy "see" it.
+    latest.pop("world", None)
+    advance(2.0)
+    deadline = time.monotonic() + 30
+    while "world" not in latest and time.monotonic() < deadline:
+        time.sleep(0.01)
+    world = world_from_msg(latest["world"])
+    from labference.msg import DeliveryReceipt
+    receipt_pub = node.create_publisher(DeliveryReceipt, "/policy/receipts", 10)
+    deadline = time.monotonic() + 30
+    while node.count_subscribers("/policy/receipts") == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    receipt = DeliveryReceipt(episode_id="ep0", receipt_id="r1", kind="observation", payload_id="obs-1",
+                              status="delivered")
+    s_to_stamp(sim_t[0], receipt.header.stamp)
+    receipt_pub.publish(receipt)
+
+    planner = PickPlacePlanner()
+    from sensor_msgs.msg import JointState
+    joints = {}
+    node.create_subscription(JointState, "/joint_states", lambda m: joints.update(js=m), 10)
+    advance(0.01)
+    deadline = time.monotonic() + 30
+    while "js" not in joints and time.monotonic() < deadline:
+        advance(0.01)
+    arm_q = list(joints["js"].position[:7])
+    obj = world.objects[chosen]
+    plan = plan_to_pan(planner, arm_q, chosen, obj.position, instance.layout["balance"])
+    t0 = sim_t[0]
+    traj = JointTrajectory(joint_names=list(ARM_JOINT_NAMES))
+    s_to_stamp(t0, traj.header.stamp)
+    for i, q in enumerate(plan.arm_q):
+        ns = int(round((i + 1) * plan.dt * 1e9))
+        traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in q],
+                                                time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
+    traj_pub.publish(traj)
+    events = sorted(plan.gripper_events, key=lambda e: e.t)
+    if mode == "drop":
+        # Open the hand half-way through the transfer phase.
+        transfer = dict((label, t) for t, label in plan.labels)["transfer"]
+        events = [e for e in events if e.t <= transfer] + [type(events[0])(transfer + 0.6, 0.08)]
+    first = True
+    for e in events:
+        if e.t + t0 > sim_t[0] + 1e-9:
+            advance(e.t + t0 - sim_t[0], arm=first, stamp_t=t0)
+            first = False
+        cmd = GripperCommand(grasp=e.grasp, width=e.width, speed=e.speed, force=e.force,
+                             epsilon_inner=e.epsilon_inner, epsilon_outer=e.epsilon_outer)
+        s_to_stamp(sim_t[0], cmd.header.stamp)
+        grip_pub.publish(cmd)
+        advance(0.0, arm=first, gripper=True)
+        first = False
+    end = plan.duration + t0 + 6.0
+    while sim_t[0] < end - 1e-9:
+        advance(min(5.0, end - sim_t[0]))
+    res = call(FinishEpisode, "/referee/finish_episode", FinishEpisode.Request(
+        episode_id="ep0", reason="completed", sim_time=sim_t[0]))
+    print("SCORES " + json.dumps({"required": required, "chosen": chosen, "scores": json.loads(res.scores_json)}),
+          flush=True)
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
