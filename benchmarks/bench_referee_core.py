@@ -2,7 +2,8 @@
 
 Builds a full extended-weighing episode from the synthetic world (recovery,
 drop, completion), records its measurement stream, then times the referee over
-that stream. Prints microseconds per update; compare with the MuJoCo step cost.
+that stream. Prints microseconds per update and, measured in the same run, the
+cost of one MuJoCo step of the weighing scene, as a ratio.
 
     .venv/bin/python benchmarks/bench_referee_core.py [repeats]
 """
@@ -48,6 +49,26 @@ def main(repeats: int = 5) -> None:
     print(f"referee update: median {statistics.median(per_update):.1f} us, min {min(per_update):.1f} us "
           f"per measurement over {repeats} runs")
     print(f"episode result: {final['completion_class']}, events: {len(ref.events)}")
+    step_us = mujoco_step_us()
+    ratio = statistics.median(per_update) / step_us
+    print(f"MuJoCo step of the weighing scene: {step_us:.1f} us")
+    print(f"ratio referee update / physics step: {ratio:.2f}")
+
+
+def mujoco_step_us(steps: int = 2000) -> float:
+    """Median cost of one physics step of the weighing scene (arm holding still)."""
+    from labference_ros.core.instances import generate
+    from labference_ros.sim.mujoco_backend import MujocoBackend
+
+    backend = MujocoBackend()
+    backend.load(generate("basic", 1, task_seed=1, layout_seed=1, policy_seed=0)[0])
+    samples = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        backend.step(steps)
+        samples.append((time.perf_counter() - t0) / steps * 1e6)
+    backend.close()
+    return statistics.median(samples)
 
 
 if __name__ == "__main__":
