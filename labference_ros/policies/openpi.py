@@ -9,6 +9,8 @@ raises EvaluationValidityError.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import numpy as np
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
@@ -38,6 +40,7 @@ class OpenPiPolicy(TestedSystem):
         params["keys"] = {**DEFAULT_KEYS, **params.get("keys", {})}
         super().__init__(spec, **params)
         self._conn = None
+        self._stack = ExitStack()
         self.server_metadata: dict = {}
         self.last_request: bytes = b""
 
@@ -48,8 +51,9 @@ class OpenPiPolicy(TestedSystem):
     def _connect(self) -> None:
         self.close()
         try:
-            self._conn = connect(self.uri, compression=None, max_size=None,
-                                 open_timeout=float(self.params["open_timeout_s"]))
+            self._conn = self._stack.enter_context(connect(
+                self.uri, compression=None, max_size=None,
+                open_timeout=float(self.params["open_timeout_s"])))
             meta = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
@@ -106,8 +110,9 @@ class OpenPiPolicy(TestedSystem):
 
     def close(self) -> None:
         if self._conn is not None:
+            self._conn = None
             try:
-                self._conn.close()
+                self._stack.close()
             except Exception:  # closing a broken socket must not mask the cause
                 pass
-            self._conn = None
+            self._stack = ExitStack()

@@ -1,0 +1,112 @@
+"""Stand-in policy servers on 127.0.0.1 (real sockets, started by the test).
+
+Both record every request body they receive, so tests can scan exactly the
+bytes that crossed the policy boundary. `mode` selects a failure."""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+from websockets.sync.server import serve
+
+from labference_ros.policies import msgpack_numpy
+
+HOME = [0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853, 0.08]
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeHttpPolicy:
+    def __init__(self, mode: str = "ok", chunk_len: int = 4, delay_s: float = 2.0):
+        self.mode, self.chunk_len, self.delay_s = mode, chunk_len, delay_s
+        self.requests: list[tuple[str, bytes]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.requests.append((self.path, body))
+                self._answer(*outer.reply(self.path, body))
+
+            def _answer(self, code, payload: bytes):
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def reply(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if path == "/reset":
+            return 200, b"{}"
+        if self.mode == "slow":
+            time.sleep(self.delay_s)
+        if self.mode == "malformed":
+            return 200, b"{actions: nope"
+        if self.mode == "no_actions":
+            return 200, json.dumps({"result": []}).encode()
+        if self.mode == "server_error":
+            return 500, b"{}"
+        obs = json.loads(body)
+        row = obs["state"]["joint_positions"] + [HOME[7]]
+        return 200, json.dumps({"actions": [row] * self.chunk_len}).encode()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeOpenPiServer:
+    def __init__(self, mode: str = "ok", chunk_len: int = 6, delay_s: float = 2.0):
+        self.mode, self.chunk_len, self.delay_s = mode, chunk_len, delay_s
+        self.requests: list[bytes] = []
+        self.decoded: list[dict] = []
+        self.server = serve(self._handler, "127.0.0.1", 0, compression=None, max_size=None)
+        self.port = self.server.socket.getsockname()[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _handler(self, ws):
+        ws.send(msgpack_numpy.packb({"policy": "fake", "action_horizon": self.chunk_len}))
+        for frame in ws:
+            self.requests.append(frame)
+            obs = msgpack_numpy.unpackb(frame)
+            self.decoded.append(obs)
+            if self.mode == "slow":
+                time.sleep(self.delay_s)
+            if self.mode == "malformed":
+                ws.send(b"\xc1\xc1\xc1")  # 0xc1 is never valid msgpack
+                continue
+            if self.mode == "error_text":
+                ws.send("Traceback: model exploded")
+                continue
+            if self.mode == "no_actions":
+                ws.send(msgpack_numpy.packb({"server_timing": {"infer_ms": 1.0}}))
+                continue
+            row = np.concatenate([obs["observation/joint_position"], [HOME[7]]])
+            ws.send(msgpack_numpy.packb({"actions": np.tile(row, (self.chunk_len, 1))}))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
