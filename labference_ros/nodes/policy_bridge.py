@@ -1,0 +1,389 @@
+"""policy_bridge: the policy boundary. Builds the whitelist observation from
+registered topics, publishes its delivery receipt, calls the tested system,
+checks the chunk against the ActionSpec and turns accepted rows into
+JointTrajectory + GripperCommand messages, one control interval each.
+
+Sync mode owns no physics but asks lab_sim to advance exactly one control
+interval per row (/lab_sim/advance, command-stamped), so physics moves only
+over commanded intervals and pauses during inference. The loop is a state
+machine on a timer; inference runs in a worker thread and every service call
+is call_async, so the single-threaded executor never blocks.
+Logic lives in core/ (ActionSpec, observation) and policies/ (systems).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from labference.msg import ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, WorldState
+from labference.srv import Advance, FinishEpisode, StartEpisode
+from labference_ros.core.action_spec import validate_chunk, reference_joint_spec
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
+from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.runtime import run_node
+from labference_ros.policies import EvaluationValidityError, EvaluatorView, make
+
+EPS = 1e-6
+
+
+class PolicyBridge(Node):
+    def __init__(self):
+        super().__init__("policy_bridge")
+        p = self.declare_parameters("", [
+            ("system", "display_reader"), ("system_params_json", "{}"), ("step_mode", "sync"),
+            ("camera_rate", 10.0), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
+            ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
+            ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0)])
+        v = {x.name: x.value for x in p}
+        self.v = v
+        if v["step_mode"] not in ("sync", "realtime"):
+            raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
+        self.spec = reference_joint_spec(float(v["control_rate_hz"]), int(v["max_chunk_length"]))
+        self.system = make(v["system"], spec=self.spec, **json.loads(v["system_params_json"]))
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
+        self.latest: dict[str, object] = {}  # newest message per channel
+        self.echoes: dict[str, DeliveryReceipt] = {}  # referee receipts by observation id
+        self.ep: dict | None = None
+
+        qos = QoSProfile(depth=10)
+        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(JointState, "/joint_states", lambda m: self._keep("joints", m), qos)
+        for cam in REGISTERED_CAMERAS:
+            self.create_subscription(Image, f"/cameras/{cam}/image_raw",
+                                     lambda m, c=cam: self._keep(f"image:{c}", m), img_qos)
+        self.create_subscription(DecisionOpportunity, "/referee/opportunities", self.on_opportunity,
+                                 QoSProfile(depth=50))
+        self.create_subscription(DeliveryReceipt, "/referee/receipts", self.on_echo, QoSProfile(depth=50))
+        if self.system.privileged:  # evaluator state reaches privileged systems only
+            self.create_subscription(WorldState, "/evaluator/world_state",
+                                     lambda m: self._keep("world", m), QoSProfile(depth=10))
+        self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", QoSProfile(depth=50))
+        self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
+        self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
+        self.pub_grip = self.create_publisher(GripperCommand, "/panda_gripper/command", qos)
+        self.pub_status = self.create_publisher(
+            String, "/policy_bridge/status", QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.advance = self.create_client(Advance, "/lab_sim/advance")
+        self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
+        self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
+        self.create_timer(0.002, self.tick)
+        self._last_rt_row = 0.0
+
+    # inputs -------------------------------------------------------------------
+    def _keep(self, key, msg):
+        self.latest[key] = msg
+
+    def on_echo(self, msg: DeliveryReceipt):
+        if msg.kind == "observation":
+            self.echoes[msg.payload_id] = msg
+            self._note_evidence(int(msg.evidence_version), msg.payload_id)
+
+    def on_opportunity(self, msg: DecisionOpportunity):
+        self._note_evidence(int(msg.evidence_version), msg.delivered_observation_id)
+
+    def _note_evidence(self, version: int, observation_id: str):
+        ep = self.ep
+        if ep is None or version <= ep["latest_ev"]:
+            return
+        ep["latest_ev"] = version
+        if observation_id and observation_id == ep.get("obs_id"):
+            ep["obs_ev"] = version  # the handoff our own pending observation carried
+
+    # episode lifecycle --------------------------------------------------------
+    def on_start(self, request, response):
+        try:
+            instance = WeighingInstance.from_json(request.instance_json)
+            self.system.reset(request.episode_id, instance.policy_seed)
+        except EvaluationValidityError as exc:
+            response.success, response.message = False, f"policy session reset failed: {exc}"
+            self._status(request.episode_id, "error", str(exc))
+            return response
+        except Exception as exc:  # a broken instance is reported, never crashes the node
+            response.success, response.message = False, f"cannot start: {exc}"
+            return response
+        out = pathlib.Path(request.output_dir) if request.output_dir else None
+        log = None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            log = open(out / "policy_actions.jsonl", "a", encoding="utf-8")
+        self._close_log()
+        self.latest.pop("world", None)
+        self.echoes.clear()
+        self.ep = {"id": request.episode_id, "instance": instance, "t": 0.0, "state": "prime",
+                   "queue": [], "latest_ev": 0, "obs_ev": 0, "chunk_ev": 0, "k": 0, "obs_id": "",
+                   "gripper": None, "log": log, "since": time.monotonic(), "finished_at": None,
+                   "history": [], "future": None}
+        self._status(request.episode_id, "running", "")
+        response.success = True
+        response.message = json.dumps({"policy": self.system.profile()})
+        return response
+
+    def on_finish(self, request, response):
+        if self.ep is None or request.episode_id != self.ep["id"]:
+            response.success, response.message = False, "no such episode"
+            return response
+        self._end("done", request.reason or "finished")
+        response.success = True
+        return response
+
+    def _end(self, state: str, reason: str):
+        ep = self.ep
+        if ep is None or ep["state"] in ("done", "error"):
+            return
+        ep["state"] = state
+        self._record({"record": "end", "state": state, "reason": reason, "t": ep["t"]})
+        self._status(ep["id"], state, reason)
+        self._close_log()
+
+    def _status(self, episode_id, state, reason):
+        self.pub_status.publish(String(data=json.dumps(
+            {"episode_id": episode_id, "state": state, "reason": reason})))
+
+    def _record(self, entry: dict):
+        log = self.ep and self.ep.get("log")
+        if log:
+            log.write(json.dumps({"episode_id": self.ep["id"], **entry}) + "\n")
+            log.flush()
+
+    def _close_log(self):
+        if self.ep and self.ep.get("log"):
+            self.ep["log"].close()
+            self.ep["log"] = None
+
+    # the control loop ---------------------------------------------------------
+    def tick(self):
+        ep = self.ep
+        if ep is None or ep["state"] in ("done", "error"):
+            return
+        try:
+            getattr(self, f"_state_{ep['state']}")(ep)
+        except EvaluationValidityError as exc:
+            self._end("error", f"evaluation invalid: {exc}")
+        except Exception as exc:  # the node reports and stays up for the next episode
+            self.get_logger().error(f"policy bridge failed: {exc!r}")
+            self._end("error", f"{type(exc).__name__}: {exc}")
+
+    def _advance(self, ep, duration, arm=False, gripper=False, then="observe"):
+        if self.v["step_mode"] != "sync":
+            ep["state"] = then
+            return
+        if not self.advance.service_is_ready():
+            return  # lab_sim not up yet: try again next tick
+        req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
+                              require_gripper_command=gripper)
+        s_to_stamp(ep["t"], req.command_stamp)
+        ep["future"], ep["state"], ep["then"] = self.advance.call_async(req), "advancing", then
+
+    def _state_prime(self, ep):
+        # lab_sim publishes the state at a boundary when asked to advance by zero.
+        self._advance(ep, 0.0)
+
+    def _state_advancing(self, ep):
+        fut = ep["future"]
+        if not fut.done():
+            return
+        res = fut.result()
+        if res is None or not res.success:
+            raise EvaluationValidityError(f"lab_sim advance failed: {getattr(res, 'message', 'no reply')}")
+        ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()
+
+    def _current_time(self, ep) -> float:
+        if self.v["step_mode"] == "sync":
+            return ep["t"]
+        js = self.latest.get("joints")
+        return stamp_to_s(js.header.stamp) if js is not None else 0.0
+
+    def _fresh(self, ep, t) -> bool:
+        """Joint state at t, each camera's newest frame at or after the last
+        camera tick, and (privileged) world state at t."""
+        js = self.latest.get("joints")
+        if js is None or abs(stamp_to_s(js.header.stamp) - t) > EPS:
+            return False
+        rate = float(self.v["camera_rate"])
+        tick = math.floor(t * rate + EPS) / rate
+        for cam in REGISTERED_CAMERAS:
+            img = self.latest.get(f"image:{cam}")
+            if img is None or stamp_to_s(img.header.stamp) < tick - EPS:
+                return False
+        if self.system.privileged:
+            w = self.latest.get("world")
+            if w is None or abs(stamp_to_s(w.header.stamp) - t) > EPS:
+                return False
+        return True
+
+    def _state_observe(self, ep):
+        t = self._current_time(ep)
+        if self.v["step_mode"] == "sync" and not self._fresh(ep, t):
+            if time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
+                raise EvaluationValidityError(f"no complete observation at sim time {t:.3f}")
+            return
+        if self.v["step_mode"] == "realtime" and "joints" not in self.latest:
+            return
+        if self._should_stop(ep, t):
+            return
+        obs = self._observation(ep, t)
+        receipt = delivery_receipt(obs)
+        ep["obs"], ep["obs_id"], ep["obs_ev"] = obs, obs.observation_id, ep["latest_ev"]
+        msg = DeliveryReceipt(episode_id=ep["id"], receipt_id=f"{obs.observation_id}:r",
+                              kind="observation", payload_id=obs.observation_id,
+                              opportunity_id=-1, evidence_version=ep["latest_ev"], status="delivered",
+                              detail_json=json.dumps(receipt))
+        s_to_stamp(t, msg.header.stamp)
+        self.pub_receipt.publish(msg)
+        self._record({"record": "receipt", **receipt})
+        ep["state"] = "echo" if self.v["wait_for_referee_receipt"] else "infer"
+        ep["since"] = time.monotonic()
+
+    def _should_stop(self, ep, t) -> bool:
+        deadline = float(self.v["episode_deadline_s"])
+        if deadline > 0 and t >= deadline - EPS:
+            self._end("done", "deadline")
+            return True
+        if getattr(self.system, "finished", False):
+            ep["finished_at"] = t if ep["finished_at"] is None else ep["finished_at"]
+            if t - ep["finished_at"] >= float(self.v["stop_hold_s"]) - EPS:
+                self._end("done", "policy_stop")
+                return True
+        return False
+
+    def _observation(self, ep, t):
+        k = ep["k"] = ep["k"] + 1
+        images, stamps = {}, {}
+        for cam in REGISTERED_CAMERAS:
+            m = self.latest[f"image:{cam}"]
+            images[cam] = np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width, 3)
+            stamps[cam] = stamp_to_s(m.header.stamp)
+        js = self.latest["joints"]
+        calib = {}
+        front = images["front"]
+        from labference_ros.policies.camera import reference_calibration
+        calib["front"] = reference_calibration("front", front.shape[0], front.shape[1]).to_dict()
+        return project_observation({
+            "observation_id": f"{ep['id']}:obs{k:05d}", "episode_id": ep["id"], "sim_time": t,
+            "evidence_version": ep["latest_ev"], "images": images, "image_stamps": stamps,
+            "joint_state": dict(zip(js.name, js.position)),
+            "instruction": ep["instance"].public_instruction(),
+            "camera_calibration": calib, "history": ep["history"][-8:]})
+
+    def _state_echo(self, ep):
+        # In sync mode the referee must have the delivery before physics moves.
+        echo = self.echoes.get(ep["obs_id"])
+        if echo is None:
+            if time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
+                raise EvaluationValidityError("the referee never acknowledged the delivery")
+            return
+        ep["obs_ev"] = max(ep["obs_ev"], int(echo.evidence_version))
+        ep["state"] = "infer"
+
+    def _state_infer(self, ep):
+        if ep.get("inference") is None:
+            ev = self._evaluator_view(ep) if self.system.privileged else None
+            ep["wall0"] = time.perf_counter()
+            ep["inference"] = self.pool.submit(self.system.act, ep["obs"], ev)
+            return
+        fut = ep["inference"]
+        if not fut.done():
+            return
+        ep["inference"] = None
+        wall = time.perf_counter() - ep["wall0"]
+        chunk = fut.result()  # EvaluationValidityError propagates to tick()
+        current = np.concatenate([ep["obs"].joint_positions, [ep["obs"].gripper_width]])
+        verdict = validate_chunk(self.spec, chunk, ep["obs_ev"], ep["latest_ev"], current)
+        cid = f"{ep['obs_id']}:chunk"
+        self._publish_chunk(ep, cid, verdict)
+        self._record({"record": "chunk", "chunk_id": cid, "observation_id": ep["obs_id"],
+                      "t": ep["t"], "inference_wall_s": wall, **verdict.record()})
+        ep["history"].append({"observation_id": ep["obs_id"], "chunk_status": verdict.status,
+                              "rows": 0 if verdict.applied is None else len(verdict.applied)})
+        if not verdict.accepted:
+            self.get_logger().warning(f"chunk {cid} {verdict.status}: {'; '.join(verdict.reasons)}; holding")
+        ep["queue"] = list(verdict.applied) if verdict.accepted else [None]
+        ep["chunk_ev"] = ep["obs_ev"]
+        ep["state"] = "execute"
+
+    def _evaluator_view(self, ep) -> EvaluatorView:
+        w = world_from_msg(self.latest["world"])
+        msg = self.latest["world"]
+        on_pan = frozenset(o.name for o in msg.objects if o.supported_by == "pan")
+        return EvaluatorView(instance=ep["instance"], t=w.t, on_pan=on_pan,
+                             positions={n: o.position for n, o in w.objects.items()})
+
+    def _publish_chunk(self, ep, cid, verdict):
+        req = verdict.requested
+        msg = ActionChunk(episode_id=ep["id"], chunk_id=cid, observation_id=ep["obs_id"],
+                          evidence_version=ep["obs_ev"], representation=self.spec.representation,
+                          mode=self.spec.mode, frame=self.spec.frame,
+                          control_frequency_hz=self.spec.control_frequency_hz)
+        if req is not None and req.ndim == 2:
+            msg.length, msg.dim = req.shape
+            msg.data = [float(x) for x in req.reshape(-1)]
+        s_to_stamp(ep["t"], msg.header.stamp)
+        self.pub_chunk.publish(msg)
+
+    def _state_execute(self, ep):
+        if ep["latest_ev"] > ep["chunk_ev"] and ep["queue"]:
+            self._record({"record": "invalidated", "t": ep["t"], "rows_dropped": len(ep["queue"]),
+                          "chunk_evidence_version": ep["chunk_ev"], "latest": ep["latest_ev"]})
+            ep["queue"] = []
+        if not ep["queue"]:
+            ep["state"], ep["since"] = "observe", time.monotonic()
+            return
+        if self.v["step_mode"] == "realtime":
+            now = time.monotonic()
+            if now - self._last_rt_row < self.spec.hold_interval_s:
+                return
+            self._last_rt_row = now
+        row = ep["queue"].pop(0)
+        dt = self.spec.hold_interval_s
+        arm = grip = False
+        if row is not None:
+            self._send_row(ep, row, dt)
+            arm = True
+            g = float(row[self.spec.gripper_index])
+            if g != ep["gripper"]:
+                self._send_gripper(ep, g)
+                ep["gripper"], grip = g, True
+        self._advance(ep, dt, arm=arm, gripper=grip, then="execute")
+
+    def _send_row(self, ep, row, dt):
+        traj = JointTrajectory(joint_names=list(self.spec.dimension_names[:7]))
+        s_to_stamp(ep["t"], traj.header.stamp)
+        ns = int(round(dt * 1e9))
+        traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in row[:7]],
+                                                time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
+        self.pub_traj.publish(traj)
+
+    def _send_gripper(self, ep, value):
+        c = self.spec.gripper.command(value)
+        msg = GripperCommand(grasp=c["grasp"], width=c["width"], speed=c["speed"], force=c["force"],
+                             epsilon_inner=c["epsilon_inner"], epsilon_outer=c["epsilon_outer"])
+        s_to_stamp(ep["t"], msg.header.stamp)
+        self.pub_grip.publish(msg)
+
+    def close(self):
+        if self.ep is not None:
+            self._end("error", "policy_bridge_shutdown")
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.system.close()
+
+
+def main(args=None):
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    raise SystemExit(run_node(PolicyBridge, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""policy_bridge in the ROS graph (lab_sim, balance, referee as processes):
+display_reader completes an episode through topics and sync advance; the
+bridge logs requested vs applied chunks and publishes receipts."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "test" / "ros"))
+from rosproc import Proc  # noqa: E402
+
+from labference_ros.core.records import read_jsonl  # noqa: E402
+from labference_ros.rosenv import loopback_environ  # noqa: E402
+
+IMAGE = ["-p", "image_width:=320", "-p", "image_height:=240"]
+
+
+@pytest.mark.slow
+def test_display_reader_through_the_bridge(tmp_path, request):
+    env = loopback_environ()
+    env["MUJOCO_GL"] = "egl"
+    env["ROS_DOMAIN_ID"] = str(10 + (os.getpid() + hash(request.node.name)) % 90)
+    nodes = {name: Proc([sys.executable, "-m", f"labference_ros.nodes.{name}", *(
+        ["--ros-args", *IMAGE] if name == "lab_sim" else
+        ["--ros-args", "-p", "system:=display_reader"] if name == "policy_bridge" else [])], env=env)
+        for name in ("lab_sim", "balance", "referee", "policy_bridge")}
+    try:
+        driver = Proc([sys.executable, str(REPO / "test" / "policies" / "bridge_episode.py"),
+                       str(tmp_path / "ep"), "2"], env=env)
+        lines = driver.wait_for("RESULT", timeout=500)
+        driver.stop()
+        assert lines, driver.seen[-30:] + [l for p in nodes.values() for l in p.seen[-10:]]
+        result = json.loads(lines[0][len("RESULT "):])
+        for name, p in nodes.items():
+            assert p.popen.poll() is None, f"{name} died: {p.seen[-20:]}"
+    finally:
+        for p in nodes.values():
+            p.stop()
+    assert result["status"]["state"] == "done", result["status"]
+    assert result["status"]["reason"] == "policy_stop"
+    assert result["profile"]["name"] == "display_reader" and result["profile"]["privileged"] is False
+    s = result["scores"]
+    assert s["physically_complete"] is True and s["first_choice_correct"] is True, s
+    log = read_jsonl(tmp_path / "ep" / "policy_actions.jsonl")
+    chunks = [r for r in log if r["record"] == "chunk"]
+    receipts = [r for r in log if r["record"] == "receipt"]
+    assert chunks and len(receipts) >= len(chunks)
+    assert all(c["status"] == "accepted" and c["requested"] == c["applied"] for c in chunks)
+    assert all(c["inference_wall_s"] >= 0 for c in chunks)
+    assert receipts[0]["camera_stamps"]["front"] == 0.0 and receipts[0]["image_shapes"]["front"] == [240, 320, 3]
