@@ -1,0 +1,110 @@
+"""Load episode attempts from launcher output directories.
+
+A launcher output directory holds episodes/<episode_id>/{run.json,scores.json},
+instances.json and summary.json. A campaign adds attempt.json next to them,
+naming instances its launcher was asked for but that left no episode
+directory: each becomes an ERROR attempt, so a crashed launch still counts.
+
+Every attempt is kept (accounting uses all of them); `resolve` picks one
+result per registered episode for the population metrics and flags duplicates.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from labference_ros.core.populations import is_scored
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _summary_entries(out_dir: Path) -> dict:
+    """Per-episode extras (wall time, usage) a launcher summary may carry."""
+    summary = _read(out_dir / "summary.json") or {}
+    rows = summary.get("episodes") if isinstance(summary, dict) else None
+    out = {}
+    if isinstance(rows, list):
+        for r in rows:
+            if isinstance(r, dict) and r.get("episode_id"):
+                out[r["episode_id"]] = r
+    elif isinstance(rows, dict):
+        out = {k: v for k, v in rows.items() if isinstance(v, dict)}
+    return out
+
+
+def registered_instances(out_dir: Path) -> list[dict]:
+    """The instance list the launcher was given (write_instance_list format or a bare list)."""
+    data = _read(Path(out_dir) / "instances.json") or {}
+    items = data.get("instances", []) if isinstance(data, dict) else data
+    return [i for i in items if isinstance(i, dict) and i.get("instance_id")]
+
+
+def output_dirs(root: Path) -> list[Path]:
+    root = Path(root)
+    found = {p.parent for p in root.rglob("episodes") if p.is_dir()}
+    found |= {p.parent for p in root.rglob("attempt.json")}
+    return sorted(found)
+
+
+def load_output_dir(out_dir: Path) -> list[dict]:
+    out_dir = Path(out_dir)
+    extras = _summary_entries(out_dir)
+    attempt = _read(out_dir / "attempt.json") or {}
+    hint = attempt.get("identity_hint") or {}
+    eps = []
+    ep_root = out_dir / "episodes"
+    for d in sorted(p for p in ep_root.iterdir() if p.is_dir()) if ep_root.is_dir() else []:
+        run, scores = _read(d / "run.json"), _read(d / "scores.json")
+        eid = (run or {}).get("episode_id") or d.name
+        extra = extras.get(eid, {})
+        eps.append({"episode_id": eid, "path": str(d), "output_dir": str(out_dir),
+                    "run": run, "scores": scores, "identity_hint": hint,
+                    "instance_id": ((run or {}).get("instance") or {}).get("instance_id") or extra.get("instance_id"),
+                    "wall_s": extra.get("wall_s"), "usage": extra.get("usage"),
+                    "error": extra.get("error")})
+    seen = {e["instance_id"] for e in eps}
+    for iid in attempt.get("missing", []):
+        if iid not in seen:
+            eps.append({"episode_id": f"missing:{out_dir.name}:{iid}", "path": None, "output_dir": str(out_dir),
+                        "run": None, "scores": None, "identity_hint": hint, "instance_id": iid,
+                        "wall_s": None, "usage": None, "error": attempt.get("error") or "no episode record"})
+    return eps
+
+
+def load(roots) -> list[dict]:
+    eps = []
+    for root in roots:
+        for out_dir in output_dirs(Path(root)):
+            eps += load_output_dir(out_dir)
+    return eps
+
+
+def _unit(ep: dict) -> str:
+    run = ep.get("run") or {}
+    rep = run.get("repeat")
+    return f"{ep.get('instance_id') or ep['episode_id']}#{rep}" if rep is not None else \
+        str(ep.get("instance_id") or ep["episode_id"])
+
+
+def resolve(attempts) -> tuple[list[dict], dict]:
+    """One result per episode unit (instance, repeat): the first scored attempt, else
+    the last attempt (unresolved). Returns (results, coverage)."""
+    by_unit: dict[str, list[dict]] = {}
+    for a in attempts:
+        a["unit"] = _unit(a)
+        by_unit.setdefault(a["unit"], []).append(a)
+    results, duplicated, unresolved = [], [], []
+    for unit, group in sorted(by_unit.items()):
+        good = [a for a in group if is_scored(a)]
+        if len(good) > 1:
+            duplicated.append(unit)
+        if not good:
+            unresolved.append(unit)
+        results.append(good[0] if good else group[-1])
+    return results, {"units": len(by_unit), "duplicated": duplicated, "unresolved": unresolved,
+                     "retried": sorted(u for u, g in by_unit.items() if len(g) > 1)}

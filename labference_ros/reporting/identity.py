@@ -1,0 +1,96 @@
+"""Result identities (paper 7.4), read from run.json and checked before aggregation.
+
+CELL fields name a report cell (what is compared); SHARED fields must agree
+within a cell, and REPORT_WIDE fields across the whole report, or the results
+are refused with the differing fields named. A field a run does not record is
+None and only matches None.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def _hash(value) -> str | None:
+    if not value:
+        return None
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _get(d: dict, *path):
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def identity(run: dict) -> dict:
+    task = run.get("task") or {}
+    contract = task.get("contract") or {}
+    obs, iv, pol = run.get("observation") or {}, run.get("intervention") or {}, run.get("policy") or {}
+    versions, assets = run.get("versions") or {}, run.get("assets") or {}
+    return {
+        "task": task.get("contract_id"),
+        "task_condition": contract.get("condition") or _get(run, "instance", "condition"),
+        "task_version": contract.get("version"),
+        "contract_hash": task.get("contract_hash"),
+        "evaluation_version": versions.get("evaluation") or versions.get("labference_ros"),
+        "records_schema": run.get("records_schema"),
+        "asset_revision": assets.get("revision") or _hash({k: v for k, v in assets.items()
+                                                           if k != "layout_revision"}),
+        "layout_revision": assets.get("layout_revision") or versions.get("layout"),
+        "tested_system": pol.get("name") or pol.get("system"),
+        "observation_condition": obs.get("condition") or obs.get("name"),
+        "action_convention": pol.get("action_spec_hash") or _hash(pol.get("action_spec")),
+        "history_protocol": obs.get("history_protocol") or obs.get("history"),
+        "intervention_mode": iv.get("mode", "none"),
+        "intervention_site": iv.get("site"),
+    }
+
+
+CELL = ("tested_system", "task_condition", "observation_condition", "intervention_mode", "intervention_site")
+SHARED = ("task", "task_version", "contract_hash", "action_convention", "history_protocol")
+REPORT_WIDE = ("evaluation_version", "records_schema", "asset_revision", "layout_revision")
+
+
+class IdentityMismatch(ValueError):
+    def __init__(self, fields: dict, scope: str):
+        self.fields = fields  # field -> sorted distinct values
+        names = ", ".join(f"{k} ({' vs '.join(map(str, v))})" for k, v in sorted(fields.items()))
+        super().__init__(f"refusing to aggregate {scope}: differing {names}")
+
+
+def _differing(ids: list[dict], names) -> dict:
+    out = {}
+    for f in names:
+        values = sorted({json.dumps(i.get(f)) for i in ids})
+        if len(values) > 1:
+            out[f] = [json.loads(v) for v in values]
+    return out
+
+
+def cell_key(ident: dict) -> tuple:
+    return tuple(ident.get(f) for f in CELL)
+
+
+def group_checked(episodes) -> dict[tuple, list[dict]]:
+    """Cells of episodes after the identity checks; raises IdentityMismatch."""
+    episodes = list(episodes)
+    ids = [identity(e["run"]) if e.get("run") else None for e in episodes]
+    checked = [i for i in ids if i is not None]
+    wide = _differing(checked, REPORT_WIDE)
+    if wide:
+        raise IdentityMismatch(wide, "the report")
+    cells: dict[tuple, list[int]] = {}
+    for i, ident in enumerate(ids):
+        # An attempt that died before run.json keeps its place through the cell
+        # its launcher was asked for (identity_hint); it has nothing to check.
+        hint = episodes[i].get("identity_hint") or {}
+        key = cell_key(ident) if ident is not None else cell_key(hint)
+        cells.setdefault(key, []).append(i)
+    for key, idx in cells.items():
+        diff = _differing([ids[i] for i in idx if ids[i] is not None], SHARED)
+        if diff:
+            raise IdentityMismatch(diff, "cell " + "/".join(map(str, key)))
+    return {k: [episodes[i] for i in v] for k, v in sorted(cells.items(), key=lambda kv: json.dumps(kv[0]))}

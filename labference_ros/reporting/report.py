@@ -1,0 +1,197 @@
+"""`labference report`: identity-checked cells, section 7 metrics, accounting, CIs.
+
+Per cell (tested system x task condition x observation condition x
+intervention): the population metrics over one result per registered episode,
+the accounting over every attempt, and cluster-bootstrap 95 % intervals.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from labference_ros.core import populations as pop
+from labference_ros.core.records import write_json_atomic
+
+from . import accounting as acc
+from .bootstrap import DRAWS, SEED, Resampler
+from .episodes import load, registered_instances, resolve
+from .identity import CELL, group_checked
+
+REPORT_SCHEMA = 1
+
+
+# Each interval metric is a ratio of sums over episodes: eps -> (numerator, denominator).
+def _sel(eps):
+    r = pop.reach(eps, 1)
+    return r["N_correct"], r["N_run"]
+
+
+def _choice(key):
+    def f(eps):
+        c = pop.choice(eps)["all_decisions"]
+        return c[key], c["population"]
+    return f
+
+
+def _completion(kind):
+    def f(eps):
+        c = pop.completion(eps)
+        return c[kind]["count"], c["n"]
+    return f
+
+
+def _sr(eps):
+    chains = [pop.step_chain(e["scores"]) for e in pop.scored(eps)]
+    return sum(z[-1] for z in chains), len(chains)
+
+
+def _ssr(eps):
+    chains = [pop.step_chain(e["scores"]) for e in pop.scored(eps)]
+    return sum(sum(z) / len(z) for z in chains), len(chains)
+
+
+def _pstate(eps):
+    p = pop.pairs(eps)
+    return (p["verified_correct"], p["N"]) if p["unresolved"] == 0 else (None, p["N"])
+
+
+RESULT_INTERVALS = {"selection": _sel, "B_next": _choice("correct"), "C_id": _choice("identified"),
+                    "valid_completion": _completion("valid"), "physical_completion": _completion("physically"),
+                    "SR": _sr, "SSR": _ssr, "P_state": _pstate}
+
+
+def _success(eps):
+    a = acc.accounting(eps)
+    return a["PASS"], a["attempts"]
+
+
+def _per_success(total_key):
+    def f(eps):
+        a = acc.accounting(eps)
+        return a[total_key], a["PASS"]
+    return f
+
+
+ATTEMPT_INTERVALS = {"success_rate": _success, "time_per_success_s": _per_success("time_total_s"),
+                     "cost_per_success_usd": _per_success("cost_total_usd")}
+
+
+def cell_report(attempts: list[dict], registered: list[dict], level: str, draws: int, seed: int) -> dict:
+    results, coverage = resolve(attempts)
+    seen = {e.get("instance_id") for e in attempts}
+    missing = sorted({i["instance_id"] for i in registered} - seen)
+    coverage["missing"] = missing
+    n_registered = coverage["units"] + len(missing) if registered else None
+    reg_pairs = sorted({i["pair_id"] for i in registered if i.get("pair_id")}) or None
+    res = Resampler(results, level, draws, seed)
+    att = Resampler(attempts, level, draws, seed)
+    return {
+        "coverage": coverage,
+        "metrics": pop.all_metrics(results, n_registered, reg_pairs),
+        "accounting": acc.accounting(attempts),
+        "intervals": {**{k: res.interval(f) for k, f in RESULT_INTERVALS.items()},
+                      **{k: att.interval(f) for k, f in ATTEMPT_INTERVALS.items()}},
+    }
+
+
+def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED) -> dict:
+    attempts = load(roots)
+    cells = group_checked(attempts)
+    out = []
+    for key, eps in cells.items():
+        dirs = sorted({e["output_dir"] for e in eps})
+        registered = {i["instance_id"]: i for d in dirs for i in registered_instances(Path(d))}
+        out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs,
+                    **cell_report(eps, list(registered.values()), level, draws, seed)})
+    return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
+            "bootstrap": {"level": level, "draws": draws, "seed": seed, "ci": "percentile 95%"},
+            "sr_steps": list(pop.SR_STEPS), "cells": out}
+
+
+# -- text ----------------------------------------------------------------------------
+def pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def num(x, unit="") -> str:
+    return "n/a" if x is None else f"{x:.3g}{unit}"
+
+
+def ci(iv: dict, as_pct: bool = True) -> str:
+    if iv.get("lo") is None:
+        return ""
+    f = pct if as_pct else num
+    return f" [{f(iv['lo'])}, {f(iv['hi'])}]"
+
+
+def format_cell(c: dict) -> str:
+    m, a, iv, cov = c["metrics"], c["accounting"], c["intervals"], c["coverage"]
+    name = " / ".join(f"{k}={v}" for k, v in c["cell"].items() if v not in (None, ""))
+    ch, first, comp, st = m["choice"]["all_decisions"], m["reach"][0], m["completion"], m["steps"]
+    lines = [f"== {name}",
+             f"coverage       units {cov['units']}, missing {len(cov['missing'])}, "
+             f"unresolved {len(cov['unresolved'])}, duplicated {len(cov['duplicated'])}, retried {len(cov['retried'])}",
+             f"selection      {pct(first['correct_per_run'])}{ci(iv['selection'])}  "
+             f"(first decision correct / N_run={first['N_run']})",
+             f"completion     valid {pct(comp['valid']['rate'])}{ci(iv['valid_completion'])}  "
+             f"physical {pct(comp['physically']['rate'])}  clean {pct(comp['clean']['rate'])}  "
+             f"recovered {pct(comp['recovered']['rate'])}  (n={comp['n']}; valid bounds "
+             f"{pct(comp['valid_bounds']['lower'])}..{pct(comp['valid_bounds']['upper'])})"]
+    for r in m["reach"]:
+        lines.append(f"reach d{r['decision']}       N_reach/N_run {r['N_reach']}/{r['N_run']} = {pct(r['reach'])}  "
+                     f"N_correct/N_reach {pct(r['correct_given_reach'])}  N_correct/N_run {pct(r['correct_per_run'])}  "
+                     f"identified|reach {pct(r.get('identified_given_reach'))}")
+    lines += [f"choice         B_next {pct(ch['B_next'])}{ci(iv['B_next'])}  C_id {pct(ch['C_id'])}{ci(iv['C_id'])}  "
+              f"accuracy|identified {pct(ch['accuracy_identified'])} (coverage {pct(ch['coverage'])}; "
+              f"{ch['population']} decisions in {m['choice']['episodes']} episodes)",
+              f"execution      E_fixed {pct(m['execution']['E_fixed'])} (K={m['execution']['K']})  "
+              f"given own correct choice {pct(m['execution']['given_correct_choice'])} "
+              f"(n={m['execution']['n_correct_choice']})",
+              f"pairs          P_state {pct(m['pairs']['P_state'])}{ci(iv['P_state'])}  N={m['pairs']['N']} "
+              f"bounds {pct(m['pairs']['lower'])}..{pct(m['pairs']['upper'])}",
+              f"steps          SR {pct(st['SR'])}{ci(iv['SR'])}  SSR {pct(st['SSR'])}{ci(iv['SSR'])}  "
+              + "  ".join(f"{k} {pct(v)}" for k, v in st["per_step"].items()),
+              f"accounting     attempts {a['attempts']} (PASS {a['PASS']}, FAIL {a['FAIL']}, ERROR {a['ERROR']})  "
+              f"success {pct(a['success_rate'])}{ci(iv['success_rate'])}  "
+              f"time/success {num(a['time_per_success_s'], ' s')}{ci(iv['time_per_success_s'], False)} "
+              f"(unknown {a['time_unknown']})  cost/success {num(a['cost_per_success_usd'], ' USD')} "
+              f"(unknown {a['cost_unknown']})"]
+    lines.append(format_confusion(m["confusion"]))
+    return "\n".join(lines)
+
+
+def format_confusion(cm: dict) -> str:
+    if not cm["rows"]:
+        return "confusion      (no first decisions)"
+    cols = cm["cols"]
+    w = max(len(x) for x in cm["rows"] + cols + ["required"]) + 1
+    out = ["confusion      required (rows) x chosen (cols)", "  " + "required".ljust(w) + "".join(c.rjust(w) for c in cols)]
+    for r in cm["rows"]:
+        out.append("  " + r.ljust(w) + "".join(str(cm["matrix"][r].get(c, 0)).rjust(w) for c in cols))
+    out.append(f"  preferred {cm['preferred']} at {pct(cm['preferred_share'])} of identified choices "
+               f"(balanced share {pct(cm['balanced_share'])})")
+    return "\n".join(out)
+
+
+def format_report(rep: dict) -> str:
+    b = rep["bootstrap"]
+    head = (f"Labference report: {len(rep['cells'])} cell(s); 95% CIs: cluster bootstrap over {b['level']}s, "
+            f"{b['draws']} draws, seed {b['seed']}; n/a = zero denominator or unknown")
+    return "\n\n".join([head] + [format_cell(c) for c in rep["cells"]])
+
+
+def write(rep: dict, out_dir: Path, plots: bool = True) -> list[str]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    if plots:
+        from .plots import plot_report
+
+        written = plot_report(rep, out_dir)
+    rep = {**rep, "plots": (written or "matplotlib not available") if plots else []}
+    write_json_atomic(out_dir / "report.json", rep)
+    return [str(out_dir / "report.json")] + written
+
+
+def dumps(rep: dict) -> str:
+    return json.dumps(rep, sort_keys=True, indent=1)

@@ -1,0 +1,98 @@
+"""Section 7 populations: each rate over its own population; zero denominators are None."""
+from labference_ros.core import populations as pop
+from synthetic import decision, episode, run_json, scores_json
+
+
+def test_empty_population_is_unavailable_not_zero():
+    m = pop.all_metrics([])
+    assert m["choice"]["all_decisions"]["B_next"] is None
+    assert m["choice"]["all_decisions"]["C_id"] is None
+    assert m["reach"][0]["reach"] is None and m["reach"][0]["correct_per_run"] is None
+    assert m["execution"]["E_fixed"] is None and m["execution"]["K"] == 0
+    assert m["completion"]["valid"]["rate"] is None
+    assert m["pairs"]["P_state"] is None
+    assert m["steps"]["SR"] is None and m["steps"]["SSR"] is None
+
+
+def test_choice_rates_share_one_population_and_accuracy_uses_coverage():
+    eps = [episode("e1", chosen="std_50"), episode("e2", chosen="std_100"), episode("e3", chosen=None),
+           episode("e4", chosen="std_50")]
+    c = pop.choice(eps)["all_decisions"]
+    assert c["population"] == 4 and c["identified"] == 3 and c["correct"] == 2
+    assert c["B_next"] == 0.5 and c["C_id"] == 0.75
+    assert abs(c["accuracy_identified"] - 2 / 3) < 1e-12
+
+
+def test_unscored_episodes_stay_out_of_choice_and_completion_but_lower_coverage():
+    eps = [episode("e1"), episode("e2", status="referee_shutdown"), {"episode_id": "e3", "run": None, "scores": None}]
+    assert pop.choice(eps)["all_decisions"]["population"] == 1
+    comp = pop.completion(eps, registered=4)
+    assert comp["n"] == 1 and comp["valid"]["rate"] == 1.0
+    assert comp["coverage"] == 0.25
+    assert comp["valid_bounds"] == {"lower": 0.25, "upper": 1.0, "unresolved": 3}
+
+
+def test_reach_separates_not_reaching_from_choosing_wrong():
+    reached_right = episode("a", chosen="std_50")
+    reached_wrong = episode("b", chosen="std_20")
+    never = {"episode_id": "c", "run": run_json("c", "c"), "scores": scores_json("c", [])}
+    r = pop.reach([reached_right, reached_wrong, never], 1)
+    assert (r["N_run"], r["N_reach"], r["N_correct"]) == (3, 2, 1)
+    assert r["reach"] == 2 / 3 and r["correct_given_reach"] == 0.5 and r["correct_per_run"] == 1 / 3
+    assert pop.reach([never], 2)["correct_given_reach"] is None  # nobody reached decision 2
+
+
+def test_completion_classes_are_separate_counts():
+    clean = episode("a")
+    recovered = episode("b", recovered=True, clean=False)
+    invalid = episode("c", violations=["sample_displaced"])
+    comp = pop.completion([clean, recovered, invalid])
+    assert comp["physically"]["count"] == 3 and comp["valid"]["count"] == 2
+    assert comp["clean"]["count"] == 1 and comp["recovered"]["count"] == 1
+
+
+def test_e_fixed_only_over_the_fixed_subgoal_population():
+    own = episode("a", chosen="std_50")
+    fixed_ok = episode("b", run_kw={"mode": "replace", "site": "skill"})
+    fixed_fail = episode("c", executed=False, run_kw={"mode": "replace", "site": "skill"})
+    ex = pop.execution([own, fixed_ok, fixed_fail])
+    assert ex["K"] == 2 and ex["E_fixed"] == 0.5
+    assert pop.execution([own])["E_fixed"] is None
+
+
+def test_p_state_needs_both_members_and_keeps_unresolved_pairs_as_bounds():
+    def member(pid, role, right):
+        return episode(f"{pid}-{role}", chosen="std_50" if right else "std_10",
+                       run_kw={"iid": f"{pid}-{role}", "pair_id": pid, "pair_role": role})
+    eps = [member("p1", "a", True), member("p1", "b", True),
+           member("p2", "a", True), member("p2", "b", False)]
+    p = pop.pairs(eps)
+    assert p["N"] == 2 and p["P_state"] == 0.5
+    # p3 registered but its b member never produced a result: only bounds.
+    p = pop.pairs(eps + [member("p3", "a", True)], registered_pairs=["p1", "p2", "p3"])
+    assert p["P_state"] is None and p["lower"] == 1 / 3 and p["upper"] == 2 / 3
+
+
+def test_sr_ssr_count_a_step_only_after_its_prerequisites():
+    full = episode("a")
+    wrong_but_completed = episode("b", chosen="std_20", executed=True, physical=True)  # recovered path
+    chosen_not_moved = episode("c", executed=False)
+    not_ready = {"episode_id": "d", "run": run_json("d", "d"),
+                 "scores": scores_json("d", [decision(["std_50"], "std_50", ready=False)], executed=True,
+                                       physical=True)}
+    z = {e["episode_id"]: pop.step_chain(e["scores"]) for e in (full, wrong_but_completed, chosen_not_moved, not_ready)}
+    assert z["a"] == [True, True, True, True]
+    assert z["b"] == [True, False, False, False]  # later steps do not count out of order
+    assert z["c"] == [True, True, False, False]
+    assert z["d"] == [False, False, False, False]
+    s = pop.steps([full, wrong_but_completed, chosen_not_moved, not_ready])
+    assert s["SR"] == 0.25 and abs(s["SSR"] - (4 + 1 + 2 + 0) / 16) < 1e-12
+
+
+def test_confusion_exposes_a_fixed_weight_preference():
+    eps = [episode(f"e{i}", required=(req,), chosen="std_100")
+           for i, req in enumerate(["std_10", "std_20", "std_50", "std_100"])]
+    cm = pop.confusion(eps)
+    assert cm["cols"] == ["std_100"]
+    assert cm["matrix"]["std_20"] == {"std_100": 1}
+    assert cm["preferred"] == "std_100" and cm["preferred_share"] == 1.0 and cm["balanced_share"] == 0.25
