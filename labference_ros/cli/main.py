@@ -37,3 +37,102 @@ def shell() -> None:
     env["PS1"] = "(labference) \\w$ "
     shell_path = env.get("SHELL", "/bin/bash")
     os.execvpe(shell_path, [shell_path, "-i"], env)
+
+
+@main.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", type=click.Path(file_okay=False), help="Where report.json and plots go (default: first RUN_DIR).")
+@click.option("--level", type=click.Choice(["episode", "pair", "family"]), default="pair", show_default=True,
+              help="Bootstrap cluster: episodes, matched pairs (both branches together) or task families.")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+def report(run_dirs, out, level, no_plots) -> None:
+    """Section 7 tables per system x condition, accounting and 95% CIs; writes report.json."""
+    from labference_ros.reporting.identity import IdentityMismatch
+    from labference_ros.reporting.report import build, format_report, write
+
+    try:
+        rep = build(run_dirs, level=level)
+    except IdentityMismatch as exc:
+        raise click.ClickException(str(exc))
+    click.echo(format_report(rep))
+    for path in write(rep, out or run_dirs[0], plots=not no_plots):
+        click.echo(f"wrote {path}")
+
+
+@main.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON.")
+def diagnose(run_dirs, as_json) -> None:
+    """Per-episode failure attribution: no choice, wrong choice, execution failure, dwell never reached,
+    validity error."""
+    import json
+
+    from labference_ros.reporting.diagnose import diagnose as run_diagnose, format_diagnosis
+    from labference_ros.reporting.identity import IdentityMismatch
+
+    try:
+        d = run_diagnose(run_dirs)
+    except IdentityMismatch as exc:
+        raise click.ClickException(str(exc))
+    click.echo(json.dumps(d, indent=1, sort_keys=True) if as_json else format_diagnosis(d))
+
+
+@main.group()
+def campaign() -> None:
+    """Locked, resumable campaigns."""
+
+
+@campaign.command("lock")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Lock file (default: SPEC.lock.json).")
+def campaign_lock(spec, output) -> None:
+    """Write the immutable lock of a campaign SPEC.yaml."""
+    from pathlib import Path
+
+    from labference_ros.campaign.lock import build_lock, write_lock
+
+    path = Path(output or Path(spec).with_suffix(".lock.json"))
+    try:
+        lock = build_lock(Path(spec))
+        write_lock(lock, path)
+    except (FileExistsError, ValueError) as exc:
+        raise click.ClickException(str(exc))
+    n = sum(len(a["instances"]) for a in lock["arms"])
+    click.echo(f"locked {lock['name']}: {len(lock['arms'])} arm(s), {n} episodes, "
+               f"code dirty={lock['code']['dirty']}, lock {lock['lock_sha256'][:16]} -> {path}")
+
+
+@campaign.command("run")
+@click.argument("lock_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--launcher", help="Launcher command line (default: $LABFERENCE_LAUNCHER or `labference launch`).")
+def campaign_run(lock_file, launcher) -> None:
+    """Run (or resume) the unfinished episodes of a locked campaign."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    from labference_ros.campaign.lock import LockMismatch, read_lock
+    from labference_ros.campaign.runner import run_campaign
+
+    try:
+        cov = run_campaign(read_lock(Path(lock_file)), shlex.split(launcher) if launcher else None, log=click.echo)
+    except LockMismatch as exc:
+        raise click.ClickException(str(exc))
+    click.echo(json.dumps(cov, indent=1, sort_keys=True))
+    if not cov["complete"]:
+        sys.exit(3)
+
+
+@campaign.command("status")
+@click.argument("lock_file", type=click.Path(exists=True, dir_okay=False))
+def campaign_status(lock_file) -> None:
+    """Coverage of a campaign: missing, duplicated and unexpected episodes; lock differences."""
+    import json
+    from pathlib import Path
+
+    from labference_ros.campaign.lock import read_lock, verify
+    from labference_ros.campaign.runner import coverage
+
+    lock = read_lock(Path(lock_file))
+    click.echo(json.dumps({"lock_differences": {k: list(v) for k, v in verify(lock).items()},
+                           "coverage": coverage(lock)}, indent=1, sort_keys=True))
