@@ -136,3 +136,35 @@ def campaign_status(lock_file) -> None:
     lock = read_lock(Path(lock_file))
     click.echo(json.dumps({"lock_differences": {k: list(v) for k, v in verify(lock).items()},
                            "coverage": coverage(lock)}, indent=1, sort_keys=True))
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("launch_file")
+@click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
+@click.option("-s", "--show-args", is_flag=True, help="List the launch arguments and exit.")
+@click.option("--substitute", "substitutes", multiple=True, metavar="EXE=MODULE_OR_FILE",
+              help="Run a stand-in for a node executable (development and tests).")
+def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substitutes: tuple[str, ...]) -> None:
+    """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would."""
+    from labference_ros.graphs import graph_for
+    from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
+    from labference_ros.launcher.launch import launch as run_launch
+
+    try:
+        graph = graph_for(launch_file)
+    except KeyError as exc:
+        raise click.UsageError(exc.args[0]) from None
+    if show_args:
+        click.echo(describe_arguments(graph), nl=False)
+        return
+    stand_ins = {}
+    for item in substitutes:
+        exe, sep, target = item.partition("=")
+        if not sep:
+            raise click.UsageError(f"--substitute expects EXE=MODULE_OR_FILE, got {item!r}")
+        stand_ins[exe] = target
+    try:
+        code = run_launch(launch_file, arguments, substitutes=stand_ins)
+    except (LaunchArgumentError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+    sys.exit(code)

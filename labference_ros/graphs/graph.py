@@ -1,0 +1,82 @@
+"""The vocabulary of a graph description: launch arguments, parameters and nodes.
+
+One description feeds both the generated ROS 2 launch file (graphs/launchgen.py)
+and the embedded launcher (launcher/), so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    name: str
+    default: str  # launch arguments are strings; nodes get them typed via Param
+    description: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Param:
+    """A node parameter taken from a launch argument, converted to ``type``."""
+
+    argument: str
+    type: type = str
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    executable: str  # console script in lib/labference; module labference_ros.nodes.<executable>
+    parameters: dict[str, object] = field(default_factory=dict)  # value: Param or a literal
+    remappings: tuple[tuple[str, str], ...] = ()
+    # The node whose exit ends the graph and whose exit code is the run's exit code.
+    ends_graph: bool = False
+
+    @property
+    def module(self) -> str:
+        return f"labference_ros.nodes.{self.executable}"
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    description: str
+    package: str
+    arguments: tuple[LaunchArgument, ...]
+    nodes: tuple[NodeSpec, ...]
+
+    @property
+    def launch_file(self) -> str:
+        return f"{self.name}.launch.py"
+
+    def argument(self, name: str) -> LaunchArgument:
+        for arg in self.arguments:
+            if arg.name == name:
+                return arg
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, str]:
+        return {a.name: a.default for a in self.arguments}
+
+
+def typed(value: str, kind: type):
+    """A launch argument's string as the parameter type a node declares."""
+    if kind is bool:
+        low = value.strip().lower()
+        if low not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return low == "true"
+    if kind is int:
+        return int(value)
+    if kind is float:
+        return float(value)
+    return value
+
+
+def resolve_parameters(node: NodeSpec, arguments: dict[str, str]) -> dict[str, object]:
+    """The node's parameters with launch arguments substituted and typed."""
+    out = {}
+    for key, value in node.parameters.items():
+        out[key] = typed(arguments[value.argument], value.type) if isinstance(value, Param) else value
+    return out

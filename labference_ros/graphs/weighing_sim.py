@@ -1,0 +1,62 @@
+"""Feedback weighing against the simulator: the one description of its graph.
+
+launch/weighing_sim.launch.py is generated from this file
+(python -m labference_ros.graphs.launchgen) and the embedded launcher
+(`labference launch weighing_sim.launch.py`) starts the same nodes.
+"""
+from __future__ import annotations
+
+from .graph import Graph, LaunchArgument, NodeSpec, Param
+
+ARGUMENTS = (
+    LaunchArgument("episodes", "3", "Number of instances to generate and evaluate "
+                   "(ignored when 'instances' is given: that list runs in full)"),
+    LaunchArgument("system", "scripted_expert", "Tested system (policy registry name)"),
+    LaunchArgument("condition", "basic", "Task condition of generated instances", choices=("basic", "extended")),
+    LaunchArgument("seed", "0", "Base seed of the task, layout and policy streams"),
+    LaunchArgument("output_dir", "runs/{timestamp}", "Run directory; {timestamp} is replaced at start"),
+    LaunchArgument("camera_rate", "10", "Camera publishing rate in Hz of sim time"),
+    LaunchArgument("step_mode", "sync", "sync: physics pauses while the policy thinks; realtime: it does not",
+                   choices=("sync", "realtime")),
+    LaunchArgument("instances", "", "Optional path to an instance-list JSON file (core.instances format)"),
+    LaunchArgument("deadline_s", "60", "Sim seconds per episode before it is stopped with reason 'deadline'"),
+    LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
+                   "(discovery can take seconds)"),
+)
+
+# The arm and gripper commands use the ros2_control controller topic names, so a
+# real robot's controllers can take the simulator's place.
+COMMAND_TOPICS = (
+    ("joint_trajectory", "/panda_arm_controller/joint_trajectory"),
+    ("gripper_command", "/panda_gripper/command"),
+)
+
+NODES = (
+    NodeSpec("lab_sim", "lab_sim",
+             parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
+                         "seed": Param("seed", int), "use_sim_time": False},  # it owns /clock
+             remappings=COMMAND_TOPICS),
+    NodeSpec("balance", "balance",
+             parameters={"use_sim_time": True},
+             remappings=(("wrench", "/balance/wrench"), ("reading", "/balance/reading"))),
+    NodeSpec("referee", "referee",
+             parameters={"condition": Param("condition"), "use_sim_time": True},
+             remappings=(("reading", "/balance/reading"), ("world_state", "/evaluator/world_state"))),
+    NodeSpec("policy_bridge", "policy_bridge",
+             parameters={"system": Param("system"), "seed": Param("seed", int),
+                         "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
+                         "use_sim_time": True},
+             remappings=COMMAND_TOPICS),
+    NodeSpec("episode_runner", "episode_runner",
+             parameters={"episodes": Param("episodes", int), "system": Param("system"),
+                         "condition": Param("condition"), "seed": Param("seed", int),
+                         "output_dir": Param("output_dir"), "instances": Param("instances"),
+                         "deadline_s": Param("deadline_s", float), "step_mode": Param("step_mode"),
+                         "camera_rate": Param("camera_rate", float),
+                         "service_timeout_s": Param("service_timeout_s", float), "use_sim_time": True},
+             ends_graph=True),
+)
+
+GRAPH = Graph(name="weighing_sim", package="labference",
+              description="Feedback weighing in simulation: simulator, balance, referee, policy bridge, episode runner",
+              arguments=ARGUMENTS, nodes=NODES)

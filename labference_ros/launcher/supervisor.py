@@ -1,0 +1,186 @@
+"""Run a graph's node processes together and end them together.
+
+Each node's output is prefixed with its name. SIGINT/SIGTERM to the launcher
+is forwarded to every node; when any node exits the others are stopped (the
+node marked `ends_graph`, the episode runner, exiting is the normal end) and
+the launcher says which node ended it and why. The launcher's exit status is
+that of the `ends_graph` node. Nodes that ignore a stop signal are killed
+after a grace period, so no process outlives the launcher.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from .plan import NodeProcess
+
+PR_SET_PDEATHSIG = 1
+POLL_S = 0.05
+
+
+def _die_with_parent() -> None:
+    # Runs in the child before exec: a hard-killed launcher still takes its nodes along.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def shell_status(returncode: int) -> int:
+    """A Popen return code as a process exit status (signal N -> 128 + N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    ended_by: str  # "<node> exited", "signal SIGINT", ...
+    returncodes: dict[str, int] = field(default_factory=dict)
+    unexpected: list[str] = field(default_factory=list)  # nodes that exited before being told to stop
+
+
+class Supervisor:
+    def __init__(self, nodes: Sequence[NodeProcess], env: Mapping[str, str], out: TextIO | None = None,
+                 grace_s: float = 10.0):
+        self.nodes = list(nodes)
+        self.env = dict(env)
+        self.out = out or sys.stdout
+        self.grace_s = grace_s
+        self.procs: dict[str, subprocess.Popen] = {}
+        self._pumps: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._signal: int | None = None
+
+    # ------------------------------------------------------------------ output
+    def say(self, text: str) -> None:
+        with self._lock:
+            self.out.write(f"[launch] {text}\n")
+            self.out.flush()
+
+    def _pump(self, name: str, stream) -> None:
+        buf = b""
+        while True:
+            chunk = stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096)
+            if not chunk:
+                break
+            # Progress bars redraw with \r: each redraw becomes its own line.
+            buf += chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            *lines, buf = buf.split(b"\n")
+            self._emit(name, lines)
+        if buf:
+            self._emit(name, [buf])
+
+    def _emit(self, name: str, lines: list[bytes]) -> None:
+        lines = [ln for ln in lines if ln.strip()]
+        if not lines:
+            return
+        with self._lock:
+            for line in lines:
+                self.out.write(f"[{name}] {line.decode('utf-8', 'replace')}\n")
+            self.out.flush()
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        for node in self.nodes:
+            proc = subprocess.Popen(node.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=_die_with_parent)
+            self.procs[node.name] = proc
+            pump = threading.Thread(target=self._pump, args=(node.name, proc.stdout), daemon=True)
+            pump.start()
+            self._pumps.append(pump)
+            self.say(f"started {node.name} (pid {proc.pid})")
+
+    def _on_signal(self, signum, _frame) -> None:
+        if self._signal is None:
+            self._signal = signum
+        else:  # a second Ctrl-C: stop waiting politely
+            self._signal = signal.SIGKILL
+
+    def _send(self, sig: int, only_alive: bool = True) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None or not only_alive:
+                try:
+                    os.killpg(proc.pid, sig)  # the node's whole session, grandchildren included
+                except ProcessLookupError:
+                    pass
+
+    def _alive(self) -> list[str]:
+        return [name for name, proc in self.procs.items() if proc.poll() is None]
+
+    def stop_all(self, sig: int = signal.SIGTERM) -> None:
+        self._send(sig)
+        deadline = time.monotonic() + self.grace_s
+        while self._alive() and time.monotonic() < deadline and self._signal != signal.SIGKILL:
+            time.sleep(POLL_S)
+        left = self._alive()
+        if left:
+            self.say(f"killing {', '.join(left)}: still running {self.grace_s:.0f} s after the stop signal")
+            self._send(signal.SIGKILL)
+        for proc in self.procs.values():
+            proc.wait()
+        # Nodes' sessions may hold stray grandchildren: take them along too.
+        self._send(signal.SIGKILL, only_alive=False)
+        for pump in self._pumps:
+            pump.join(timeout=2.0)
+
+    def run(self) -> Outcome:
+        """Start every node, wait until one exits or a signal arrives, stop the rest."""
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.start()
+            ended_by, unexpected = self._wait_for_first_end()
+            self.stop_all(self._signal if self._signal in (signal.SIGINT, signal.SIGTERM) else signal.SIGTERM)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        codes = {name: proc.returncode for name, proc in self.procs.items()}
+        for name, code in codes.items():
+            if name not in unexpected and code not in (0, -signal.SIGINT, -signal.SIGTERM):
+                self.say(f"{name} ended with {describe_exit(code)} while stopping")
+        return Outcome(self._exit_code(codes, unexpected), ended_by, codes, unexpected)
+
+    def _wait_for_first_end(self) -> tuple[str, list[str]]:
+        ends = {n.name for n in self.nodes if n.ends_graph}
+        while True:
+            if self._signal is not None:
+                name = signal.Signals(self._signal).name
+                self.say(f"received {name}: stopping all nodes")
+                return f"signal {name}", []
+            exited = [name for name, proc in self.procs.items() if proc.poll() is not None]
+            if exited:
+                for name in exited:
+                    code = self.procs[name].returncode
+                    if name in ends:
+                        self.say(f"{name} finished ({describe_exit(code)}): stopping the graph")
+                    else:
+                        self.say(f"{name} died ({describe_exit(code)}): stopping all nodes")
+                return f"{exited[0]} exited", exited
+            time.sleep(POLL_S)
+
+    def _exit_code(self, codes: dict[str, int], unexpected: list[str]) -> int:
+        ends = [n.name for n in self.nodes if n.ends_graph]
+        if ends:
+            return shell_status(codes[ends[0]])
+        # No designated node: the first that died decides, else a clean stop is 0.
+        for name in unexpected:
+            if codes[name] != 0:
+                return shell_status(codes[name])
+        return 0
