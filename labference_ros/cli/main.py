@@ -39,6 +39,16 @@ def shell() -> None:
     os.execvpe(shell_path, [shell_path, "-i"], env)
 
 
+def _add_recording_commands() -> None:
+    from labference_ros.cli.recording import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_add_recording_commands()
+
+
 @main.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", type=click.Path(file_okay=False), help="Where report.json and plots go (default: first RUN_DIR).")

@@ -3,7 +3,8 @@
 Resets an instance, starts the referee, transfers one standard with the scripted
 planner through the JointTrajectory + gripper topics and sync-mode advance, then
 finishes and prints "SCORES <json>". Modes: correct | wrong | drop.
-usage: weighing_driver.py MODE OUTPUT_DIR [TASK_SEED]
+usage: weighing_driver.py MODE OUTPUT_DIR [TASK_SEED] [--record] [--episode ID]
+--record: also start/finish the episode on /recorder (bag in OUTPUT_DIR/bag).
 """
 from __future__ import annotations
 
@@ -16,8 +17,16 @@ from labference_ros.nodes.runtime import init_ros
 
 
 def main() -> int:
-    mode, out_dir = sys.argv[1], sys.argv[2]
-    task_seed = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    argv = sys.argv[1:]
+    record = "--record" in argv
+    argv = [a for a in argv if a != "--record"]
+    episode_id = "ep0"
+    if "--episode" in argv:
+        i = argv.index("--episode")
+        episode_id = argv[i + 1]
+        del argv[i:i + 2]
+    mode, out_dir = argv[0], argv[1]
+    task_seed = int(argv[2]) if len(argv) > 2 else 3
     rclpy = init_ros([])
     from builtin_interfaces.msg import Duration, Time
     from rclpy.executors import SingleThreadedExecutor
@@ -68,11 +77,17 @@ def main() -> int:
     instance = generate("basic", 1, task_seed=task_seed, layout_seed=task_seed, policy_seed=0)[0]
     required = instance.goal_set[0]
     chosen = required if mode in ("correct", "drop") else next(s for s in STANDARDS if s != required)
-    res = call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id="ep0", instance_json=instance.to_json()))
+    run_json = json.dumps({"policy": {"name": f"test_driver_{mode}", "privileged": True}})
+    if record:
+        # The recorder starts before the reset so the bag holds the whole episode.
+        res = call(StartEpisode, "/recorder/start_episode", StartEpisode.Request(
+            episode_id=episode_id, instance_json=instance.to_json(), output_dir=out_dir, run_json=run_json))
+        assert res.success, res.message
+    res = call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id=episode_id,
+                                                                    instance_json=instance.to_json()))
     assert res.success, res.message
     res = call(StartEpisode, "/referee/start_episode", StartEpisode.Request(
-        episode_id="ep0", instance_json=instance.to_json(), output_dir=out_dir, run_json=json.dumps(
-            {"policy": {"name": f"test_driver_{mode}", "privileged": True}})))
+        episode_id=episode_id, instance_json=instance.to_json(), output_dir=out_dir, run_json=run_json))
     assert res.success, res.message
     # Let the reading settle (readiness), and the policy "see" it.
     latest.pop("world", None)
@@ -84,11 +99,20 @@ def main() -> int:
     from labference.msg import DeliveryReceipt
     receipt_pub = node.create_publisher(DeliveryReceipt, "/policy/receipts", 10)
     deadline = time.monotonic() + 30
-    while node.count_subscribers("/policy/receipts") == 0 and time.monotonic() < deadline:
+    while node.count_subscribers("/policy/receipts") < (2 if record else 1) and time.monotonic() < deadline:
         time.sleep(0.01)
-    receipt = DeliveryReceipt(episode_id="ep0", receipt_id="r1", kind="observation", payload_id="obs-1",
+    receipt = DeliveryReceipt(episode_id=episode_id, receipt_id="r1", kind="observation", payload_id="obs-1",
                               status="delivered")
     s_to_stamp(sim_t[0], receipt.header.stamp)
+    if record:
+        from labference.msg import ActionChunk
+        echoes = {}
+        node.create_subscription(DeliveryReceipt, "/referee/receipts",
+                                 lambda m: echoes.update({m.payload_id: m}), QoSProfile(depth=50))
+        chunk_pub = node.create_publisher(ActionChunk, "/policy/action_chunks", 10)
+        deadline = time.monotonic() + 30
+        while node.count_subscribers("/policy/action_chunks") < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
     receipt_pub.publish(receipt)
 
     planner = PickPlacePlanner()
@@ -110,6 +134,19 @@ def main() -> int:
         traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in q],
                                                 time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
     traj_pub.publish(traj)
+    if record:
+        # The applied plan as the action chunk of the delivered observation, bound to
+        # the evidence version the referee echoed for it (audited from the bag).
+        deadline = time.monotonic() + 30
+        while "obs-1" not in echoes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        chunk = ActionChunk(episode_id=episode_id, chunk_id="c1", observation_id="obs-1",
+                            evidence_version=echoes["obs-1"].evidence_version, representation="joint",
+                            mode="absolute", frame="panda_link0", dim=7, length=len(plan.arm_q),
+                            control_frequency_hz=1.0 / plan.dt,
+                            data=[float(x) for q in plan.arm_q for x in q])
+        s_to_stamp(t0, chunk.header.stamp)
+        chunk_pub.publish(chunk)
     events = sorted(plan.gripper_events, key=lambda e: e.t)
     if mode == "drop":
         # Open the hand half-way through the transfer phase.
@@ -130,7 +167,11 @@ def main() -> int:
     while sim_t[0] < end - 1e-9:
         advance(min(5.0, end - sim_t[0]))
     res = call(FinishEpisode, "/referee/finish_episode", FinishEpisode.Request(
-        episode_id="ep0", reason="completed", sim_time=sim_t[0]))
+        episode_id=episode_id, reason="completed", sim_time=sim_t[0]))
+    if record:
+        rec = call(FinishEpisode, "/recorder/finish_episode", FinishEpisode.Request(
+            episode_id=episode_id, reason="completed", sim_time=sim_t[0]), timeout=120.0)
+        assert rec.success, rec.message
     print("SCORES " + json.dumps({"required": required, "chosen": chosen, "scores": json.loads(res.scores_json)}),
           flush=True)
     executor.shutdown()

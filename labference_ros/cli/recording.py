@@ -1,0 +1,79 @@
+"""`labference audit`, `labference videos` and `labference demos-from-bags`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def _fail(message: str, code: int = 2):
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.command()
+@click.argument("path", type=click.Path())
+@click.option("--debug", is_flag=True, help="Show a traceback on unexpected errors.")
+def audit(path: str, debug: bool) -> None:
+    """Replay-audit BAG_OR_RUN_DIR: rebuild events and scores from the bag with the
+    online scorer and compare them with the online records.
+
+    Exit 0: agree; 1: disagree (report names record, field, online vs audit);
+    2: a bag or its records cannot be read."""
+    from labference_ros.recording.audit import audit_path, exit_code, format_report
+    from labference_ros.recording.bag_reader import BagError
+
+    try:
+        results = audit_path(path)
+    except BagError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # never a traceback for a user's bag unless asked
+        if debug:
+            raise
+        _fail(f"{path}: audit failed: {type(exc).__name__}: {exc}")
+    click.echo(format_report(results))
+    sys.exit(exit_code(results))
+
+
+@click.command()
+@click.argument("bag", type=click.Path())
+@click.option("--out", "out_dir", type=click.Path(), default=None,
+              help="Output directory (default: <episode dir>/videos).")
+def videos(bag: str, out_dir: str | None) -> None:
+    """Write one MP4 per camera stream of an episode BAG (file names carry the episode id)."""
+    from labference_ros.recording.bag_reader import BagError, resolve_bag
+    from labference_ros.recording.videos import write_videos
+
+    try:
+        bag_dir = resolve_bag(bag)
+        written = write_videos(bag_dir, out_dir or bag_dir.parent / "videos")
+    except BagError as exc:
+        _fail(str(exc))
+    if not written:
+        _fail(f"{bag}: no camera images in the bag", 1)
+    for cam, (p, n) in written.items():
+        click.echo(f"{cam}: {p} ({n} frames)")
+
+
+@click.command("demos-from-bags")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", type=click.Path(), default=None, help="Output directory (default: RUN_DIR/demos).")
+@click.option("--val-fraction", default=0.1, show_default=True, help="Share of accepted episodes in the val split.")
+def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float) -> None:
+    """Convert every episode bag + records under RUN_DIR into HDF5 demonstrations,
+    a collection manifest and a training index."""
+    import pathlib
+
+    from labference_ros.recording.bag_reader import BagError
+    from labference_ros.recording.demos import convert_run
+
+    try:
+        summary = convert_run(pathlib.Path(run_dir), pathlib.Path(out_dir) if out_dir else None, val_fraction)
+    except BagError as exc:
+        _fail(str(exc))
+    click.echo(f"{summary['hdf5']}: {summary['episodes']} episodes, {summary['accepted']} accepted "
+               f"({summary['failed']} failed attempts kept in {summary['manifest']})")
+    click.echo(f"training index: {summary['index']}")
+
+
+COMMANDS = (audit, videos, demos_from_bags)

@@ -1,0 +1,173 @@
+"""recorder: one rosbag2 (MCAP) directory per episode with every topic of the graph,
+written as the exact wire bytes; videos of the camera streams after finish.
+
+Episode boundaries come from the episode runner: /recorder/start_episode (before
+the simulator reset, so the bag holds the episode from its first message) and
+/recorder/finish_episode (after the referee's finish, so the final events are
+in the bag). The bag is closed cleanly on finish, on a new start and on SIGTERM.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import pathlib
+import time
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from rclpy.task import Future
+
+from labference.msg import RefereeEvent
+from labference.srv import FinishEpisode, StartEpisode
+from labference_ros.nodes.runtime import run_node
+from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
+from labference_ros.recording.episode_meta import episode_custom_data
+from labference_ros.recording.topics import LATCHED_TOPICS, RECORDED_TOPICS, wanted
+
+
+def msg_class(msgtype: str):
+    pkg, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+class Recorder(Node):
+    def __init__(self):
+        super().__init__("recorder")
+        self.write_videos = bool(self.declare_parameter("videos", True).value)
+        self.finish_timeout_s = float(self.declare_parameter("finish_timeout_s", 5.0).value)
+        self.bag: EpisodeBag | None = None
+        self.episode_id = ""
+        self.output_dir: pathlib.Path | None = None
+        self.types: dict[str, str] = {}
+        self.latched: dict[str, bytes] = {}
+        self.referee_ended: set[str] = set()
+        self.end_waiter: Future | None = None
+        for topic, msgtype in RECORDED_TOPICS.items():
+            self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
+        self.create_timer(1.0, self._discover)
+        self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
+        self.create_service(FinishEpisode, "/recorder/finish_episode", self.on_finish)
+
+    # subscriptions ------------------------------------------------------------
+    def _subscribe(self, topic: str, msgtype: str, latched: bool = False, best_effort: bool = False) -> None:
+        try:
+            cls = msg_class(msgtype)
+        except (ImportError, AttributeError, ValueError):
+            self.get_logger().warning(f"not recording {topic}: type {msgtype} is not importable")
+            self.types[topic] = ""
+            return
+        qos = QoSProfile(depth=1 if latched else 1000,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+                         reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE)
+        self.types[topic] = msgtype
+        self.create_subscription(cls, topic, lambda data, t=topic: self.on_message(t, data), qos, raw=True)
+
+    def _discover(self) -> None:
+        """Subscribe topics that appeared in the graph (Oracle outputs, extra cameras)."""
+        for topic, msgtypes in self.get_topic_names_and_types():
+            if topic in self.types or not wanted(topic) or len(msgtypes) != 1:
+                continue
+            offered = self.get_publishers_info_by_topic(topic)
+            if not offered:
+                continue
+            latched = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in offered)
+            best_effort = any(p.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT for p in offered)
+            self._subscribe(topic, msgtypes[0], latched=latched, best_effort=best_effort)
+
+    def _offered(self, topic: str) -> list[OfferedQos]:
+        out = []
+        for p in self.get_publishers_info_by_topic(topic):
+            q = p.qos_profile
+            out.append(OfferedQos(history=int(q.history), depth=int(q.depth), reliability=int(q.reliability),
+                                  durability=int(q.durability), liveliness=int(q.liveliness)))
+        return out
+
+    def on_message(self, topic: str, data: bytes) -> None:
+        if topic in LATCHED_TOPICS:
+            self.latched[topic] = data
+        if topic == "/referee/events":
+            self._watch_referee(data)
+        if self.bag is not None:
+            self._write(topic, data)
+
+    def _write(self, topic: str, data: bytes) -> None:
+        if topic not in self.bag.connections:
+            msgtype = self.types[topic]
+            if not self.bag.has_type(msgtype):
+                return  # no definition to store; such a bag would not read back
+            self.bag.add_topic(topic, msgtype, self._offered(topic))
+        self.bag.write(topic, time.time_ns(), data)
+
+    def _watch_referee(self, data: bytes) -> None:
+        msg = deserialize_message(data, RefereeEvent)
+        if msg.category == "episode_end":
+            self.referee_ended.add(msg.episode_id)
+            if msg.episode_id == self.episode_id and self.end_waiter and not self.end_waiter.done():
+                self.end_waiter.set_result(True)
+
+    # episode boundaries ---------------------------------------------------------
+    def on_start(self, request, response):
+        self._close("superseded")
+        out = pathlib.Path(request.output_dir)
+        try:
+            meta = episode_custom_data(request.episode_id, request.instance_json, request.run_json, out)
+            self.bag = EpisodeBag(out / "bag", meta)
+        except Exception as exc:  # a bad request or an existing bag is reported, the node stays up
+            response.success, response.message = False, f"cannot record {request.episode_id}: {exc}"
+            return response
+        self.episode_id, self.output_dir = request.episode_id, out
+        self.referee_ended.discard(request.episode_id)
+        # A latched sample that arrived before the episode (the tare) belongs in the bag too.
+        for topic, data in self.latched.items():
+            self._write(topic, data)
+        response.success, response.message = True, f"recording {request.episode_id} to {out / 'bag'}"
+        return response
+
+    async def on_finish(self, request, response):
+        if self.bag is None or request.episode_id != self.episode_id:
+            response.success, response.message = False, "no such episode is being recorded"
+            return response
+        if request.episode_id not in self.referee_ended and self.count_publishers("/referee/events"):
+            # Wait for the referee's episode_end so its final records are in the bag.
+            self.end_waiter = Future()
+            timer = self.create_timer(self.finish_timeout_s, lambda: self.end_waiter.done()
+                                      or self.end_waiter.set_result(False))
+            await self.end_waiter
+            self.destroy_timer(timer)
+            self.end_waiter = None
+        bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
+        counts = dict(self.bag.counts)
+        self._close("finished", reason=request.reason, sim_time=request.sim_time)
+        message = f"bag {bag_path}: {sum(counts.values())} messages on {len(counts)} topics"
+        if self.write_videos:
+            from labference_ros.recording.videos import write_videos
+
+            try:
+                videos = write_videos(bag_path, out / "videos", episode)
+                message += f"; {len(videos)} videos"
+            except Exception as exc:  # the bag is safe on disk; videos can be redone with `labference videos`
+                message += f"; videos failed: {exc}"
+        response.success, response.message = True, message
+        response.scores_json = json.dumps({"bag": str(bag_path), "message_counts": counts})
+        return response
+
+    def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
+        if self.bag is None:
+            return
+        finish = {"status": status, "reason": reason or status}
+        if sim_time is not None:
+            finish["sim_time"] = sim_time
+        self.bag.close(finish=finish, message_counts=self.bag.counts)
+        self.bag, self.episode_id, self.output_dir = None, "", None
+
+    def close(self):
+        self._close("recorder_shutdown")
+
+
+def main(args=None):
+    raise SystemExit(run_node(Recorder, args))
+
+
+if __name__ == "__main__":
+    main()

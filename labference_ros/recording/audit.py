@@ -1,0 +1,216 @@
+"""Replay audit: rebuild an episode's referee records from its bag with the online
+scorer and check them against the records the online referee wrote.
+
+Exit codes of `labference audit`: 0 all episodes agree, 1 some episode disagrees
+(report names record, field, online and audit values), 2 a bag or its records
+could not be read (the message names the file and byte offset where known).
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+from dataclasses import dataclass, field
+
+from labference_ros.core.contract import contract_for
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.records import read_jsonl
+
+from .bag_reader import BagError, EpisodeBagReader, resolve_bag
+from .compare import Finding, compare_stream, field_diffs, normalise, split_by_file
+from .evidence import check_actions, check_opportunities, check_published_events
+from .replay import read_inputs, rebuild
+
+AGREE, DISAGREE, UNREADABLE = 0, 1, 2
+
+
+@dataclass
+class AuditResult:
+    bag: pathlib.Path
+    episode_id: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+    counts: dict = field(default_factory=dict)
+    sim_duration_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def code(self) -> int:
+        return UNREADABLE if self.error else (DISAGREE if self.findings else AGREE)
+
+    @property
+    def verdict(self) -> str:
+        return {AGREE: "agree", DISAGREE: "DISAGREE", UNREADABLE: "UNREADABLE"}[self.code]
+
+
+def _load_json(path: pathlib.Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BagError(f"{path}: missing (online records must sit next to the bag)") from None
+    except ValueError as exc:
+        raise BagError(f"{path}: not valid JSON: {exc}") from None
+
+
+def _load_jsonl(path: pathlib.Path) -> list[dict]:
+    try:
+        return read_jsonl(path)
+    except FileNotFoundError:
+        raise BagError(f"{path}: missing (online records must sit next to the bag)") from None
+    except ValueError as exc:
+        raise BagError(f"{path}: a line is not valid JSON: {exc}") from None
+
+
+def final_status(reason: str) -> str:
+    """The scores.json status the online referee writes for a finish reason (nodes/referee.py)."""
+    return "final" if reason in ("", "completed", "deadline") else reason
+
+
+def audit_episode(path: str | pathlib.Path) -> AuditResult:
+    start = time.perf_counter()
+    result = AuditResult(bag=pathlib.Path(path))
+    try:
+        _audit(result, path)
+    except BagError as exc:
+        result.error = str(exc)
+    result.wall_s = time.perf_counter() - start
+    return result
+
+
+def _audit(result: AuditResult, path) -> None:
+    reader = EpisodeBagReader(path)
+    result.bag = reader.dir
+    records_dir = reader.dir.parent
+    run = _load_json(records_dir / "run.json")
+    online = {name: _load_jsonl(records_dir / name)
+              for name in ("events.jsonl", "observations.jsonl", "online_scores.jsonl")}
+    scores_path = records_dir / "scores.json"
+    online_scores = _load_json(scores_path) if scores_path.exists() else None
+
+    custom = reader.custom
+    episode_id = custom.get("episode_id") or run.get("episode_id", "")
+    result.episode_id = episode_id
+    instance = WeighingInstance.from_json(custom.get("instance_json") or json.dumps(run["instance"]))
+    result.findings += _identity(run, custom, instance, episode_id)
+
+    inputs = read_inputs(reader, episode_id)
+    if inputs.dropped_before_reset:
+        result.notes.append(f"{inputs.dropped_before_reset} world states before the last simulator reset ignored")
+    finish = _finish(custom, online["events.jsonl"], inputs, result)
+    reports = [r for r in online["observations.jsonl"] if r.get("record") == "report"]
+    records = rebuild(inputs, instance, episode_id, finish, reports)
+    final = normalise(records[-1])
+    rebuilt = split_by_file(records[:-1])
+
+    for name in ("events.jsonl", "observations.jsonl", "online_scores.jsonl"):
+        result.findings += compare_stream(name, online[name], rebuilt[name])
+    result.findings += _compare_scores(online_scores, final, final_status(finish[1]))
+    flat = [normalise(r) for r in records[:-1]]
+    result.findings += check_opportunities(flat)
+    result.findings += check_published_events(episode_id, inputs.referee_events, online["events.jsonl"])
+    result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions)
+
+    t0, t1 = inputs.sim_span
+    result.sim_duration_s = t1 - t0
+    result.counts = {"world_states": len(inputs.worlds), "readings": len(inputs.readings),
+                     "deliveries": len(inputs.deliveries), "reports": len(reports),
+                     "interventions": len(inputs.interventions), "chunks": len(inputs.chunks),
+                     "events": sum(1 for r in flat if r["record"] == "event"),
+                     "opportunities": sum(1 for r in flat if r["record"] == "opportunity")}
+
+
+def _identity(run: dict, custom: dict, instance: WeighingInstance, episode_id: str) -> list[Finding]:
+    out = []
+    contract = contract_for(instance.condition)
+    pairs = [("episode_id", run.get("episode_id"), episode_id),
+             ("task.contract_hash", (run.get("task") or {}).get("contract_hash"), contract.content_hash),
+             ("instance", run.get("instance"), json.loads(instance.to_json()))]
+    if custom.get("contract_hash"):
+        pairs.append(("bag custom_data contract_hash", custom["contract_hash"], contract.content_hash))
+    for name, online, audit in pairs:
+        for path, a, b in field_diffs(online, audit, name):
+            out.append(Finding("identity", "run.json", "", path, a, b, "run description and bag disagree"))
+    return out
+
+
+def _finish(custom: dict, events: list[dict], inputs, result: AuditResult) -> tuple[float, str]:
+    """When and why the episode was finished: the recorder's copy of the finish
+    request; else (recorder stopped first) the online episode_end event."""
+    fin = json.loads(custom["finish"]) if custom.get("finish") else {}
+    if fin.get("status") == "finished" and "sim_time" in fin:
+        return float(fin["sim_time"]), fin.get("reason", "")
+    ends = [e for e in events if e.get("record") == "event" and e.get("category") == "episode_end"]
+    if ends:
+        result.notes.append("finish time and reason taken from the online episode_end event "
+                            f"(bag status: {fin.get('status', 'unknown')})")
+        return float(ends[-1]["t"]), (ends[-1].get("detail") or {}).get("reason", "")
+    result.notes.append("no finish recorded anywhere: finished at the last measurement")
+    return inputs.sim_span[1], "episode_end"
+
+
+def _compare_scores(online: dict | None, audit: dict, status: str) -> list[Finding]:
+    if online is None:
+        return [Finding("records", "scores.json", "", "", "<missing>", "<present>", "no final scores were written")]
+    online = dict(online)
+    online.pop("records_schema", None)
+    out = []
+    if online.pop("status", None) != status:
+        out.append(Finding("records", "scores.json", "final scores", "status", online.get("status"), status))
+    audit = {k: v for k, v in audit.items() if k != "record"}
+    for path, a, b in field_diffs(online, audit):
+        out.append(Finding("records", "scores.json", "final scores", path, a, b))
+    return out
+
+
+# ------------------------------------------------------------------ run dirs
+def find_episode_bags(path: str | pathlib.Path) -> list[pathlib.Path]:
+    """One bag for a bag/episode dir; every episode bag below a run dir otherwise."""
+    p = pathlib.Path(path)
+    if not p.exists():
+        raise BagError(f"{p}: no such file or directory")
+    try:
+        return [resolve_bag(p)]
+    except BagError:
+        pass
+    bags = sorted({m.parent for pattern in ("*/metadata.yaml", "*/*.mcap") for m in p.rglob(pattern)
+                   if m.parent.name == "bag"})
+    if not bags:
+        raise BagError(f"{p}: no episode bags found (expected <episode>/bag/ directories)")
+    return bags
+
+
+def audit_path(path: str | pathlib.Path) -> list[AuditResult]:
+    return [audit_episode(b) for b in find_episode_bags(path)]
+
+
+def exit_code(results: list[AuditResult]) -> int:
+    codes = {r.code for r in results}
+    return DISAGREE if DISAGREE in codes else (UNREADABLE if UNREADABLE in codes else AGREE)
+
+
+def format_report(results: list[AuditResult]) -> str:
+    lines = []
+    for r in results:
+        head = f"{r.episode_id or r.bag}: {r.verdict}"
+        if r.error:
+            lines.append(f"{head}\n  error: {r.error}")
+            continue
+        lines.append(f"{head} ({r.counts.get('events', 0)} events, {r.counts.get('opportunities', 0)} "
+                     f"opportunities, {r.sim_duration_s:.2f} s sim, audit {r.wall_s:.2f} s)")
+        lines += [f"  note: {n}" for n in r.notes]
+        lines += [f"  {f.line()}" for f in r.findings]
+    if len(results) > 1:
+        lines.append("")
+        lines.append(format_table(results))
+    return "\n".join(lines)
+
+
+def format_table(results: list[AuditResult]) -> str:
+    rows = [("episode", "result", "events", "opps", "findings", "sim_s", "audit_s", "bag")]
+    for r in results:
+        rows.append((r.episode_id or "?", r.verdict, str(r.counts.get("events", "-")),
+                     str(r.counts.get("opportunities", "-")), str(len(r.findings)) if not r.error else "-",
+                     f"{r.sim_duration_s:.1f}", f"{r.wall_s:.2f}", str(r.bag)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)

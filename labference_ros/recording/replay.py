@@ -1,0 +1,126 @@
+"""Rebuilds the referee's output records from a bag, with the online scorer.
+
+The bag's world states, balance readings and observation deliveries go through
+core.input_merge.InputMerger and core.referee.Referee exactly as in
+nodes/referee.py; explicit operation reports (a service, not a topic) are taken
+from observations.jsonl and Oracle interventions from /oracle/* topics, each at
+its sim time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from labference_ros.core.contract import contract_for
+from labference_ros.core.input_merge import Delivery, InputMerger
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.referee import Referee
+from labference_ros.msgconv import balance_from_msg, stamp_to_s, world_from_msg
+
+WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
+                                           "/policy/action_chunks")
+INTERVENTION_TYPE = "labference/msg/Intervention"
+
+
+def intervention_from_msg(msg) -> dict:
+    return {"intervention_id": msg.intervention_id, "mode": "replace" if msg.mode == 1 else "assist",
+            "site": msg.site, "opportunity_id": int(msg.opportunity_id),
+            "evidence_version": int(msg.evidence_version), "payload": msg.payload_json}
+
+
+@dataclass
+class BagInputs:
+    worlds: list = field(default_factory=list)
+    readings: list = field(default_factory=list)          # (t, BalanceMeasurement)
+    deliveries: list = field(default_factory=list)        # Delivery
+    interventions: list = field(default_factory=list)     # (t, dict)
+    chunks: list = field(default_factory=list)            # ActionChunk messages
+    policy_receipts: list = field(default_factory=list)   # DeliveryReceipt messages (all kinds)
+    referee_events: list = field(default_factory=list)    # RefereeEvent messages as published online
+    dropped_before_reset: int = 0
+
+    @property
+    def sim_span(self) -> tuple[float, float]:
+        ts = [w.t for w in self.worlds]
+        return (min(ts), max(ts)) if ts else (0.0, 0.0)
+
+
+def read_inputs(reader, episode_id: str) -> BagInputs:
+    """Referee inputs of ``episode_id`` from the bag, in log-time order.
+
+    If sim time jumps back (the simulator was reset after the recorder started),
+    only the last segment belongs to the episode."""
+    inp = BagInputs()
+    last_world_t = None
+    for topic, _t, msg, msgtype in _typed(reader):
+        if topic == WORLD:
+            w = world_from_msg(msg)
+            if last_world_t is not None and w.t < last_world_t:
+                inp.dropped_before_reset += len(inp.worlds)
+                inp.worlds, inp.readings, inp.deliveries = [], [], []
+            last_world_t = w.t
+            inp.worlds.append(w)
+        elif topic == READING:
+            inp.readings.append((stamp_to_s(msg.header.stamp), balance_from_msg(msg)))
+        elif topic == POLICY_RECEIPTS:
+            inp.policy_receipts.append(msg)
+            # The online referee's filter (nodes/referee.py on_receipt).
+            if msg.kind == "observation" and msg.episode_id == episode_id:
+                inp.deliveries.append(Delivery(msg.payload_id, stamp_to_s(msg.header.stamp), msg.episode_id))
+        elif topic == CHUNKS:
+            inp.chunks.append(msg)
+        elif topic == "/referee/events":
+            inp.referee_events.append(msg)
+        elif topic.startswith("/oracle/") and msgtype == INTERVENTION_TYPE and msg.episode_id == episode_id:
+            inp.interventions.append((stamp_to_s(msg.header.stamp), intervention_from_msg(msg)))
+    return inp
+
+
+def _typed(reader):
+    types = reader.topics()
+    for topic, t, msg in reader.messages():
+        yield topic, t, msg, types.get(topic, "")
+
+
+def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, finish: tuple[float, str],
+            reports: list[dict]) -> list[dict]:
+    """Every record the referee emits for these inputs, final scores last."""
+    referee = Referee(contract_for(instance.condition), instance, episode_id=episode_id, session_id=episode_id)
+    merger = InputMerger()
+    for w in inputs.worlds:
+        merger.add_world(w)
+    for t, r in inputs.readings:
+        merger.add_reading(t, r)
+    for d in inputs.deliveries:
+        merger.add_delivery(d)
+    # Service-side inputs enter after the last measurement at or before their time,
+    # as the online node applies them after pumping its inputs.
+    side = sorted([(r["t"], 0, i, "report", r) for i, r in enumerate(reports)]
+                  + [(t, 1, i, "intervention", x) for i, (t, x) in enumerate(inputs.interventions)],
+                  key=lambda s: s[:3])
+    out: list[dict] = []
+    last_t = 0.0
+    for kind, item in merger.drain(final=True):
+        if kind == "measure":
+            while side and side[0][0] < item.t - 1e-12:
+                out += _side_input(referee, side.pop(0), last_t)
+            last_t = item.t
+            out += referee.step(item)
+        else:
+            out += referee.deliver_observation(item.observation_id, item.t, item.session_id)
+    while side:
+        out += _side_input(referee, side.pop(0), last_t)
+    t_end, reason = finish
+    out += referee.finish(max(last_t, t_end), reason)
+    return out
+
+
+def _side_input(referee: Referee, entry, last_t: float) -> list[dict]:
+    _t, _order, _i, kind, x = entry
+    if kind == "report":
+        # The request's opportunity/evidence ids are not recorded; a stale_* reason
+        # is reproduced by binding to an id that cannot match.
+        opp = -2 if x.get("reason") == "stale_opportunity" else None
+        ev = -2 if x.get("reason") == "stale_evidence" else None
+        return referee.report_operation(x["operation"], last_t, opportunity_id=opp, evidence_version=ev,
+                                        source=x.get("source", ""))
+    return referee.check_intervention(x, last_t)
