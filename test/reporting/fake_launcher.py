@@ -1,0 +1,52 @@
+"""Stand-in for `labference launch weighing_sim.launch.py key:=value ...` (no simulator).
+
+Writes <output_dir>/episodes/<id>/{run.json,scores.json} for each instance of
+the given list. Environment knobs:
+  FAKE_LAUNCH_LOG   file to append each launched instance id to
+  FAKE_ERROR_IDS    comma list: write scores.json with a stop reason, not "final"
+  FAKE_KILL_AT      instance id: write its run.json, then SIGKILL the campaign (parent) and die
+  FAKE_WRONG_IDS    comma list: a wrong first choice (FAIL)
+"""
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from synthetic import episode  # noqa: E402
+
+
+def main(argv):
+    assert argv[1] == "weighing_sim.launch.py", argv
+    args = dict(a.split(":=", 1) for a in argv[2:])
+    out = Path(args["output_dir"])
+    items = json.loads(Path(args["instances"]).read_text())["instances"]
+    errors = set(filter(None, os.environ.get("FAKE_ERROR_IDS", "").split(",")))
+    wrong = set(filter(None, os.environ.get("FAKE_WRONG_IDS", "").split(",")))
+    kill_at = os.environ.get("FAKE_KILL_AT")
+    (out / "episodes").mkdir(parents=True, exist_ok=True)
+    (out / "instances.json").write_text(json.dumps({"schema": 1, "instances": items}))
+    for inst in items:
+        iid = inst["instance_id"]
+        with open(os.environ["FAKE_LAUNCH_LOG"], "a") as f:
+            f.write(iid + "\n")
+        eid = f"{out.name}-{iid}"
+        ep = episode(eid, chosen="std_10" if iid in wrong else "std_50",
+                     status="referee_shutdown" if iid in errors else "final",
+                     run_kw={"iid": iid, "system": args["system"], "condition": args["condition"]})
+        d = out / "episodes" / eid
+        d.mkdir()
+        (d / "run.json").write_text(json.dumps(ep["run"]))
+        if iid == kill_at:
+            os.kill(os.getppid(), signal.SIGKILL)
+            os._exit(9)
+        (d / "scores.json").write_text(json.dumps(ep["scores"]))
+    (out / "summary.json").write_text(json.dumps({"episodes": [
+        {"episode_id": f"{out.name}-{i['instance_id']}", "wall_s": 1.5, "usage": {"cost_usd": 0.0}}
+        for i in items]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,118 @@
+"""Campaign lock, tamper refusal, kill + resume through a fake launcher."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from labference_ros.campaign.lock import LockMismatch, build_lock, read_lock, verify, write_lock
+from labference_ros.campaign.runner import coverage, run_campaign
+from labference_ros.reporting.accounting import accounting
+from labference_ros.reporting.episodes import load, resolve
+
+HERE = Path(__file__).resolve().parent
+FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
+GIT = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
+
+
+@pytest.fixture
+def campaign(tmp_path, monkeypatch):
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "pkg" / "scorer.py").write_text("THRESHOLD = 1.0\n")
+    subprocess.run([*GIT, "init", "-q"], cwd=code, check=True)
+    subprocess.run([*GIT, "add", "."], cwd=code, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "init"], cwd=code, check=True)
+    items = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(6)]
+    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
+    spec = {"name": "t", "output_dir": "runs", "chunk_size": 2, "code_root": "code", "code_paths": ["pkg"],
+            "dependencies": ["numpy"], "arms": [{"system": "fake", "condition": "basic", "instances": "list.json"}]}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    lock_path = write_lock(build_lock(tmp_path / "spec.yaml"), tmp_path / "spec.lock.json")
+    log = tmp_path / "launched.txt"
+    monkeypatch.setenv("FAKE_LAUNCH_LOG", str(log))
+    return tmp_path, lock_path, log
+
+
+def _launched(log):
+    return log.read_text().split() if log.exists() else []
+
+
+def test_lock_is_immutable_and_records_what_it_hashes(campaign):
+    tmp, lock_path, _ = campaign
+    lock = read_lock(lock_path)
+    assert lock["code"]["head_tree"] and lock["code"]["dirty"] is False
+    assert lock["dependencies"]["numpy"] and lock["seeds"]["bootstrap"] == 240926
+    assert [i["instance_id"] for i in lock["arms"][0]["instances"]] == [f"i{k}" for k in range(6)]
+    assert verify(lock) == {}
+    with pytest.raises(FileExistsError):
+        write_lock(lock, lock_path)
+
+
+@pytest.mark.parametrize("tamper,field", [
+    ("list", "instance_list:"), ("code", "code.content_sha256"), ("spec", "spec"), ("lock", "lock_sha256")])
+def test_run_refuses_a_tampered_input_naming_it(campaign, tamper, field):
+    tmp, lock_path, log = campaign
+    lock = read_lock(lock_path)
+    if tamper == "list":
+        data = json.loads((tmp / "list.json").read_text())
+        data["instances"][0]["target_g"] = 999
+        (tmp / "list.json").write_text(json.dumps(data))
+    elif tamper == "code":
+        (tmp / "code" / "pkg" / "scorer.py").write_text("THRESHOLD = 2.0\n")
+    elif tamper == "spec":
+        (tmp / "spec.yaml").write_text((tmp / "spec.yaml").read_text() + "# edited\n")
+    else:
+        lock["chunk_size"] = 1
+    with pytest.raises(LockMismatch) as err:
+        run_campaign(lock, FAKE, log=lambda *_: None)
+    assert any(k.startswith(field) for k in err.value.differences), err.value.differences
+    assert field.rstrip(":") in str(err.value)
+    if tamper == "code":
+        assert "code.dirty" in err.value.differences
+    assert _launched(log) == []  # nothing ran
+
+
+def test_killed_campaign_resumes_without_redoing_or_losing_episodes(campaign, monkeypatch):
+    tmp, lock_path, log = campaign
+    env = {**os.environ, "FAKE_KILL_AT": "i3"}
+    code = ("import sys; from labference_ros.campaign.lock import read_lock; "
+            "from labference_ros.campaign.runner import run_campaign; "
+            f"run_campaign(read_lock(sys.argv[1]), {FAKE!r}, log=lambda *_: None)")
+    killed = subprocess.run([sys.executable, "-c", code, str(lock_path)], env=env)
+    assert killed.returncode == -9
+    assert _launched(log) == ["i0", "i1", "i2", "i3"]
+    lock = read_lock(lock_path)
+    assert coverage(lock)["00-fake-basic"]["finished"] == 3
+
+    monkeypatch.setenv("FAKE_ERROR_IDS", "i4")
+    monkeypatch.setenv("FAKE_WRONG_IDS", "i5")
+    cov = run_campaign(lock, FAKE, log=lambda *_: None)
+    assert _launched(log)[4:] == ["i3", "i4", "i5"]  # finished ones are not redone
+    arm = cov["00-fake-basic"]
+    assert arm["missing"] == ["i4"] and not arm["duplicated"] and not cov["complete"]
+
+    monkeypatch.delenv("FAKE_ERROR_IDS")
+    cov = run_campaign(lock, FAKE, log=lambda *_: None)
+    assert _launched(log)[7:] == ["i4"]
+    assert cov["complete"] and cov["00-fake-basic"]["finished"] == 6
+
+    attempts = load([tmp / "runs"])
+    # Every attempt stays: the killed i3 and the errored i4 are ERROR rows.
+    a = accounting(attempts)
+    assert (a["attempts"], a["PASS"], a["FAIL"], a["ERROR"]) == (8, 5, 1, 2)
+    assert a["time_per_success_s"] is None  # the killed attempt's wall time is unknown
+    results, cov2 = resolve(attempts)
+    assert len(results) == 6 and cov2["retried"] == ["i3", "i4"] and not cov2["duplicated"]
+
+
+def test_launcher_crash_counts_missing_episodes_as_error_attempts(campaign, monkeypatch):
+    tmp, lock_path, log = campaign
+    crash = [sys.executable, "-c", "import sys; sys.exit(2)"]
+    cov = run_campaign(read_lock(lock_path), crash, log=lambda *_: None)
+    assert cov["00-fake-basic"]["missing"] == [f"i{k}" for k in range(6)]
+    a = accounting(load([tmp / "runs"]))
+    assert a["attempts"] == 6 and a["ERROR"] == 6 and a["success_rate"] == 0.0

@@ -1,0 +1,69 @@
+"""`labference report` and `labference diagnose` over synthetic launcher output."""
+import json
+
+from click.testing import CliRunner
+
+from labference_ros.cli.main import main
+from labference_ros.reporting.diagnose import attribute
+from labference_ros.reporting.report import build
+from synthetic import decision, episode, run_json, scores_json, write_output_dir
+
+
+def _dir(tmp_path, name="run", system="scripted", **kw):
+    eps = [episode(f"{name}-ok{k}", run_kw={"iid": f"ok{k}", "system": system, **kw}) for k in range(3)]
+    eps.append(episode(f"{name}-wrong", chosen="std_100", run_kw={"iid": "wrong", "system": system, **kw}))
+    eps.append(episode(f"{name}-err", status="referee_shutdown", run_kw={"iid": "err", "system": system, **kw}))
+    registered = [{"instance_id": i} for i in ("ok0", "ok1", "ok2", "wrong", "err", "never")]
+    summary = {"episodes": [{"episode_id": e["episode_id"], "wall_s": 2.0, "usage": {"cost_usd": 0.01}}
+                            for e in eps]}
+    return write_output_dir(tmp_path / name, eps, registered, summary)
+
+
+def test_report_tables_and_json(tmp_path):
+    d = _dir(tmp_path)
+    res = CliRunner().invoke(main, ["report", str(d), "--no-plots"])
+    assert res.exit_code == 0, res.output
+    assert "selection" in res.output and "SR" in res.output and "confusion" in res.output
+    rep = json.loads((d / "report.json").read_text())
+    cell = rep["cells"][0]
+    assert cell["cell"]["tested_system"] == "scripted"
+    assert cell["coverage"]["missing"] == ["never"]
+    comp = cell["metrics"]["completion"]
+    assert comp["n"] == 4 and comp["registered"] == 6
+    assert comp["valid_bounds"]["lower"] == 0.5 and comp["valid_bounds"]["upper"] == 5 / 6
+    a = cell["accounting"]
+    assert (a["attempts"], a["PASS"], a["FAIL"], a["ERROR"]) == (5, 3, 1, 1)
+    assert abs(a["time_per_success_s"] - 10 / 3) < 1e-9
+    assert cell["intervals"]["selection"]["estimate"] == 0.75
+    assert rep["bootstrap"] == {"level": "pair", "draws": 2000, "seed": 240926, "ci": "percentile 95%"}
+
+
+def test_report_builds_one_cell_per_system(tmp_path):
+    rep = build([_dir(tmp_path, "a"), _dir(tmp_path, "b", system="pi05")])
+    assert sorted(c["cell"]["tested_system"] for c in rep["cells"]) == ["pi05", "scripted"]
+
+
+def test_report_refuses_mismatched_identities_naming_fields(tmp_path):
+    a = _dir(tmp_path, "a")
+    b = _dir(tmp_path, "b", contract_hash="h-changed")
+    res = CliRunner().invoke(main, ["report", str(a), str(b), "--no-plots"])
+    assert res.exit_code != 0
+    assert "contract_hash" in res.output and "h-changed" in res.output
+    assert not (a / "report.json").exists()
+
+
+def test_diagnose_attributes_each_failure_once(tmp_path):
+    never = {"episode_id": "n", "run": run_json("n", "n"), "scores": scores_json("n", [decision(["std_50"], None)])}
+    dropped = episode("x", executed=False)
+    dwell = episode("w", executed=True, physical=False)
+    invalid = episode("v", violations=["overload"])
+    assert attribute(never) == "no_choice"
+    assert attribute(dropped) == "execution_failure"
+    assert attribute(dwell) == "dwell_never_reached"
+    assert attribute(invalid) == "violation"
+    assert attribute({"episode_id": "e", "run": None, "scores": None}) == "validity_error"
+    d = _dir(tmp_path)
+    res = CliRunner().invoke(main, ["diagnose", str(d), "--json"])
+    assert res.exit_code == 0, res.output
+    counts = json.loads(res.output)["cells"][0]["counts"]
+    assert counts["complete"] == 3 and counts["wrong_choice"] == 1 and counts["validity_error"] == 1
