@@ -124,6 +124,23 @@ def _instances_of(arm: dict, base: Path) -> tuple[list[dict], dict]:
     return [json.loads(i.to_json()) for i in made], {"generate": gen, "generator": gen_mod.GENERATOR_VERSION}
 
 
+CAMPAIGN_ARGS = ("episodes", "system", "condition", "seed", "output_dir", "instances")
+
+
+def check_arm_args(arm: dict, launch_file: str) -> None:
+    """Refuse at lock time what the launcher would refuse after the campaign started."""
+    args = set(arm.get("args") or {})
+    owned = args & set(CAMPAIGN_ARGS)
+    if owned:
+        raise ValueError(f"arm args {sorted(owned)} are set by the campaign itself")
+    if launch_file == "weighing_sim.launch.py":
+        from labference_ros.graphs.weighing_sim import ARGUMENTS
+
+        unknown = args - {a.name for a in ARGUMENTS}
+        if unknown:
+            raise ValueError(f"arm args {sorted(unknown)} are not arguments of {launch_file}")
+
+
 def arm_id(arm: dict, index: int) -> str:
     return str(arm.get("id") or f"{index:02d}-{arm['system']}-{arm['condition']}")
 
@@ -139,7 +156,9 @@ def build_lock(spec_path: Path) -> dict:
     spec_path = Path(spec_path).resolve()
     spec, base = read_spec(spec_path), spec_path.parent
     arms, contracts = [], {}
+    launch_file = spec.get("launch_file", "weighing_sim.launch.py")
     for k, arm in enumerate(spec["arms"]):
+        check_arm_args(arm, launch_file)
         items, source = _instances_of(arm, base)
         ids = [i["instance_id"] for i in items]
         if len(set(ids)) != len(ids):
@@ -154,7 +173,7 @@ def build_lock(spec_path: Path) -> dict:
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "spec_path": str(spec_path), "spec_sha256": sha256_file(spec_path), "spec": spec,
         "output_dir": str((base / spec.get("output_dir", spec_path.stem + "-runs")).resolve()),
-        "launch_file": spec.get("launch_file", "weighing_sim.launch.py"),
+        "launch_file": launch_file,
         "chunk_size": int(spec.get("chunk_size", 10)),
         "seeds": {"launch": 0, **(spec.get("seeds") or {}), "bootstrap": 240926},
         "contracts": contracts, "arms": arms,

@@ -24,17 +24,21 @@ def _read(path: Path):
 
 
 def _summary_entries(out_dir: Path) -> dict:
-    """Per-episode extras (wall time, usage) a launcher summary may carry."""
+    """Per-episode rows of the launcher's summary.json (core/summary.py: per_episode
+    with status ok|error, error, wall_s, sim_s), keyed by episode id."""
     summary = _read(out_dir / "summary.json") or {}
-    rows = summary.get("episodes") if isinstance(summary, dict) else None
-    out = {}
-    if isinstance(rows, list):
-        for r in rows:
-            if isinstance(r, dict) and r.get("episode_id"):
-                out[r["episode_id"]] = r
-    elif isinstance(rows, dict):
-        out = {k: v for k, v in rows.items() if isinstance(v, dict)}
-    return out
+    rows = summary.get("per_episode", summary.get("episodes")) if isinstance(summary, dict) else None
+    if isinstance(rows, dict):
+        rows = [{"episode_id": k, **v} for k, v in rows.items() if isinstance(v, dict)]
+    return {r["episode_id"]: r for r in rows or [] if isinstance(r, dict) and r.get("episode_id")}
+
+
+def _row_error(row: dict):
+    """The runner's own verdict: an attempt it marked as an error is an ERROR whatever
+    the referee wrote (e.g. an evaluation-validity fault of the tested system)."""
+    if row.get("status", "ok") != "ok":
+        return row.get("error") or row.get("reason") or "runner error"
+    return None
 
 
 def registered_instances(out_dir: Path) -> list[dict]:
@@ -61,12 +65,20 @@ def load_output_dir(out_dir: Path) -> list[dict]:
     for d in sorted(p for p in ep_root.iterdir() if p.is_dir()) if ep_root.is_dir() else []:
         run, scores = _read(d / "run.json"), _read(d / "scores.json")
         eid = (run or {}).get("episode_id") or d.name
-        extra = extras.get(eid, {})
+        extra = extras.get(eid) or extras.get(d.name) or {}
         eps.append({"episode_id": eid, "path": str(d), "output_dir": str(out_dir),
                     "run": run, "scores": scores, "identity_hint": hint,
                     "instance_id": ((run or {}).get("instance") or {}).get("instance_id") or extra.get("instance_id"),
                     "wall_s": extra.get("wall_s"), "usage": extra.get("usage"),
-                    "error": extra.get("error")})
+                    "error": _row_error(extra)})
+    have = {e["episode_id"] for e in eps} | {Path(e["path"]).name for e in eps}
+    for eid, row in extras.items():
+        if eid not in have:  # the runner attempted it, but no episode directory exists
+            eps.append({"episode_id": eid, "path": None, "output_dir": str(out_dir), "run": None, "scores": None,
+                        "identity_hint": hint or {"tested_system": row.get("system"),
+                                                  "task_condition": row.get("condition")},
+                        "instance_id": row.get("instance_id"), "wall_s": row.get("wall_s"),
+                        "usage": row.get("usage"), "error": _row_error(row) or "no episode record"})
     seen = {e["instance_id"] for e in eps}
     for iid in attempt.get("missing", []):
         if iid not in seen:

@@ -74,6 +74,12 @@ def cell_key(ident: dict) -> tuple:
     return tuple(ident.get(f) for f in CELL)
 
 
+def _hinted_cell(hint: dict, keys: list[tuple]) -> tuple:
+    given = {f: hint.get(f) for f in CELL if hint.get(f) not in (None, "")}
+    matches = [k for k in keys if all(dict(zip(CELL, k)).get(f) == v for f, v in given.items())]
+    return matches[0] if len(matches) == 1 else tuple(hint.get(f) for f in CELL)
+
+
 def group_checked(episodes) -> dict[tuple, list[dict]]:
     """Cells of episodes after the identity checks; raises IdentityMismatch."""
     episodes = list(episodes)
@@ -84,11 +90,13 @@ def group_checked(episodes) -> dict[tuple, list[dict]]:
         raise IdentityMismatch(wide, "the report")
     cells: dict[tuple, list[int]] = {}
     for i, ident in enumerate(ids):
-        # An attempt that died before run.json keeps its place through the cell
-        # its launcher was asked for (identity_hint); it has nothing to check.
-        hint = episodes[i].get("identity_hint") or {}
-        key = cell_key(ident) if ident is not None else cell_key(hint)
-        cells.setdefault(key, []).append(i)
+        if ident is not None:
+            cells.setdefault(cell_key(ident), []).append(i)
+    for i, ident in enumerate(ids):
+        if ident is None:
+            # An attempt that died before run.json joins the one cell agreeing with
+            # what its launcher was asked for (identity_hint); it has nothing to check.
+            cells.setdefault(_hinted_cell(episodes[i].get("identity_hint") or {}, list(cells)), []).append(i)
     for key, idx in cells.items():
         diff = _differing([ids[i] for i in idx if ids[i] is not None], SHARED)
         if diff:

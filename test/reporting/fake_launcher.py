@@ -42,9 +42,10 @@ def main(argv):
             os.kill(os.getppid(), signal.SIGKILL)
             os._exit(9)
         (d / "scores.json").write_text(json.dumps(ep["scores"]))
-    (out / "summary.json").write_text(json.dumps({"episodes": [
-        {"episode_id": f"{out.name}-{i['instance_id']}", "wall_s": 1.5, "usage": {"cost_usd": 0.0}}
-        for i in items]}))
+    # core/summary.py shape; the launcher knows wall time but not model usage.
+    (out / "summary.json").write_text(json.dumps({"schema": 1, "per_episode": [
+        {"episode_id": f"{out.name}-{i['instance_id']}", "instance_id": i["instance_id"], "system": args["system"],
+         "condition": args["condition"], "status": "ok", "wall_s": 1.5} for i in items]}))
     return 0
 
 

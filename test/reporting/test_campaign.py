@@ -116,3 +116,12 @@ def test_launcher_crash_counts_missing_episodes_as_error_attempts(campaign, monk
     assert cov["00-fake-basic"]["missing"] == [f"i{k}" for k in range(6)]
     a = accounting(load([tmp / "runs"]))
     assert a["attempts"] == 6 and a["ERROR"] == 6 and a["success_rate"] == 0.0
+
+
+@pytest.mark.parametrize("args,word", [({"observation": "full"}, "not arguments"), ({"seed": 3}, "set by the campaign")])
+def test_lock_refuses_arm_args_the_launcher_or_campaign_owns(tmp_path, args, word):
+    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": [{"instance_id": "i0"}]}))
+    spec = {"arms": [{"system": "s", "condition": "basic", "instances": "list.json", "args": args}]}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match=word):
+        build_lock(tmp_path / "spec.yaml")

@@ -67,3 +67,20 @@ def test_diagnose_attributes_each_failure_once(tmp_path):
     assert res.exit_code == 0, res.output
     counts = json.loads(res.output)["cells"][0]["counts"]
     assert counts["complete"] == 3 and counts["wrong_choice"] == 1 and counts["validity_error"] == 1
+
+
+def test_runner_errors_in_summary_count_as_error_attempts_in_their_cell(tmp_path):
+    from labference_ros.reporting.accounting import accounting
+    from labference_ros.reporting.episodes import load
+    from labference_ros.reporting.identity import group_checked
+
+    eps = [episode("ok"), episode("flagged")]
+    rows = [{"episode_id": "ok", "status": "ok", "wall_s": 1.0},
+            {"episode_id": "flagged", "status": "error", "error": "policy service died", "wall_s": 1.0},
+            {"episode_id": "lost", "instance_id": "lost", "system": "scripted", "condition": "basic",
+             "status": "error", "error": "referee never answered", "wall_s": 1.0}]
+    d = write_output_dir(tmp_path / "r", eps, summary={"schema": 1, "per_episode": rows})
+    cells = group_checked(load([d]))
+    assert len(cells) == 1  # the record-less attempt joins the scripted/basic cell
+    a = accounting(next(iter(cells.values())))
+    assert (a["attempts"], a["PASS"], a["ERROR"]) == (3, 1, 2) and a["time_per_success_s"] == 3.0
