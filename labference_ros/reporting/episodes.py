@@ -43,7 +43,8 @@ def _row_error(row: dict):
 
 def registered_instances(out_dir: Path) -> list[dict]:
     """The instance list the launcher was given (write_instance_list format or a bare list)."""
-    data = _read(Path(out_dir) / "instances.json") or {}
+    # instances.json from the launcher; a campaign attempt also keeps the chunk it passed.
+    data = _read(Path(out_dir) / "instances.json") or _read(Path(out_dir) / "instances.locked.json") or {}
     items = data.get("instances", []) if isinstance(data, dict) else data
     return [i for i in items if isinstance(i, dict) and i.get("instance_id")]
 
