@@ -1,0 +1,76 @@
+"""What a run evaluates, fixed before the first episode starts."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from labference_ros import __version__
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.instances import generate, read_instance_list, write_instance_list
+
+
+class PlanError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    episodes: int
+    system: str
+    condition: str
+    seed: int
+    output_dir: str
+    instances: str  # path of an instance list, or "" to generate
+    deadline_s: float
+    step_mode: str
+    camera_rate: float
+
+
+def resolve_run_dir(output_dir: str, now: float | None = None) -> Path:
+    """``{timestamp}`` in the argument becomes the start time; an existing run is never overwritten."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    path = Path(output_dir.replace("{timestamp}", stamp))
+    if (path / "attempts.jsonl").exists() or (path / "summary.json").exists():
+        raise PlanError(f"{path} already holds a run; choose another output_dir")
+    return path
+
+
+def plan_instances(settings: RunSettings) -> list[WeighingInstance]:
+    if settings.instances:
+        try:
+            items = read_instance_list(settings.instances)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise PlanError(f"cannot read instance list {settings.instances}: {exc}") from exc
+        if not items:
+            raise PlanError(f"instance list {settings.instances} is empty")
+        return items
+    if settings.episodes < 1:
+        raise PlanError(f"episodes must be at least 1, got {settings.episodes}")
+    return generate(settings.condition, settings.episodes, task_seed=settings.seed,
+                    layout_seed=settings.seed, policy_seed=settings.seed)
+
+
+def write_plan(run_dir: Path, settings: RunSettings, instances: list[WeighingInstance]) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "instances.json"
+    write_instance_list(path, instances, meta={"source": settings.instances or "generated",
+                                               "system": settings.system, "seed": settings.seed})
+    return path
+
+
+def episode_id(index: int, instance: WeighingInstance) -> str:
+    return f"{index:04d}_{instance.instance_id}"
+
+
+def run_json(settings: RunSettings, run_dir: Path, index: int, instance: WeighingInstance) -> str:
+    """Resolved settings the referee writes into the episode's run.json."""
+    return json.dumps({
+        "run_dir": str(run_dir), "episode_index": index,
+        "policy": {"system": settings.system, "seed": instance.policy_seed},
+        "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode},
+        "budgets": {"deadline_sim_s": settings.deadline_s},
+        "seeds": {"run": settings.seed},
+        "versions": {"labference_ros": __version__},
+    }, sort_keys=True)

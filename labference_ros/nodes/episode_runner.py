@@ -1,0 +1,260 @@
+"""episode_runner: drives every instance of a run through reset, start, watch, finish.
+
+For each instance (fixed before the first episode, written to instances.json):
+/lab_sim/reset, /referee/start_episode, /policy_bridge/start_episode; then it
+waits until the referee reports physical completion, the bridge reports it is
+done (or failed), or the sim-time deadline passes; then /policy_bridge/finish_episode
+and /referee/finish_episode, whose scores are persisted before the next episode.
+Every attempt is kept; a failure of the evaluation itself is an ERROR row.
+
+Exit code: 0 the evaluation ran (summary.json written); 1 it could not start
+(bad settings or instance list); 2 it was stopped before every instance ran.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from labference_ros.nodes.runtime import run_node
+
+EXIT_OK, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2
+TICK_S = 0.05
+
+
+def make_node():
+    from rclpy.clock import Clock as SteadyClock, ClockType
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import String
+    from tqdm import tqdm
+
+    from labference.msg import ScoreSnapshot
+    from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
+    from labference_ros.core.summary import format_rate, format_table
+    from labference_ros.episodes.attempts import Attempt, AttemptLog, parse_scores
+    from labference_ros.episodes.plan import (PlanError, RunSettings, episode_id, plan_instances,
+                                              resolve_run_dir, run_json, write_plan)
+    from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
+
+    class EpisodeRunner(Node):
+        def __init__(self):
+            super().__init__("episode_runner")
+            p = {name: self.declare_parameter(name, default).value for name, default in (
+                ("episodes", 3), ("system", "scripted_expert"), ("condition", "basic"), ("seed", 0),
+                ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
+                ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
+                ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0))}
+            self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
+            self.service_timeout_s = float(p["service_timeout_s"])
+            self.stall_timeout_s = float(p["stall_timeout_s"])
+            self.startup_timeout_s = float(p["startup_timeout_s"])
+            self.done, self.exit_code = False, EXIT_OK
+            self.log: AttemptLog | None = None
+            self.current: Attempt | None = None
+            self.planned = 0
+            self.bar = None
+            # What the graph reports, keyed by episode id so a late message of an
+            # earlier episode never ends the current one.
+            self.sim_now: float | None = None
+            self.sim_seen_wall = time.monotonic()
+            self.complete: set[str] = set()
+            self.bridge: dict[str, tuple[str, str]] = {}
+            self.sim_start: float | None = None  # sim time at the current episode's reset
+
+            # Best effort takes /clock from reliable and best-effort publishers alike.
+            self.create_subscription(Clock, "/clock", self.on_clock,
+                                     QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+            self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)
+            self.create_subscription(String, "/policy_bridge/status", self.on_status, 10)
+            self.reset = self.create_client(ResetEpisode, "/lab_sim/reset")
+            self.referee_start = self.create_client(StartEpisode, "/referee/start_episode")
+            self.referee_finish = self.create_client(FinishEpisode, "/referee/finish_episode")
+            self.bridge_start = self.create_client(StartEpisode, "/policy_bridge/start_episode")
+            self.bridge_finish = self.create_client(FinishEpisode, "/policy_bridge/finish_episode")
+            self.script = Script(self.evaluation())
+            # Steady, not sim time: the procedure must go on while the simulator is paused or gone.
+            self.timer = self.create_timer(TICK_S, self.tick, clock=SteadyClock(clock_type=ClockType.STEADY_TIME))
+
+        # ------------------------------------------------------------ inputs
+        def on_clock(self, msg):
+            t = msg.clock.sec + msg.clock.nanosec * 1e-9
+            if self.sim_now is None or t != self.sim_now:
+                self.sim_seen_wall = time.monotonic()
+            self.sim_now = t
+
+        def on_scores(self, msg):
+            if msg.physically_complete == 1:
+                self.complete.add(msg.episode_id)
+
+        def on_status(self, msg):
+            try:
+                data = json.loads(msg.data)
+                self.bridge[str(data["episode_id"])] = (str(data["state"]), str(data.get("reason", "")))
+            except (ValueError, KeyError, TypeError):
+                self.get_logger().warning(f"unreadable /policy_bridge/status: {msg.data!r}")
+
+        def tick(self):
+            if self.script.tick():
+                self.timer.cancel()
+                self.done = True
+
+        def clients_needed(self):
+            return (self.reset, self.referee_start, self.referee_finish, self.bridge_start, self.bridge_finish)
+
+        def graph_ready(self):
+            return True if all(c.service_is_ready() for c in self.clients_needed()) else None
+
+        def call(self, client, request):
+            return ServiceCall(client, request, self.service_timeout_s)
+
+        # --------------------------------------------------------- procedure
+        def evaluation(self):
+            try:
+                run_dir = resolve_run_dir(self.settings.output_dir)
+                instances = plan_instances(self.settings)
+                write_plan(run_dir, self.settings, instances)
+            except PlanError as exc:
+                self.get_logger().error(str(exc))
+                self.exit_code = EXIT_SETUP
+                return
+            self.planned = len(instances)
+            self.log = AttemptLog(run_dir, {"run_dir": str(run_dir), "settings": vars(self.settings),
+                                            "planned_episodes": len(instances)})
+            self.get_logger().info(f"run {run_dir}: {len(instances)} episodes of {self.settings.system}")
+            # Nodes start slowly (the simulator loads its scene) and discovery can take
+            # seconds: wait for the whole graph once, then hold every call to service_timeout_s.
+            missing = yield Until(self.graph_ready, self.startup_timeout_s)
+            if missing is None:
+                absent = [c.srv_name for c in self.clients_needed() if not c.service_is_ready()]
+                self.get_logger().error(f"graph not ready after {self.startup_timeout_s:g} s, missing "
+                                        f"{', '.join(absent)}; episodes will record the failures")
+            self.bar = tqdm(total=len(instances), desc="episodes", unit="ep", file=sys.stderr,
+                            mininterval=0, dynamic_ncols=False, ncols=120)
+            for index, instance in enumerate(instances):
+                attempt = yield from self.episode(run_dir, index, instance)
+                self.log.record(attempt)
+                self.current = None
+                self.progress()
+            self.bar.close()
+            summary = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))
+            print(f"\nsummary: {run_dir / 'summary.json'}\n{format_table(summary)}", flush=True)
+
+        def episode(self, run_dir, index, instance):
+            eid = episode_id(index, instance)
+            attempt = self.current = Attempt(eid, index, instance.instance_id, self.settings.system,
+                                             instance.condition)
+            wall0 = time.monotonic()
+            unreachable: set[str] = set()  # nodes not to wait for again in this episode
+
+            def failed(answer, node: str, what: str) -> bool:
+                if isinstance(answer, ServiceFailure):
+                    attempt.fail(f"{what}: {answer}")
+                    if answer.reason == "unavailable":
+                        unreachable.add(node)
+                    return True
+                if not answer.success:
+                    attempt.fail(f"{what} refused: {answer.message}")
+                    return True
+                return False
+
+            out_dir = self.log.episode_dir(eid)
+            instance_json = instance.to_json()
+            sim_start = self.sim_now
+            answer = yield self.call(self.reset, ResetEpisode.Request(episode_id=eid, instance_json=instance_json))
+            started = not failed(answer, "lab_sim", "lab_sim reset")
+            if started:
+                sim_start = answer.sim_time if answer.sim_time > 0 or self.sim_now is None else self.sim_now
+                answer = yield self.call(self.referee_start, StartEpisode.Request(
+                    episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
+                    run_json=run_json(self.settings, run_dir, index, instance)))
+                started = not failed(answer, "referee", "referee start")
+            if started:
+                answer = yield self.call(self.bridge_start, StartEpisode.Request(
+                    episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
+                    run_json=run_json(self.settings, run_dir, index, instance)))
+                started = not failed(answer, "policy_bridge", "policy_bridge start")
+            if started:
+                self.sim_start = sim_start
+                attempt.reason = yield Until(lambda: self.watch(attempt))
+                sim_start = self.sim_start
+            else:
+                attempt.reason = "error"
+
+            # Stop the policy first, then let the referee score: scores are in hand
+            # before anything is closed.
+            sim_end = self.sim_now
+            if "policy_bridge" not in unreachable:
+                answer = yield self.call(self.bridge_finish, FinishEpisode.Request(
+                    episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
+                failed(answer, "policy_bridge", "policy_bridge finish")
+            if "referee" not in unreachable:
+                answer = yield self.call(self.referee_finish, FinishEpisode.Request(
+                    episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
+                if not failed(answer, "referee", "referee finish"):
+                    attempt.scores = parse_scores(answer.scores_json)
+                    if attempt.scores is None:
+                        attempt.fail("referee finish returned no readable scores_json")
+            attempt.wall_s = time.monotonic() - wall0
+            if sim_start is not None and sim_end is not None:
+                attempt.sim_s = max(0.0, sim_end - sim_start)
+            return attempt
+
+        def watch(self, attempt: Attempt):
+            """The finish reason once the episode should end, else None."""
+            eid = attempt.episode_id
+            if eid in self.complete:
+                return "completed"
+            state, why = self.bridge.get(eid, ("running", ""))
+            if state == "done":
+                return "policy_stop"
+            if state == "error":
+                attempt.fail(f"policy_bridge reported an error: {why}")
+                return "error"
+            if self.sim_now is not None:
+                if self.sim_start is None or self.sim_now < self.sim_start:
+                    self.sim_start = self.sim_now  # no clock at reset, or a sim that restarts its clock
+                if self.sim_now - self.sim_start >= self.settings.deadline_s:
+                    return "deadline"
+            for node, client in (("lab_sim", self.reset), ("referee", self.referee_finish),
+                                 ("policy_bridge", self.bridge_finish)):
+                if not client.service_is_ready():
+                    attempt.fail(f"{node} left the graph during the episode")
+                    return "aborted"
+            if time.monotonic() - self.sim_seen_wall > self.stall_timeout_s:
+                attempt.fail(f"sim time did not advance for {self.stall_timeout_s:g} s")
+                return "aborted"
+            return None
+
+        def progress(self):
+            s = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))["overall"]
+            self.bar.set_postfix_str(f"selection {format_rate(s['selection'])}, "
+                                     f"completion {format_rate(s['completion'])}, errors {s['errors']}",
+                                     refresh=False)
+            self.bar.update(1)
+
+        # ------------------------------------------------------------ ending
+        def close(self):
+            """Called on SIGINT/SIGTERM too: the episode in flight becomes an ERROR row."""
+            if self.script.finished or self.log is None:
+                return
+            if self.current is not None:
+                self.current.fail("episode runner stopped during the episode")
+                self.current.reason = self.current.reason or "aborted"
+                self.log.record(self.current)
+            self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
+            if self.bar is not None:
+                self.bar.close()
+            self.get_logger().error(f"stopped after {len(self.log.attempts)} of {self.planned} episodes")
+            self.exit_code = EXIT_INTERRUPTED
+
+    return EpisodeRunner()
+
+
+def main(args=None) -> int:
+    return run_node(make_node, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Stand-in policy_bridge: start/finish services and /policy_bridge/status JSON."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from fake_common import best_effort, index_of, indices, sim_seconds
+
+from labference_ros.nodes.runtime import run_node
+
+
+def make():
+    from rclpy.node import Node
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import String
+
+    from labference.srv import FinishEpisode, StartEpisode
+
+    class FakeBridge(Node):
+        def __init__(self):
+            super().__init__("policy_bridge")
+            self.declare_parameter("system", "")
+            self.now, self.episode, self.started_at, self.state = None, None, None, "idle"
+            self.create_subscription(Clock, "/clock", self.on_clock, best_effort())
+            self.pub = self.create_publisher(String, "/policy_bridge/status", 10)
+            self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
+            self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
+            self.create_timer(0.1, self.publish)
+            print(f"fake policy_bridge up, system={self.get_parameter('system').value}", flush=True)
+
+        def on_clock(self, msg):
+            self.now = sim_seconds(msg)
+
+        def on_start(self, request, response):
+            if index_of(request.episode_id) in indices("FAKE_BRIDGE_HANG"):
+                time.sleep(float(os.environ.get("FAKE_HANG_S", "4")))  # a stuck tested system
+            self.episode, self.started_at, self.state = request.episode_id, self.now, "running"
+            response.success = True
+            return response
+
+        def publish(self):
+            if self.episode is None or self.now is None or self.started_at is None:
+                return
+            if index_of(self.episode) in indices("FAKE_BRIDGE_DONE") and self.now - self.started_at >= 1.0:
+                self.state = "done"
+            self.pub.publish(String(data=json.dumps({"episode_id": self.episode, "state": self.state,
+                                                     "reason": "fake"})))
+
+        def on_finish(self, request, response):
+            print(f"finish {request.episode_id} {request.reason}", flush=True)
+            self.episode, self.state = None, "idle"
+            response.success = True
+            return response
+
+    return FakeBridge()
+
+
+if __name__ == "__main__":
+    sys.exit(run_node(make))
