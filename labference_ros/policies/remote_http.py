@@ -27,7 +27,6 @@ class HttpPolicy(TestedSystem):
         params.setdefault("act_path", "/act")
         params.setdefault("reset_path", "/reset")  # "" when the server has none
         params.setdefault("timeout_s", 30.0)
-        params.setdefault("connect_timeout_s", 5.0)
         params.setdefault("image_encoding", "base64")
         super().__init__(spec, **params)
         self.last_request: bytes = b""  # kept for the leak check and receipts

@@ -53,3 +53,25 @@ def test_display_reader_through_the_bridge(tmp_path, request):
     assert all(c["status"] == "accepted" and c["requested"] == c["applied"] for c in chunks)
     assert all(c["inference_wall_s"] >= 0 for c in chunks)
     assert receipts[0]["camera_stamps"]["front"] == 0.0 and receipts[0]["image_shapes"]["front"] == [240, 320, 3]
+
+
+def test_unreachable_policy_server_is_an_error_status_not_a_crash(request):
+    from fake_servers import free_port
+    env = loopback_environ()
+    env["ROS_DOMAIN_ID"] = str(10 + (os.getpid() + hash(request.node.name)) % 90)
+    params = json.dumps({"url": f"http://127.0.0.1:{free_port()}", "timeout_s": 2.0})
+    bridge = Proc([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
+                   "-p", "system:=http", "-p", f"system_params_json:='{params}'"], env=env)  # YAML-quoted
+    try:
+        probe = Proc([sys.executable, str(REPO / "test" / "policies" / "bridge_probe.py")], env=env)
+        lines = probe.wait_for("PROBE", timeout=90)
+        probe.stop()
+        assert lines, probe.seen[-20:] + bridge.seen[-20:]
+        out = json.loads(lines[0][len("PROBE "):])
+        assert bridge.popen.poll() is None, bridge.seen[-20:]
+    finally:
+        bridge.stop()
+    assert out["success"] is False and "unreachable" in out["message"]
+    assert out["status"]["state"] == "error" and "unreachable" in out["status"]["reason"]
+    # A non-privileged system's bridge never subscribes to evaluator state.
+    assert out["subscribers"] == {"/joint_states": 1, "/evaluator/world_state": 0}
