@@ -120,6 +120,9 @@ def make_node():
                 self.exit_code = EXIT_SETUP
                 return
             self.planned = len(instances)
+            # Until the last episode is recorded, a stop means "interrupted" (run_node reads
+            # exit_code before close() runs).
+            self.exit_code = EXIT_INTERRUPTED
             self.log = AttemptLog(run_dir, {"run_dir": str(run_dir), "settings": vars(self.settings),
                                             "planned_episodes": len(instances)})
             self.get_logger().info(f"run {run_dir}: {len(instances)} episodes of {self.settings.system}")
@@ -140,6 +143,7 @@ def make_node():
             self.bar.close()
             summary = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))
             print(f"\nsummary: {run_dir / 'summary.json'}\n{format_table(summary)}", flush=True)
+            self.exit_code = EXIT_OK
 
         def episode(self, run_dir, index, instance):
             eid = episode_id(index, instance)

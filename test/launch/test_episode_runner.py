@@ -1,0 +1,108 @@
+"""The episode runner against stand-in nodes: real processes, real DDS on loopback.
+
+The stand-ins (fake_nodes/) serve the services and topics of the real lab_sim,
+referee and policy_bridge; environment knobs choose what each episode does.
+"""
+from __future__ import annotations
+
+import json
+import signal
+
+import psutil
+
+from labference_ros.core.instances import read_instance_list
+from launch_helpers import launch_with_fakes
+
+
+def read_summary(run_dir):
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_every_episode_is_kept_including_an_errored_one(tmp_path):
+    run_dir = tmp_path / "run"
+    # 0 completes, 1's policy bridge never answers its start in time, 2 runs to the
+    # sim-time deadline, 3 is stopped by the policy.
+    proc = launch_with_fakes(["episodes:=4", "deadline_s:=3", "service_timeout_s:=3", f"output_dir:={run_dir}"],
+                             {"FAKE_COMPLETE": "0", "FAKE_BRIDGE_HANG": "1", "FAKE_HANG_S": "4",
+                              "FAKE_BRIDGE_DONE": "3"})
+    try:
+        assert proc.popen.wait(timeout=240) == 0, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)  # drain the output
+    out = "\n".join(proc.seen)
+    summary = read_summary(run_dir)
+    rows = summary["per_episode"]
+    assert [r["episode_id"].split("_")[0] for r in rows] == ["0000", "0001", "0002", "0003"]
+    assert [r["reason"] for r in rows] == ["completed", "error", "deadline", "policy_stop"]
+    assert [r["status"] for r in rows] == ["ok", "error", "ok", "ok"]
+    assert "did not answer within 3 s" in rows[1]["error"]
+    assert rows[0]["complete"] is True and rows[0]["selection_correct"] is True
+    assert rows[2]["sim_s"] >= 3.0  # the deadline is in sim seconds
+    overall = summary["overall"]
+    assert overall["episodes"] == 4 and overall["errors"] == 1
+    assert overall["selection"] == {"count": 1, "n": 4, "rate": 0.25}
+    assert overall["completion"]["count"] == 1
+    assert summary["per_group"][0]["system"] == "scripted_expert" and summary["run"]["interrupted"] is False
+    # The plan was fixed and written before evaluation; every attempt has its own records.
+    assert len(read_instance_list(run_dir / "instances.json")) == 4
+    assert len((run_dir / "attempts.jsonl").read_text().splitlines()) == 4
+    for r in rows:
+        assert (run_dir / "episodes" / r["episode_id"] / "attempt.json").is_file()
+        assert (run_dir / "episodes" / r["episode_id"] / "scores.json").is_file()  # the referee's
+    assert "[episode_runner] all" in out and "1/4 (25.0 %)" in out
+    assert "episode_runner finished (exit code 0)" in out
+
+
+def test_a_node_dying_mid_run_is_reported_and_the_attempt_kept(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = launch_with_fakes(["episodes:=3", "deadline_s:=2", f"output_dir:={run_dir}"],
+                             {"FAKE_SIM_EXIT_AT": "1"})
+    try:
+        code = proc.popen.wait(timeout=240)
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    out = "\n".join(proc.seen)
+    assert "lab_sim died (exit code 3): stopping all nodes" in out
+    assert code == 2  # the runner's "stopped before every instance ran"
+    summary = read_summary(run_dir)
+    assert summary["run"]["interrupted"] is True
+    rows = summary["per_episode"]
+    assert [r["status"] for r in rows] == ["ok", "error"]
+    assert "stopped during the episode" in rows[1]["error"]
+
+
+def test_sigterm_stops_the_whole_graph_and_keeps_the_attempt(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = launch_with_fakes(["episodes:=2", "deadline_s:=100000", f"output_dir:={run_dir}"])
+    launcher = psutil.Process(proc.popen.pid)
+    try:
+        assert proc.wait_for("[lab_sim] reset 0000", timeout=120), proc.seen
+        nodes = launcher.children(recursive=True)
+        assert len(nodes) >= 5
+        proc.popen.send_signal(signal.SIGTERM)
+        code = proc.popen.wait(timeout=60)
+    finally:
+        proc.stop()
+    gone, alive = psutil.wait_procs(nodes, timeout=10)
+    assert not alive, f"orphans: {alive}"
+    assert code == 2
+    proc.wait_for("\0", timeout=2)
+    assert any("received SIGTERM" in line for line in proc.seen)
+    rows = read_summary(run_dir)["per_episode"]
+    assert len(rows) == 1 and rows[0]["status"] == "error"
+
+
+def test_unreadable_instance_list_fails_before_any_episode(tmp_path):
+    bad = tmp_path / "instances.json"
+    bad.write_text('{"schema": 99, "instances": []}')
+    proc = launch_with_fakes([f"instances:={bad}", f"output_dir:={tmp_path / 'run'}"])
+    try:
+        code = proc.popen.wait(timeout=120)
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    assert code == 1
+    assert any("unsupported instance list schema" in line for line in proc.seen)
+    assert not (tmp_path / "run" / "summary.json").exists()
