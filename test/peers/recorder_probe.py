@@ -1,0 +1,70 @@
+"""Probe for the recorder tests, in its own process (one rclpy per process).
+
+usage: recorder_probe.py hashes BAG_DIR    -> "HASH <topic> <bag hash> <middleware hash>" and
+                                              "DESER <topic> <ok|error>" per topic (rclpy.serialization)
+       recorder_probe.py start OUTPUT_DIR  -> calls /recorder/start_episode, prints "STARTED <success>"
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+
+from labference_ros.nodes.runtime import init_ros
+
+
+def msg_class(msgtype: str):
+    pkg, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+def hashes(bag_dir: str) -> None:
+    from rclpy.serialization import deserialize_message
+
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("recorder_probe")
+    reader = EpisodeBagReader(bag_dir)
+    info = reader.metadata["rosbag2_bagfile_information"]["topics_with_message_count"]
+    for entry in info:
+        meta = entry["topic_metadata"]
+        node.create_publisher(msg_class(meta["type"]), "/probe" + meta["name"], 1)
+        pub = node.get_publishers_info_by_topic("/probe" + meta["name"])[0]
+        print(f"HASH {meta['name']} {meta['type_description_hash']} {pub.topic_type_hash}", flush=True)
+    seen = set()
+    for topic, msgtype, _t, raw in reader.raw_messages():
+        if topic in seen:
+            continue
+        seen.add(topic)
+        try:
+            deserialize_message(bytes(raw), msg_class(msgtype))
+            print(f"DESER {topic} ok", flush=True)
+        except Exception as exc:  # reported to the test
+            print(f"DESER {topic} error {exc}", flush=True)
+    print("DONE", flush=True)
+    rclpy.shutdown()
+
+
+def start(out_dir: str) -> None:
+    from labference.srv import StartEpisode
+    from labference_ros.core.instances import generate
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("recorder_probe")
+    client = node.create_client(StartEpisode, "/recorder/start_episode")
+    if not client.wait_for_service(timeout_sec=60):
+        print("STARTED no_service", flush=True)
+        return
+    instance = generate("basic", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
+    fut = client.call_async(StartEpisode.Request(episode_id="ep_term", instance_json=instance.to_json(),
+                                                 output_dir=out_dir, run_json=json.dumps({"run_id": "probe"})))
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=60)
+    print(f"STARTED {fut.result().success if fut.done() else 'timeout'}", flush=True)
+    time.sleep(0.5)
+    rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    {"hashes": hashes, "start": start}[sys.argv[1]](sys.argv[2])
