@@ -70,6 +70,9 @@ def final_status(reason: str) -> str:
 def audit_episode(path: str | pathlib.Path) -> AuditResult:
     start = time.perf_counter()
     result = AuditResult(bag=pathlib.Path(path))
+    # Name an unreadable episode by its directory (episode dir = parent of bag/).
+    p = pathlib.Path(path)
+    result.episode_id = (p.parent if p.name == "bag" else p).name
     try:
         _audit(result, path)
     except BagError as exc:

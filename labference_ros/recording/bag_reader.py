@@ -17,6 +17,9 @@ from .bag_writer import custom_data
 from .topics import typestore
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
+OPCODES = {0x01: "header", 0x02: "footer", 0x03: "schema", 0x04: "channel", 0x05: "message", 0x06: "chunk",
+           0x07: "message index", 0x08: "chunk index", 0x09: "attachment", 0x0B: "statistics",
+           0x0C: "metadata", 0x0D: "metadata index", 0x0E: "summary offset", 0x0F: "data end"}
 OP_FOOTER = 0x02
 
 
@@ -38,8 +41,9 @@ def scan_mcap(path: pathlib.Path) -> str:
                         f"(no footer; the last complete record ends at byte {offset})")
             op, length = head[0], struct.unpack("<Q", head[1:])[0]
             if offset + 9 + length > size:
-                return (f"{path}: truncated at byte {size}: record opcode 0x{op:02x} at byte {offset} declares "
-                        f"{length} bytes but only {size - offset - 9} remain")
+                kind = OPCODES.get(op, "unknown")
+                return (f"{path}: truncated at byte {size}: {kind} record (opcode 0x{op:02x}) at byte {offset} "
+                        f"declares {length} bytes but only {size - offset - 9} remain")
             f.seek(length, 1)
             offset += 9 + length
             if op == OP_FOOTER:

@@ -77,7 +77,10 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
 
 def _typed(reader):
     types = reader.topics()
-    for topic, t, msg in reader.messages():
+    # Only what the referee and the evidence checks read (images stay undecoded).
+    wanted = {WORLD, READING, POLICY_RECEIPTS, CHUNKS, "/referee/events"} | {
+        t for t, ty in types.items() if t.startswith("/oracle/") and ty == INTERVENTION_TYPE}
+    for topic, t, msg in reader.messages(wanted):
         yield topic, t, msg, types.get(topic, "")
 
 

@@ -1,0 +1,62 @@
+"""Episode bags written and read without a graph: custom types, custom_data,
+and clear errors for truncated or unclosed bags."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from labference_ros.recording.bag_reader import BagError, EpisodeBagReader, scan_mcap
+from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
+from labference_ros.recording.topics import typestore
+
+
+def write_bag(path, n=50):
+    store = typestore()
+    Time = store.types["builtin_interfaces/msg/Time"]
+    Header = store.types["std_msgs/msg/Header"]
+    Reading = store.types["labference/msg/BalanceReading"]
+    bag = EpisodeBag(path, {"episode_id": "ep_x", "seeds": {"task": 1}})
+    bag.add_topic("/balance/reading", "labference/msg/BalanceReading", [OfferedQos(durability=2)])
+    for i in range(n):
+        msg = Reading(Header(Time(i, 0), "pan"), 1.0 * i, 1.0, 1.0, True, False, True, "", "sim" * 2000)
+        bag.write("/balance/reading", 1_000 + i, bytes(store.serialize_cdr(msg, Reading.__msgtype__)))
+    bag.close(finish={"status": "finished"})
+    return path
+
+
+def test_custom_type_round_trip_with_custom_data(tmp_path):
+    reader = EpisodeBagReader(write_bag(tmp_path / "bag"))
+    assert reader.custom["episode_id"] == "ep_x" and json.loads(reader.custom["seeds"]) == {"task": 1}
+    msgs = list(reader.messages())
+    assert len(msgs) == 50 and msgs[7][2].raw_g == 7.0 and msgs[7][2].header.stamp.sec == 7
+    assert reader.topics() == {"/balance/reading": "labference/msg/BalanceReading"}
+
+
+def test_existing_bag_is_never_overwritten(tmp_path):
+    write_bag(tmp_path / "bag")
+    with pytest.raises(Exception, match="exists"):
+        EpisodeBag(tmp_path / "bag", {})
+
+
+def test_truncated_mcap_names_file_and_offset(tmp_path):
+    bag = write_bag(tmp_path / "bag")
+    mcap = next(bag.glob("*.mcap"))
+    assert scan_mcap(mcap) == ""
+    size = mcap.stat().st_size
+    with open(mcap, "r+b") as f:
+        f.truncate(size - 100)
+    with pytest.raises(BagError, match=rf"{mcap}: truncated at byte \d+"):
+        EpisodeBagReader(bag)
+
+
+def test_unclosed_bag_is_reported(tmp_path):
+    bag = write_bag(tmp_path / "bag")
+    (bag / "metadata.yaml").unlink()
+    with pytest.raises(BagError, match="metadata.yaml: missing"):
+        EpisodeBagReader(bag)
+
+
+def test_not_a_bag(tmp_path):
+    with pytest.raises(BagError, match="no rosbag2 directory"):
+        EpisodeBagReader(tmp_path)
