@@ -64,13 +64,13 @@ def episode_id(index: int, instance: WeighingInstance) -> str:
     return f"{index:04d}_{instance.instance_id}"
 
 
-def run_json(settings: RunSettings, run_dir: Path, index: int, instance: WeighingInstance) -> str:
-    """Resolved settings the referee writes into the episode's run.json."""
+def run_json(settings: RunSettings, instance: WeighingInstance) -> str:
+    """Resolved settings for the episode's run.json. The referee passes these keys to
+    core.records.run_info, so only its sections may appear (the run directory and
+    episode index are in the runner's attempt.json)."""
     return json.dumps({
-        "run_dir": str(run_dir), "episode_index": index,
         "policy": {"system": settings.system, "seed": instance.policy_seed},
         "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode},
         "budgets": {"deadline_sim_s": settings.deadline_s},
-        "seeds": {"run": settings.seed},
         "versions": {"labference_ros": __version__},
     }, sort_keys=True)

@@ -172,12 +172,12 @@ def make_node():
                 sim_start = answer.sim_time if answer.sim_time > 0 or self.sim_now is None else self.sim_now
                 answer = yield self.call(self.referee_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, run_dir, index, instance)))
+                    run_json=run_json(self.settings, instance)))
                 started = not failed(answer, "referee", "referee start")
             if started:
                 answer = yield self.call(self.bridge_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, run_dir, index, instance)))
+                    run_json=run_json(self.settings, instance)))
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
             if started:
                 self.sim_start = sim_start

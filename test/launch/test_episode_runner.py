@@ -106,3 +106,16 @@ def test_unreadable_instance_list_fails_before_any_episode(tmp_path):
     assert code == 1
     assert any("unsupported instance list schema" in line for line in proc.seen)
     assert not (tmp_path / "run" / "summary.json").exists()
+
+
+def test_run_json_is_accepted_by_the_records_run_info():
+    # The referee hands run_json's sections to core.records.run_info as keywords.
+    from labference_ros.core.contract import contract_for
+    from labference_ros.core.instances import generate
+    from labference_ros.core.records import run_info
+    from labference_ros.episodes.plan import RunSettings, run_json
+
+    instance = generate("basic", 1, 0, 0, 0, layout_fn=None)[0]
+    settings = RunSettings(1, "scripted_expert", "basic", 0, "runs/x", "", 60.0, "sync", 10.0)
+    info = run_info(contract_for("basic"), instance, episode_id="e", **json.loads(run_json(settings, instance)))
+    assert info["policy"]["system"] == "scripted_expert" and info["budgets"]["deadline_sim_s"] == 60.0
