@@ -181,6 +181,7 @@ def make_node():
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
             if started:
                 self.sim_start = sim_start
+                self.sim_seen_wall = time.monotonic()  # the stall watchdog counts from the episode's start
                 attempt.reason = yield Until(lambda: self.watch(attempt))
                 sim_start = self.sim_start
             else:
