@@ -36,36 +36,19 @@ def generate_launch_description():
         parameters=[{
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
-            'seed': ParameterValue(LaunchConfiguration('seed'), value_type=int),
-            'use_sim_time': False,
         }],
-        remappings=[
-            ('joint_trajectory', '/panda_arm_controller/joint_trajectory'),
-            ('gripper_command', '/panda_gripper/command'),
-        ],
         on_exit=Shutdown(reason='lab_sim exited'),
     )
     balance = Node(
         package='labference', executable='balance', name='balance', output='screen',
         parameters=[{
-            'use_sim_time': True,
         }],
-        remappings=[
-            ('wrench', '/balance/wrench'),
-            ('reading', '/balance/reading'),
-        ],
         on_exit=Shutdown(reason='balance exited'),
     )
     referee = Node(
         package='labference', executable='referee', name='referee', output='screen',
         parameters=[{
-            'condition': ParameterValue(LaunchConfiguration('condition'), value_type=str),
-            'use_sim_time': True,
         }],
-        remappings=[
-            ('reading', '/balance/reading'),
-            ('world_state', '/evaluator/world_state'),
-        ],
         on_exit=Shutdown(reason='referee exited'),
     )
     policy_bridge = Node(
@@ -75,12 +58,7 @@ def generate_launch_description():
             'seed': ParameterValue(LaunchConfiguration('seed'), value_type=int),
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
-            'use_sim_time': True,
         }],
-        remappings=[
-            ('joint_trajectory', '/panda_arm_controller/joint_trajectory'),
-            ('gripper_command', '/panda_gripper/command'),
-        ],
         on_exit=Shutdown(reason='policy_bridge exited'),
     )
     episode_runner = Node(
@@ -96,7 +74,6 @@ def generate_launch_description():
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
             'service_timeout_s': ParameterValue(LaunchConfiguration('service_timeout_s'), value_type=float),
-            'use_sim_time': True,
         }],
         on_exit=Shutdown(reason='episode_runner finished'),
     )

@@ -24,36 +24,29 @@ ARGUMENTS = (
                    "(discovery can take seconds)"),
 )
 
-# The arm and gripper commands use the ros2_control controller topic names, so a
-# real robot's controllers can take the simulator's place.
-COMMAND_TOPICS = (
-    ("joint_trajectory", "/panda_arm_controller/joint_trajectory"),
-    ("gripper_command", "/panda_gripper/command"),
-)
-
+# Topic names are absolute and fixed in the nodes (README, "Topics and services"):
+# the arm and gripper commands use the ros2_control controller topic names, so a
+# real robot's controllers can take the simulator's place. No node uses ROS time
+# (use_sim_time stays false): in sync mode physics advances only when the policy
+# bridge asks, so timers on /clock would wait for themselves. Sim time travels in
+# message stamps instead.
 NODES = (
     NodeSpec("lab_sim", "lab_sim",
-             parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
-                         "seed": Param("seed", int), "use_sim_time": False},  # it owns /clock
-             remappings=COMMAND_TOPICS),
+             parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float)}),
     NodeSpec("balance", "balance",
-             parameters={"use_sim_time": True},
-             remappings=(("wrench", "/balance/wrench"), ("reading", "/balance/reading"))),
+             parameters={}),
     NodeSpec("referee", "referee",
-             parameters={"condition": Param("condition"), "use_sim_time": True},
-             remappings=(("reading", "/balance/reading"), ("world_state", "/evaluator/world_state"))),
+             parameters={}),
     NodeSpec("policy_bridge", "policy_bridge",
              parameters={"system": Param("system"), "seed": Param("seed", int),
-                         "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
-                         "use_sim_time": True},
-             remappings=COMMAND_TOPICS),
+                         "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float)}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),
                          "output_dir": Param("output_dir"), "instances": Param("instances"),
                          "deadline_s": Param("deadline_s", float), "step_mode": Param("step_mode"),
                          "camera_rate": Param("camera_rate", float),
-                         "service_timeout_s": Param("service_timeout_s", float), "use_sim_time": True},
+                         "service_timeout_s": Param("service_timeout_s", float)},
              ends_graph=True),
 )
 
