@@ -22,8 +22,14 @@ def generate_launch_description():
                               description='Run directory; {timestamp} is replaced at start'),
         DeclareLaunchArgument('camera_rate', default_value='10',
                               description='Camera publishing rate in Hz of sim time'),
+        DeclareLaunchArgument('image_width', default_value='320',
+                              description='Camera image width in pixels (all cameras)'),
+        DeclareLaunchArgument('image_height', default_value='240',
+                              description='Camera image height in pixels (all cameras)'),
         DeclareLaunchArgument('step_mode', default_value='sync',
                               description='sync: physics pauses while the policy thinks; realtime: it does not', choices=['sync', 'realtime']),
+        DeclareLaunchArgument('record', default_value='true',
+                              description='Record every episode as a rosbag2 (MCAP) with camera videos', choices=['true', 'false']),
         DeclareLaunchArgument('instances', default_value='',
                               description='Optional path to an instance-list JSON file (core.instances format)'),
         DeclareLaunchArgument('deadline_s', default_value='60',
@@ -36,6 +42,8 @@ def generate_launch_description():
         parameters=[{
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
+            'image_width': ParameterValue(LaunchConfiguration('image_width'), value_type=int),
+            'image_height': ParameterValue(LaunchConfiguration('image_height'), value_type=int),
         }],
         on_exit=Shutdown(reason='lab_sim exited'),
     )
@@ -61,6 +69,12 @@ def generate_launch_description():
         }],
         on_exit=Shutdown(reason='policy_bridge exited'),
     )
+    recorder = Node(
+        package='labference', executable='recorder', name='recorder', output='screen',
+        parameters=[{
+        }],
+        on_exit=Shutdown(reason='recorder exited'),
+    )
     episode_runner = Node(
         package='labference', executable='episode_runner', name='episode_runner', output='screen',
         parameters=[{
@@ -74,7 +88,8 @@ def generate_launch_description():
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
             'service_timeout_s': ParameterValue(LaunchConfiguration('service_timeout_s'), value_type=float),
+            'record': ParameterValue(LaunchConfiguration('record'), value_type=bool),
         }],
         on_exit=Shutdown(reason='episode_runner finished'),
     )
-    return LaunchDescription([*arguments, lab_sim, balance, referee, policy_bridge, episode_runner])
+    return LaunchDescription([*arguments, lab_sim, balance, referee, policy_bridge, recorder, episode_runner])

@@ -16,8 +16,12 @@ ARGUMENTS = (
     LaunchArgument("seed", "0", "Base seed of the task, layout and policy streams"),
     LaunchArgument("output_dir", "runs/{timestamp}", "Run directory; {timestamp} is replaced at start"),
     LaunchArgument("camera_rate", "10", "Camera publishing rate in Hz of sim time"),
+    LaunchArgument("image_width", "320", "Camera image width in pixels (all cameras)"),
+    LaunchArgument("image_height", "240", "Camera image height in pixels (all cameras)"),
     LaunchArgument("step_mode", "sync", "sync: physics pauses while the policy thinks; realtime: it does not",
                    choices=("sync", "realtime")),
+    LaunchArgument("record", "true", "Record every episode as a rosbag2 (MCAP) with camera videos",
+                   choices=("true", "false")),
     LaunchArgument("instances", "", "Optional path to an instance-list JSON file (core.instances format)"),
     LaunchArgument("deadline_s", "60", "Sim seconds per episode before it is stopped with reason 'deadline'"),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
@@ -32,7 +36,8 @@ ARGUMENTS = (
 # message stamps instead.
 NODES = (
     NodeSpec("lab_sim", "lab_sim",
-             parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float)}),
+             parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
+                         "image_width": Param("image_width", int), "image_height": Param("image_height", int)}),
     NodeSpec("balance", "balance",
              parameters={}),
     NodeSpec("referee", "referee",
@@ -40,13 +45,15 @@ NODES = (
     NodeSpec("policy_bridge", "policy_bridge",
              parameters={"system": Param("system"), "seed": Param("seed", int),
                          "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float)}),
+    NodeSpec("recorder", "recorder", parameters={}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),
                          "output_dir": Param("output_dir"), "instances": Param("instances"),
                          "deadline_s": Param("deadline_s", float), "step_mode": Param("step_mode"),
                          "camera_rate": Param("camera_rate", float),
-                         "service_timeout_s": Param("service_timeout_s", float)},
+                         "service_timeout_s": Param("service_timeout_s", float),
+                         "record": Param("record", bool)},
              ends_graph=True),
 )
 

@@ -45,7 +45,8 @@ def make_node():
                 ("episodes", 3), ("system", "scripted_expert"), ("condition", "basic"), ("seed", 0),
                 ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
                 ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
-                ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0))}
+                ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True))}
+            self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
             self.service_timeout_s = float(p["service_timeout_s"])
             self.stall_timeout_s = float(p["stall_timeout_s"])
@@ -73,6 +74,8 @@ def make_node():
             self.referee_finish = self.create_client(FinishEpisode, "/referee/finish_episode")
             self.bridge_start = self.create_client(StartEpisode, "/policy_bridge/start_episode")
             self.bridge_finish = self.create_client(FinishEpisode, "/policy_bridge/finish_episode")
+            self.recorder_start = self.create_client(StartEpisode, "/recorder/start_episode")
+            self.recorder_finish = self.create_client(FinishEpisode, "/recorder/finish_episode")
             self.script = Script(self.evaluation())
             # Steady, not sim time: the procedure must go on while the simulator is paused or gone.
             self.timer = self.create_timer(TICK_S, self.tick, clock=SteadyClock(clock_type=ClockType.STEADY_TIME))
@@ -101,7 +104,9 @@ def make_node():
                 self.done = True
 
         def clients_needed(self):
-            return (self.reset, self.referee_start, self.referee_finish, self.bridge_start, self.bridge_finish)
+            recording = (self.recorder_start, self.recorder_finish) if self.record else ()
+            return (self.reset, self.referee_start, self.referee_finish, self.bridge_start, self.bridge_finish,
+                    *recording)
 
         def graph_ready(self):
             return True if all(c.service_is_ready() for c in self.clients_needed()) else None
@@ -166,8 +171,16 @@ def make_node():
             out_dir = self.log.episode_dir(eid)
             instance_json = instance.to_json()
             sim_start = self.sim_now
-            answer = yield self.call(self.reset, ResetEpisode.Request(episode_id=eid, instance_json=instance_json))
-            started = not failed(answer, "lab_sim", "lab_sim reset")
+            started = True
+            if self.record:
+                # The bag opens before the reset so it holds the episode's tare and first state.
+                answer = yield self.call(self.recorder_start, StartEpisode.Request(
+                    episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
+                    run_json=run_json(self.settings, instance)))
+                started = not failed(answer, "recorder", "recorder start")
+            if started:
+                answer = yield self.call(self.reset, ResetEpisode.Request(episode_id=eid, instance_json=instance_json))
+                started = not failed(answer, "lab_sim", "lab_sim reset")
             if started:
                 sim_start = answer.sim_time if answer.sim_time > 0 or self.sim_now is None else self.sim_now
                 answer = yield self.call(self.referee_start, StartEpisode.Request(
@@ -201,6 +214,10 @@ def make_node():
                     attempt.scores = parse_scores(answer.scores_json)
                     if attempt.scores is None:
                         attempt.fail("referee finish returned no readable scores_json")
+            if self.record and "recorder" not in unreachable:
+                answer = yield self.call(self.recorder_finish, FinishEpisode.Request(
+                    episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
+                failed(answer, "recorder", "recorder finish")
             attempt.wall_s = time.monotonic() - wall0
             if sim_start is not None and sim_end is not None:
                 attempt.sim_s = max(0.0, sim_end - sim_start)

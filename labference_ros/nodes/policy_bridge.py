@@ -186,6 +186,7 @@ class PolicyBridge(Node):
                               require_gripper_command=gripper)
         s_to_stamp(ep["t"], req.command_stamp)
         ep["future"], ep["state"], ep["then"] = self.advance.call_async(req), "advancing", then
+        ep["advance_sent"] = time.monotonic()
 
     def _state_prime(self, ep):
         # lab_sim publishes the state at a boundary when asked to advance by zero.
@@ -194,6 +195,11 @@ class PolicyBridge(Node):
     def _state_advancing(self, ep):
         fut = ep["future"]
         if not fut.done():
+            # A reply that never comes (lab_sim gone, a lost response) is an
+            # evaluation-validity event, not a silent stall of the episode.
+            if time.monotonic() - ep["advance_sent"] > float(self.v["observation_timeout_s"]):
+                self.advance.remove_pending_request(fut)
+                raise EvaluationValidityError("lab_sim advance got no reply")
             return
         res = fut.result()
         if res is None or not res.success:
