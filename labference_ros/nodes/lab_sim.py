@@ -11,6 +11,7 @@ import uuid
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -70,7 +71,10 @@ class LabSim(Node):
         self.create_service(ResetEpisode, "/lab_sim/reset", self.on_reset)
         self.create_service(SaveCheckpoint, "/lab_sim/save_checkpoint", self.on_save)
         self.create_service(RestoreCheckpoint, "/lab_sim/restore_checkpoint", self.on_restore)
-        self.create_service(Advance, "/lab_sim/advance", self.on_advance)
+        # Its own callback group: while an advance awaits its commands, the command
+        # subscriptions (default, mutually exclusive group) must still run.
+        self.create_service(Advance, "/lab_sim/advance", self.on_advance,
+                            callback_group=MutuallyExclusiveCallbackGroup())
         if self.step_mode == "realtime":
             self._wall_anchor = None
             self.create_timer(0.01, self.realtime_tick)

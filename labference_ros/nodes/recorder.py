@@ -13,6 +13,7 @@ import json
 import pathlib
 import time
 
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -47,7 +48,10 @@ class Recorder(Node):
             self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
         self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
-        self.create_service(FinishEpisode, "/recorder/finish_episode", self.on_finish)
+        # Its own callback group: while finishing awaits the referee's episode_end,
+        # the subscriptions (default, mutually exclusive group) must still run.
+        self.create_service(FinishEpisode, "/recorder/finish_episode", self.on_finish,
+                            callback_group=MutuallyExclusiveCallbackGroup())
 
     # subscriptions ------------------------------------------------------------
     def _subscribe(self, topic: str, msgtype: str, latched: bool = False, best_effort: bool = False) -> None:

@@ -65,3 +65,12 @@ def test_drop_after_correct_grasp_is_choice_correct_execution_failed(graph, tmp_
     s = drive(graph, "drop", tmp_path / "ep")["scores"]
     assert s["first_choice_correct"] is True
     assert s["executed"] is False and s["physically_complete"] is False
+
+
+def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
+    """The boundary's command may reach lab_sim after the advance request; the
+    advance must wait for it (command subscriptions keep running) and succeed."""
+    probe = Proc([sys.executable, str(REPO / "test" / "peers" / "advance_barrier.py")], env=graph)
+    lines = probe.wait_for("RESULT", timeout=120)
+    probe.stop()
+    assert lines and lines[0].startswith("RESULT True"), probe.seen[-20:]
