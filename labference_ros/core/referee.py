@@ -27,10 +27,20 @@ from .task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state, 
 STOP_REASONS_EARLY = ("policy_stop", "policy_done")
 
 
+def episode_deadline(run_info: dict) -> float | None:
+    """The episode's sim-time budget from run.json (budgets.deadline_sim_s), if any."""
+    value = (run_info.get("budgets") or {}).get("deadline_sim_s")
+    return float(value) if value else None
+
+
 class Referee:
     def __init__(self, contract: TaskContract, instance: WeighingInstance, episode_id: str = "episode",
-                 session_id: str = ""):
+                 session_id: str = "", deadline_s: float | None = None):
+        """``deadline_s``: the episode's sim-time budget. The episode ends by itself
+        at task completion or at the deadline, so its scores depend on sim time
+        only, never on when the caller got round to calling finish()."""
         self.contract = contract
+        self.deadline_s = deadline_s
         self.instance = instance
         self.episode_id = episode_id
         self.goal = Goal(float(instance.target_g), frozenset(instance.goal_set))
@@ -55,6 +65,8 @@ class Referee:
         """Consume one evaluator measurement; returns the records it produced."""
         if self.finished:
             return []
+        if self.deadline_s is not None and m.t > self.deadline_s + 1e-9:
+            return self.finish(self._last_t if self._last_t is not None else m.t, "deadline")[:-1]
         first = self._last_t is None
         if not first and m.t < self._last_t - 1e-12:
             raise ValueError(f"measurement time went backwards: {m.t} < {self._last_t}")
@@ -93,6 +105,9 @@ class Referee:
             self._new_evidence(m.t)
         for opp in self.book.expire(m.t):
             self._opportunity_closed(opp)
+        if self.z.physically_complete and not z0.physically_complete:
+            out = self._flush(m.t)
+            return out + self.finish(m.t, "completed")[:-1]
         return self._flush(m.t)
 
     def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]:

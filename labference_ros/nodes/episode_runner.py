@@ -22,6 +22,12 @@ EXIT_OK, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2
 TICK_S = 0.05
 
 
+# Topics whose publisher and subscriber must both be in the graph before the first episode.
+CONNECTED_TOPICS = ("/evaluator/world_state", "/balance/wrench", "/balance/reading", "/joint_states",
+                    "/cameras/front/image_raw", "/panda_arm_controller/joint_trajectory",
+                    "/panda_gripper/command", "/policy/receipts", "/referee/receipts")
+
+
 def make_node():
     from rclpy.clock import Clock as SteadyClock, ClockType
     from rclpy.node import Node
@@ -109,7 +115,11 @@ def make_node():
                     *recording)
 
         def graph_ready(self):
-            return True if all(c.service_is_ready() for c in self.clients_needed()) else None
+            services = all(c.service_is_ready() for c in self.clients_needed())
+            # Topics between the other nodes must be discovered too, or an episode's
+            # first measurements can be published before anyone listens.
+            topics = all(self.count_publishers(t) > 0 and self.count_subscribers(t) > 0 for t in CONNECTED_TOPICS)
+            return True if services and topics else None
 
         def call(self, client, request):
             return ServiceCall(client, request, self.service_timeout_s)

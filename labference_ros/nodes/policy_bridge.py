@@ -39,6 +39,11 @@ from labference_ros.policies import EvaluationValidityError, EvaluatorView, make
 EPS = 1e-6
 
 
+# Deliveries and their echoes are latched: a receipt published before the peer's
+# subscription matched (discovery can take seconds) still arrives.
+RECEIPT_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
 class PolicyBridge(Node):
     def __init__(self):
         super().__init__("policy_bridge")
@@ -66,11 +71,11 @@ class PolicyBridge(Node):
                                      lambda m, c=cam: self._keep(f"image:{c}", m), img_qos)
         self.create_subscription(DecisionOpportunity, "/referee/opportunities", self.on_opportunity,
                                  QoSProfile(depth=50))
-        self.create_subscription(DeliveryReceipt, "/referee/receipts", self.on_echo, QoSProfile(depth=50))
+        self.create_subscription(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
         if self.system.privileged:  # evaluator state reaches privileged systems only
             self.create_subscription(WorldState, "/evaluator/world_state",
                                      lambda m: self._keep("world", m), QoSProfile(depth=10))
-        self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", QoSProfile(depth=50))
+        self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
         self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
         self.pub_grip = self.create_publisher(GripperCommand, "/panda_gripper/command", qos)

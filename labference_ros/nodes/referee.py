@@ -6,7 +6,7 @@ import json
 import math
 
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
@@ -15,7 +15,7 @@ from labference_ros.core.contract import contract_for
 from labference_ros.core.input_merge import Delivery, InputMerger
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.records import RunRecords, run_info
-from labference_ros.core.referee import Referee
+from labference_ros.core.referee import Referee, episode_deadline
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
@@ -34,16 +34,19 @@ class RefereeNode(Node):
     def __init__(self):
         super().__init__("referee")
         qos = QoSProfile(depth=500)
+        # Deliveries and their echoes are latched: one published before the peer's
+        # subscription matched (discovery can take seconds) still arrives.
+        latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_events = self.create_publisher(RefereeEvent, "/referee/events", qos)
         self.pub_legal = self.create_publisher(LegalSet, "/referee/legal_set", qos)
         self.pub_opps = self.create_publisher(DecisionOpportunity, "/referee/opportunities", qos)
         self.pub_scores = self.create_publisher(ScoreSnapshot, "/referee/scores", qos)
         # Echo of each delivery as the referee scored it; in sync mode the policy
         # bridge waits for it before physics advances (input ordering, core/input_merge.py).
-        self.pub_receipts = self.create_publisher(DeliveryReceipt, "/referee/receipts", qos)
+        self.pub_receipts = self.create_publisher(DeliveryReceipt, "/referee/receipts", latched)
         self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, qos)
         self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, qos)
-        self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, qos)
+        self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, latched)
         self.create_service(StartEpisode, "/referee/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish)
         self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
@@ -65,7 +68,7 @@ class RefereeNode(Node):
             response.success, response.message = False, f"cannot start episode: {exc}"
             return response
         self.referee = Referee(contract, instance, episode_id=request.episode_id,
-                               session_id=request.episode_id)
+                               session_id=request.episode_id, deadline_s=episode_deadline(info))
         self.merger = InputMerger()
         self.last_t = 0.0
         response.success, response.message = True, f"scoring {request.episode_id} with {contract.contract_id}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from labference_ros.core.contract import contract_for
 from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.referee import episode_deadline
 from labference_ros.core.records import read_jsonl
 
 from .bag_reader import BagError, EpisodeBagReader, resolve_bag
@@ -102,7 +103,7 @@ def _audit(result: AuditResult, path) -> None:
         result.notes.append(f"{inputs.dropped_before_reset} world states before the last simulator reset ignored")
     finish = _finish(custom, online["events.jsonl"], inputs, result)
     reports = [r for r in online["observations.jsonl"] if r.get("record") == "report"]
-    records = rebuild(inputs, instance, episode_id, finish, reports)
+    records = rebuild(inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run))
     final = normalise(records[-1])
     rebuilt = split_by_file(records[:-1])
 

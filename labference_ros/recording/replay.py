@@ -85,9 +85,10 @@ def _typed(reader):
 
 
 def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, finish: tuple[float, str],
-            reports: list[dict]) -> list[dict]:
+            reports: list[dict], deadline_s: float | None = None) -> list[dict]:
     """Every record the referee emits for these inputs, final scores last."""
-    referee = Referee(contract_for(instance.condition), instance, episode_id=episode_id, session_id=episode_id)
+    referee = Referee(contract_for(instance.condition), instance, episode_id=episode_id, session_id=episode_id,
+                      deadline_s=deadline_s)
     merger = InputMerger()
     for w in inputs.worlds:
         merger.add_world(w)

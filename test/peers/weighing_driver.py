@@ -97,7 +97,10 @@ def main() -> int:
         time.sleep(0.01)
     world = world_from_msg(latest["world"])
     from labference.msg import DeliveryReceipt
-    receipt_pub = node.create_publisher(DeliveryReceipt, "/policy/receipts", 10)
+    from rclpy.qos import DurabilityPolicy
+    # The referee takes deliveries latched (transient local), as the policy bridge sends them.
+    receipt_pub = node.create_publisher(DeliveryReceipt, "/policy/receipts",
+                                        QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     deadline = time.monotonic() + 30
     while node.count_subscribers("/policy/receipts") < (2 if record else 1) and time.monotonic() < deadline:
         time.sleep(0.01)

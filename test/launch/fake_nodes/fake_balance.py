@@ -9,7 +9,11 @@ from labference_ros.nodes.runtime import run_node
 def make():
     from rclpy.node import Node
 
-    return Node("balance")
+    from fake_common import occupy_topics
+
+    node = Node("balance")
+    occupy_topics(node, "balance")
+    return node
 
 
 if __name__ == "__main__":

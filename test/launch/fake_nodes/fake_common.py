@@ -27,3 +27,40 @@ def best_effort(depth: int = 1):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     return QoSProfile(depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
+# The data topics each real node publishes and subscribes, so a stand-in graph
+# looks connected to the runner (which waits for these before its first episode).
+TOPIC_TYPES = {
+    "/evaluator/world_state": ("labference.msg", "WorldState"),
+    "/balance/wrench": ("geometry_msgs.msg", "WrenchStamped"),
+    "/balance/reading": ("labference.msg", "BalanceReading"),
+    "/joint_states": ("sensor_msgs.msg", "JointState"),
+    "/cameras/front/image_raw": ("sensor_msgs.msg", "Image"),
+    "/panda_arm_controller/joint_trajectory": ("trajectory_msgs.msg", "JointTrajectory"),
+    "/panda_gripper/command": ("labference.msg", "GripperCommand"),
+    "/policy/receipts": ("labference.msg", "DeliveryReceipt"),
+    "/referee/receipts": ("labference.msg", "DeliveryReceipt"),
+}
+EDGES = {
+    "lab_sim": (("/evaluator/world_state", "/balance/wrench", "/joint_states", "/cameras/front/image_raw"),
+                ("/panda_arm_controller/joint_trajectory", "/panda_gripper/command", "/balance/reading")),
+    "balance": (("/balance/reading",), ("/balance/wrench",)),
+    "referee": (("/referee/receipts",), ("/evaluator/world_state", "/balance/reading", "/policy/receipts")),
+    "policy_bridge": (("/panda_arm_controller/joint_trajectory", "/panda_gripper/command", "/policy/receipts"),
+                      ("/joint_states", "/cameras/front/image_raw", "/referee/receipts")),
+}
+
+
+def occupy_topics(node, role: str) -> None:
+    import importlib
+
+    publishes, subscribes = EDGES[role]
+    node._fake_endpoints = []
+    for topic in publishes + subscribes:
+        module, name = TOPIC_TYPES[topic]
+        msg_type = getattr(importlib.import_module(module), name)
+        if topic in publishes:
+            node._fake_endpoints.append(node.create_publisher(msg_type, topic, 10))
+        else:
+            node._fake_endpoints.append(node.create_subscription(msg_type, topic, lambda _m: None, 10))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-from fake_common import index_of, indices
+from fake_common import occupy_topics, index_of, indices
 
 from labference_ros.nodes.runtime import run_node
 
@@ -20,6 +20,7 @@ def make():
     class FakeSim(Node):
         def __init__(self):
             super().__init__("lab_sim")
+            occupy_topics(self, "lab_sim")
             self.declare_parameter("step_mode", "sync")
             self.t = 0.0
             self.pub = self.create_publisher(Clock, "/clock", 10)

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from fake_common import best_effort, index_of, indices, sim_seconds
+from fake_common import occupy_topics, best_effort, index_of, indices, sim_seconds
 
 from labference_ros.nodes.runtime import run_node
 
@@ -21,6 +21,7 @@ def make():
     class FakeBridge(Node):
         def __init__(self):
             super().__init__("policy_bridge")
+            occupy_topics(self, "policy_bridge")
             self.declare_parameter("system", "")
             self.now, self.episode, self.started_at, self.state = None, None, None, "idle"
             self.create_subscription(Clock, "/clock", self.on_clock, best_effort())

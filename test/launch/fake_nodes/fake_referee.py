@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from fake_common import best_effort, index_of, indices, sim_seconds
+from fake_common import occupy_topics, best_effort, index_of, indices, sim_seconds
 
 from labference_ros.nodes.runtime import run_node
 
@@ -20,6 +20,7 @@ def make():
     class FakeReferee(Node):
         def __init__(self):
             super().__init__("referee")
+            occupy_topics(self, "referee")
             self.now, self.episode, self.started_at, self.out = None, None, None, None
             self.complete = False
             self.create_subscription(Clock, "/clock", self.on_clock, best_effort())
