@@ -1,0 +1,139 @@
+"""Checkpoint populations (paper 6.1): registered starts rebuilt from their
+initialization and an optional operation prefix, verified at the handoff.
+
+A population file is JSON lines, one registered start per line:
+  {"checkpoint_id": ..., "instance": {WeighingInstance}, "prefix": [{"type", "object", "destination"}]}
+Preparation failures stay in the population with their reason: they are
+unresolved pairs, never silently dropped."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.measurements import LEFT_FINGER, PAN, RIGHT_FINGER, STANDARDS
+from labference_ros.core.operations import Operation
+from labference_ros.sim.motion import PlanningError, plan_to_pan, plan_to_table
+
+from .executor import ReferenceExecutor
+from .world import Snapshot, World
+
+STILL_SPEED = 1e-3  # m/s: every object at rest at the handoff
+SETTLE_LIMIT_S = 6.0  # at most this long waiting for a stable display
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    checkpoint_id: str
+    instance: WeighingInstance
+    prefix: tuple[Operation, ...] = ()
+
+    def expected_on_pan(self) -> frozenset:
+        on = set(self.instance.initial_on_pan)
+        for op in self.prefix:
+            (on.add if op.destination == PAN else on.discard)(op.object)
+        return frozenset(on)
+
+    def to_dict(self) -> dict:
+        return {"checkpoint_id": self.checkpoint_id, "instance": json.loads(self.instance.to_json()),
+                "prefix": [op.to_dict() for op in self.prefix]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CheckpointSpec":
+        return cls(str(d["checkpoint_id"]), WeighingInstance.from_json(json.dumps(d["instance"])),
+                   tuple(Operation.from_dict(o) for o in d.get("prefix", ())))
+
+
+@dataclass
+class Checkpoint:
+    spec: CheckpointSpec
+    status: str  # "verified" | "preparation_failed"
+    reason: str = ""
+    snapshot: Snapshot | None = None
+    t: float = 0.0
+    on_pan: frozenset = frozenset()
+    verification: dict = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        return self.status == "verified"
+
+
+def write_population(path, specs) -> None:
+    with open(path, "w") as f:
+        for s in specs:
+            f.write(json.dumps(s.to_dict(), sort_keys=True) + "\n")
+
+
+def read_population(path) -> list[CheckpointSpec]:
+    lines = Path(path).read_text().splitlines()
+    specs = [CheckpointSpec.from_dict(json.loads(line)) for line in lines if line.strip()]
+    ids = [s.checkpoint_id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise ValueError("checkpoint ids must be unique in a population")
+    return specs
+
+
+def population_from_instances(instances, prefix=()) -> list[CheckpointSpec]:
+    return [CheckpointSpec(f"{i.instance_id}:p{len(prefix)}", i, tuple(prefix)) for i in instances]
+
+
+def _run_prefix(world: World, op: Operation) -> None:
+    ex = ReferenceExecutor(world)
+    move = ex.locate(op)
+    if move is None:
+        raise PlanningError(f"prefix operation {op} is infeasible")
+    name, xyz, dest_xy, dest = move
+    to = plan_to_pan if dest == "pan" else plan_to_table
+    plan = to(ex.planner, world.backend.joint_state().position[:7], name, xyz, dest_xy)
+    events = sorted(plan.gripper_events, key=lambda e: e.t)
+    k = 0
+    for i, row in enumerate(plan.arm_q):
+        while k < len(events) and events[k].t <= i * plan.dt + 1e-9:
+            e = events[k]
+            world.backend.set_gripper(e.width, e.speed, e.force, e.epsilon_inner, e.epsilon_outer, e.grasp)
+            k += 1
+        check = world.backend.set_arm_targets(row)
+        if not check.ok:
+            raise PlanningError(check.reason)
+        world.advance(plan.dt)
+
+
+def verify(world: World, expected_on_pan: frozenset) -> dict:
+    """Handoff checks: supported set, release (no finger on any object), rest, stable display."""
+    m = world.measure()
+    on_pan = frozenset(n for n, o in m.objects.items() if n in STANDARDS and PAN in o.contacts)
+    held = sorted(n for n, o in m.objects.items() if {LEFT_FINGER, RIGHT_FINGER} & set(o.contacts))
+    moving = sorted(n for n, o in m.objects.items() if o.linear_speed > STILL_SPEED)
+    stable = bool(world.reading is not None and world.reading.stable)
+    failures = []
+    if on_pan != expected_on_pan:
+        failures.append(f"supported_set:{sorted(on_pan)}!={sorted(expected_on_pan)}")
+    if held:
+        failures.append("not_released:" + ",".join(held))
+    if moving:
+        failures.append("not_at_rest:" + ",".join(moving))
+    if not stable:
+        failures.append("display_not_stable")
+    return {"on_pan": sorted(on_pan), "held": held, "moving": moving, "stable": stable,
+            "failures": failures}
+
+
+def prepare(spec: CheckpointSpec) -> Checkpoint:
+    """Rebuild one registered start and verify it at the handoff."""
+    world = World(spec.instance)
+    try:
+        for op in spec.prefix:
+            _run_prefix(world, op)
+        world.advance(0.5)
+        while not (world.reading.stable) and world.t < SETTLE_LIMIT_S + 0.5:
+            world.advance(0.1)
+        v = verify(world, spec.expected_on_pan())
+        if v["failures"]:
+            return Checkpoint(spec, "preparation_failed", ";".join(v["failures"]), t=world.t, verification=v)
+        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, frozenset(v["on_pan"]), v)
+    except (PlanningError, ValueError) as e:
+        return Checkpoint(spec, "preparation_failed", f"{type(e).__name__}: {e}", t=world.t)
+    finally:
+        world.close()

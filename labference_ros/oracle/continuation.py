@@ -1,0 +1,220 @@
+"""Matched continuations (paper 6.4): from one verified checkpoint, run the
+tested system with no support (base) or with one support condition. Both
+branches share checkpoint, system, seeds, sensors and budget; they differ
+only by what the Oracle delivers, so they are bit-identical until the
+first delivered support.
+
+The loop mirrors the ROS graph: observe -> deliver (referee receipt) ->
+Oracle handoff (scope check, receipt) -> act -> validate -> command ->
+advance; the referee is fed a measurement after every hold interval."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+
+from labference_ros.core.action_spec import validate_chunk
+from labference_ros.core.contract import contract_for
+from labference_ros.core.operations import Operation
+from labference_ros.core.referee import Referee
+import labference_ros.policies.diagnostic  # noqa: F401 -- registers misreader, unsteady_grasp
+from labference_ros.policies import make
+from labference_ros.policies.base import EvaluatorView
+
+from .checkpoints import Checkpoint
+from .executor import ReferenceExecutor
+from .supports import COMPATIBLE, Support, compatibility, condition_name, decision_rule, state_payload
+from .world import World
+
+DEFAULT_BUDGET_S = 25.0  # sim seconds after the handoff, same for every branch
+
+
+@dataclass
+class BranchResult:
+    checkpoint_id: str
+    condition: str
+    status: str  # "ok" | "unresolved" | "incompatible:..."
+    reason: str = ""
+    choice: dict | None = None  # first choice after the handoff (behavioural, else reported)
+    choice_correct: bool | None = None
+    completed: bool | None = None
+    receipts: list[dict] = field(default_factory=list)
+    executor_attempts: list[dict] = field(default_factory=list)
+    first_delivery_step: int | None = None
+    trace: list[str] = field(default_factory=list)  # sim-state sha256 per hold interval
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "ok"
+
+
+def _sha(world: World) -> str:
+    return hashlib.sha256(world.backend.save_state()).hexdigest()
+
+
+class _Oracle:
+    """Delivers one condition's supports at each registered handoff (a newly
+    opened opportunity) and keeps a receipt per intervention."""
+
+    def __init__(self, condition, referee: Referee, world: World, system):
+        self.condition, self.referee, self.world, self.system = condition, referee, world, system
+        self.receipts: list[dict] = []
+        self._done: set[tuple[int, str]] = set()
+        self.delivered_any = False
+
+    def _check(self, support: Support, payload: dict, opp) -> dict:
+        iv = {"mode": support.mode, "site": support.site, "opportunity_id": opp.id if opp else -1,
+              "evidence_version": self.referee.z.evidence_version, "payload": payload}
+        rec = self.referee.check_intervention(iv, self.world.t)[0]
+        receipt = {**rec, "payload": payload, "original_output": None, "substituted_output": payload,
+                   "first_subsequent_choice": None, "agreement": None}
+        self.receipts.append(receipt)
+        return receipt
+
+    def handoff(self) -> None:
+        opp = self.referee.book.current
+        if opp is None or opp.status != "open":
+            return
+        for s in self.condition:
+            if s.site == "skill" or (opp.id, s.site) in self._done:
+                continue  # skill support is checked when the executor acts
+            self._done.add((opp.id, s.site))
+            if s.site == "state":
+                payload = state_payload(self.world)
+            elif s.site == "decision":
+                op = decision_rule(opp.legal_set)
+                payload = {"operation": op.to_dict()}
+            else:
+                payload = {}
+            r = self._check(s, payload, opp)
+            if r["status"] == "delivered":
+                self.system.supply(s.site, s.mode, payload)
+                self.delivered_any = True
+
+    def skill_attempt(self, op: Operation) -> bool:
+        support = next(s for s in self.condition if s.site == "skill")
+        r = self._check(support, {"operation": op.to_dict()}, self.referee.book.current)
+        r["substituted_output"] = {"executor": ReferenceExecutor.name, "operation": op.to_dict()}
+        r["first_subsequent_choice"] = op.to_dict()
+        self.delivered_any = self.delivered_any or r["status"] == "delivered"
+        return r["status"] == "delivered"
+
+    def after_decision(self, entry: dict) -> None:
+        """Fill the open receipts with the original output and the first subsequent choice."""
+        for r in self.receipts:
+            if r["status"] != "delivered" or r["first_subsequent_choice"] is not None:
+                continue
+            r["original_output"] = entry["state_original"] if r["site"] == "state" else entry["operation_original"]
+            r["first_subsequent_choice"] = entry["operation_used"]
+            if r["site"] == "decision":
+                r["agreement"] = entry["operation_used"] == r["payload"]["operation"]
+
+
+def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] = (), *,
+               params: dict | None = None, budget_s: float = DEFAULT_BUDGET_S,
+               after_finish_s: float = 2.0, trace: bool = False) -> BranchResult:
+    name = condition_name(condition)
+    res = BranchResult(cp.spec.checkpoint_id, name, "ok")
+    if not cp.verified:
+        res.status, res.reason = "unresolved", f"preparation_failed: {cp.reason}"
+        return res
+    system = make(system_name, **(params or {}))
+    for s in condition:
+        c = compatibility(system, s)
+        if c != COMPATIBLE:
+            res.status, res.reason = c, str(s)
+            return res
+    inst = cp.spec.instance
+    world = World(inst)
+    try:
+        world.restore(cp.snapshot)
+        # The referee starts from the verified handoff, not the raw initialization.
+        handoff_inst = replace(inst, initial_on_pan=tuple(sorted(cp.on_pan)))
+        referee = Referee(contract_for(inst.condition), handoff_inst, episode_id=f"{cp.spec.checkpoint_id}:{name}",
+                          deadline_s=cp.t + budget_s)
+        session = f"oracle-{cp.spec.checkpoint_id}"
+        system.reset(session, inst.policy_seed)
+        oracle = _Oracle(condition, referee, world, system)
+        if any(s.site == "skill" for s in condition):
+            system.executor = ReferenceExecutor(world, system.spec.control_frequency_hz, oracle.skill_attempt)
+        referee.step(world.measure())
+        _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace)
+        if not referee.finished:
+            referee.finish(world.t, "deadline")
+        _outcomes(res, referee)
+        res.receipts = oracle.receipts
+        res.executor_attempts = list(system.executor.attempts) if getattr(system, "executor", None) else []
+        return res
+    except Exception as e:  # noqa: BLE001 -- a branch fault is a validity event, kept as unresolved
+        res.status, res.reason = "unresolved", f"branch_fault: {type(e).__name__}: {e}"
+        return res
+    finally:
+        system.close()
+        world.close()
+
+
+def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, trace) -> None:
+    spec = system.spec
+    instruction = world.instance.public_instruction()
+    last_gripper, finished_at, k = None, None, 0
+    while world.t < end_t - 1e-9 and not referee.finished:
+        oid, obs = world.observe(instruction, referee.z.evidence_version)
+        referee.deliver_observation(oid, world.t, session)
+        was = oracle.delivered_any
+        oracle.handoff()
+        if oracle.delivered_any and not was and res.first_delivery_step is None:
+            res.first_delivery_step = len(res.trace)
+        log = getattr(system, "interface_log", None)
+        n_log = len(log) if log is not None else 0
+        ev = _evaluator_view(world) if system.privileged else None
+        chunk = system.act(obs, ev)
+        if oracle.delivered_any and not was and res.first_delivery_step is None:
+            res.first_delivery_step = len(res.trace)  # skill support delivered inside act
+        if log is not None:
+            for entry in log[n_log:]:
+                oracle.after_decision(entry)
+                opp = referee.book.current
+                if entry["operation_used"] is not None and opp is not None:
+                    referee.report_operation(entry["operation_used"], world.t, opp.id, opp.evidence_version,
+                                             source=system.name)
+        verdict = validate_chunk(spec, chunk, 0, 0)
+        rows = verdict.applied if verdict.accepted else [None]
+        for row in rows:
+            if row is not None:
+                check = world.backend.set_arm_targets(row[:7])
+                if not check.ok:
+                    raise RuntimeError(f"validated row rejected by the simulator: {check.reason}")
+                g = float(row[spec.gripper_index])
+                if g != last_gripper:
+                    c = spec.gripper.command(g)
+                    world.backend.set_gripper(c["width"], c["speed"], c["force"], c["epsilon_inner"],
+                                              c["epsilon_outer"], c["grasp"])
+                    last_gripper = g
+            world.advance(spec.hold_interval_s)
+            referee.step(world.measure())
+            if trace:
+                res.trace.append(_sha(world))
+            if referee.finished:
+                break
+        k += 1
+        if getattr(system, "finished", False):
+            finished_at = world.t if finished_at is None else finished_at
+            if world.t - finished_at >= after_finish_s:
+                referee.finish(world.t, "policy_done")
+                break
+
+
+def _evaluator_view(world) -> EvaluatorView:
+    m = world.measure()
+    return EvaluatorView(instance=world.instance, positions={n: o.position for n, o in m.objects.items()},
+                         on_pan=frozenset(n for n, o in m.objects.items() if "pan" in o.contacts), t=m.t)
+
+
+def _outcomes(res: BranchResult, referee: Referee) -> None:
+    opps = referee.opportunities
+    first = opps[0] if opps else None
+    op = None
+    if first is not None:
+        op = first.first_choice or first.first_report
+    res.choice = op.to_dict() if op else None
+    res.choice_correct = bool(first is not None and op is not None and op in first.legal_set)
+    res.completed = bool(referee.z.physically_complete)

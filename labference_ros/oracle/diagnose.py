@@ -1,0 +1,85 @@
+"""diagnose_oracle: a checkpoint population x support conditions -> gain table.
+
+Entry point for `labference diagnose-oracle` (CLI wiring lives in cli/main.py)."""
+from __future__ import annotations
+
+import sys
+
+from labference_ros.core.metrics import rate
+
+from .checkpoints import prepare, read_population
+from .continuation import DEFAULT_BUDGET_S, run_branch
+from .gains import OUTCOMES, condition_row, interactions
+from .supports import parse_condition
+
+
+def diagnose_oracle(population_path, system: str, conditions, *, params: dict | None = None,
+                    budget_s: float = DEFAULT_BUDGET_S, specs=None) -> dict:
+    """conditions: strings like 'replace:state' or 'assist:state+replace:decision'."""
+    specs = specs if specs is not None else read_population(population_path)
+    checkpoints = [prepare(s) for s in specs]
+    parsed = {"base": ()} | {c: parse_condition(c) for c in conditions}
+    branches = {name: [run_branch(cp, system, cond, params=params, budget_s=budget_s) for cp in checkpoints]
+                for name, cond in parsed.items()}
+    base = branches["base"]
+    table = {}
+    for name, rows in branches.items():
+        row = condition_row(base, rows) if name != "base" else {"N": len(base), "compatibility": "compatible"}
+        for o in OUTCOMES:
+            if all(b.resolved for b in rows) and rows:
+                row[f"mean_{o}"] = rate(sum(float(getattr(b, o)) for b in rows), len(rows))
+        table[name] = row
+    return {"system": system, "population": [
+                {"checkpoint_id": cp.spec.checkpoint_id, "status": cp.status, "reason": cp.reason}
+                for cp in checkpoints],
+            "table": table, "interactions": interactions(table), "branches": branches}
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, tuple):
+        return "[" + ",".join(_fmt(v) for v in x) + "]"
+    return f"{x:+.2f}" if isinstance(x, float) else str(x)
+
+
+def format_table(result: dict) -> str:
+    lines = [f"system {result['system']}: {sum(p['status'] == 'verified' for p in result['population'])}"
+             f"/{len(result['population'])} checkpoints verified"]
+    for p in result["population"]:
+        if p["status"] != "verified":
+            lines.append(f"  {p['checkpoint_id']}: {p['status']} ({p['reason']})")
+    head = ("condition", "N", "compat", "choice s/b", "Δchoice", "done s/b", "Δdone", "bounds(done)",
+            "delivered", "agree")
+    lines.append(" | ".join(head))
+    for name, r in result["table"].items():
+        if r["compatibility"] != "compatible":
+            lines.append(f"{name} | {r['N']} | {r['compatibility']}")
+            continue
+        if name == "base":
+            lines.append(f"base | {r['N']} | compatible | mean choice {_fmt(r.get('mean_choice_correct'))}"
+                         f" | mean done {_fmt(r.get('mean_completed'))}")
+            continue
+        lines.append(" | ".join([
+            name, str(r["N"]), "compatible",
+            f"{r['choice_correct_supported']}/{r['choice_correct_base']}", _fmt(r["gain_choice_correct"]),
+            f"{r['completed_supported']}/{r['completed_base']}", _fmt(r["gain_completed"]),
+            _fmt(r["completed_bounds"]), f"{r['delivered']}/{r['interventions']} ({_fmt(r['delivery_rate'])})",
+            _fmt(r["agreement_rate"])]))
+    for name, c in result["interactions"].items():
+        lines.append(f"interaction {name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in c.items()))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """python -m labference_ros.oracle.diagnose POPULATION SYSTEM CONDITION..."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2:
+        print(main.__doc__)
+        return 2
+    print(format_table(diagnose_oracle(argv[0], argv[1], argv[2:])))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

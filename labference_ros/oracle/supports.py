@@ -1,0 +1,68 @@
+"""Support conditions, capability negotiation and payloads (paper 6.2-6.3).
+
+A support is mode:site (assist|replace : state|decision|geometry|skill); a
+condition is one support or a joint "+"-list of them. Payloads carry only
+what the authorized observations certify (state) or one legal operation
+chosen by a registered rule (decision); the task validator checks them
+before delivery."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labference_ros.core.operations import Operation
+from labference_ros.core.oracle_scope import MODES
+
+SITES = ("state", "decision", "geometry", "skill")
+COMPATIBLE = "compatible"
+
+
+@dataclass(frozen=True, order=True)
+class Support:
+    mode: str
+    site: str
+
+    def __post_init__(self):
+        if self.mode not in MODES or self.site not in SITES:
+            raise ValueError(f"unknown support {self.mode}:{self.site}; modes {MODES}, sites {SITES}")
+
+    def __str__(self) -> str:
+        return f"{self.mode}:{self.site}"
+
+
+def parse_condition(text: str) -> tuple[Support, ...]:
+    """'replace:state' or 'assist:state+replace:decision' -> supports."""
+    out = []
+    for part in text.split("+"):
+        mode, _, site = part.strip().partition(":")
+        out.append(Support(mode, site))
+    return tuple(sorted(out))
+
+
+def condition_name(cond: tuple[Support, ...]) -> str:
+    return "+".join(str(s) for s in cond) if cond else "base"
+
+
+def compatibility(system, support: Support) -> str:
+    """Capability preflight: 'compatible' or an explicit compatibility status."""
+    interfaces = system.interfaces() if hasattr(system, "interfaces") else None
+    if interfaces is None:
+        return "incompatible:action_only"
+    if support.site not in interfaces:
+        return f"incompatible:no_{support.site}_interface"
+    if support.mode not in interfaces[support.site]:
+        return f"incompatible:{support.mode}_not_accepted_at_{support.site}"
+    return COMPATIBLE
+
+
+def decision_rule(legal_set) -> Operation | None:
+    """Registered selection rule: the first physical legal operation in
+    canonical order, else the first legal one (Wait/Stop)."""
+    ops = sorted(legal_set)
+    physical = [o for o in ops if o.physical]
+    return (physical or ops or [None])[0]
+
+
+def state_payload(world) -> dict:
+    """What the display shows now: displayed load and stability indicator."""
+    r = world.reading
+    return {"displayed_g": float(r.displayed_g), "stable": bool(r.stable)}

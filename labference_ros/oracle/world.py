@@ -1,0 +1,81 @@
+"""One simulated weighing world for a continuation: backend, balance model
+and display, stepped the way the ROS graph steps them (balance period 10 ms).
+
+A snapshot is the simulator blob (bit-exact, sim issue) plus the balance
+model's filter state, which lives outside MuJoCo and must travel with it."""
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, replace
+
+from labference_ros.core.balance import BalanceModel, BalanceParameters
+from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.measurements import WorldMeasurement
+from labference_ros.core.observation import PolicyObservation, project_observation
+from labference_ros.policies.camera import calibration_from_model
+from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
+
+FRONT_SIZE = (240, 320)  # display_reader localises at 320x240
+BALANCE_PERIOD_S = 0.01
+CAMERAS = ("front", "wrist", "display")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    blob: bytes
+    balance: BalanceModel
+    reading: object  # last BalanceMeasurement shown on the display
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.blob).hexdigest()
+
+
+class World:
+    def __init__(self, instance: WeighingInstance):
+        self.instance = instance
+        self.backend = MujocoBackend(RenderSettings(sizes={"front": FRONT_SIZE}, visual_meshes=False))
+        self.backend.load(instance)
+        self.balance = BalanceModel(BalanceParameters(), self.backend.gravity)
+        self.balance.calibrate_empty(self.backend.empty_pan_wrench().force_up)
+        self.calib = calibration_from_model(self.backend.model, self.backend.data, "front",
+                                            *FRONT_SIZE).to_dict()
+        self.reading = None
+        self._obs_k = 0
+
+    @property
+    def t(self) -> float:
+        return self.backend.sim_time
+
+    def advance(self, seconds: float) -> None:
+        for _ in range(max(1, int(round(seconds / BALANCE_PERIOD_S)))):
+            self.backend.advance(BALANCE_PERIOD_S)
+            w = self.backend.pan_wrench()
+            self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
+        self.backend.set_display(self.reading.displayed_g, self.reading.stable)
+
+    def measure(self) -> WorldMeasurement:
+        return replace(self.backend.measure(), balance=self.reading)
+
+    def observe(self, instruction: str, evidence_version: int = 0) -> tuple[str, PolicyObservation]:
+        js = self.backend.joint_state()
+        oid = f"obs-{self._obs_k}"
+        self._obs_k += 1
+        source = {"observation_id": oid, "episode_id": self.instance.instance_id,
+                  "sim_time": self.t, "evidence_version": evidence_version,
+                  "images": {c: self.backend.render(c) for c in CAMERAS},
+                  "joint_state": dict(zip(js.names, js.position)),
+                  "instruction": instruction, "camera_calibration": {"front": self.calib}}
+        return oid, project_observation(source)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.backend.save_state(), copy.deepcopy(self.balance), self.reading)
+
+    def restore(self, snap: Snapshot) -> None:
+        self.backend.restore_state(snap.blob)
+        self.balance = copy.deepcopy(snap.balance)
+        self.reading = snap.reading
+
+    def close(self) -> None:
+        self.backend.close()
