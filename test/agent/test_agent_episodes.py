@@ -1,0 +1,73 @@
+"""The agent bridge in a closed loop on MujocoBackend (no ROS), against a
+scripted OpenAI-compatible server on loopback playing recorded tool-call
+conversations."""
+import json
+
+import numpy as np
+import pytest
+
+from labference_ros.core.instances import generate
+from labference_ros.core.observation import EvaluatorSecrets
+from labference_ros.policies import make
+from closed_loop import run_episode
+from fake_openai import FakeChatServer, FakeClock, call, step
+
+# basic-1-0002 requires std_50.
+INSTANCE = generate("basic", 3, task_seed=1, layout_seed=100, policy_seed=0)[2]
+PRICES = {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "source": "test table"}
+
+
+def agent(server, tmp_path, **params):
+    system = make("agent", agent_url=server.url, agent_model="fake-model", api_key_env="",
+                  price_table=PRICES, record_dir=str(tmp_path), **params)
+    clock = FakeClock()
+    system.clock, system.sleep = clock, clock.sleep
+    return system, clock
+
+
+def pan_standards(backend):
+    return {n for n, o in backend.measure().objects.items()
+            if n.startswith("std_") and "pan" in o.contacts}
+
+
+def jsonl(tmp_path, system):
+    path = tmp_path / f"agent_{system.session_id}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_correct_agent_completes_basic_weighing(tmp_path):
+    script = [step(call("observe")),
+              step(call("commit_operation", {"operation": {"type": "add", "object": "std_50",
+                                                           "destination": "pan"}}),
+                   call("pick", {"object": "std_50"}), call("place", {"target": "pan"}),
+                   call("wait", {"seconds": 3}), call("observe")),
+              step(content="The reading matches the target.")]
+    with FakeChatServer(script) as server:
+        system, _ = agent(server, tmp_path)
+        result = run_episode(system, INSTANCE, max_s=40.0)
+    assert system.outcome == "final" and system.rounds == 3
+    assert pan_standards(result.backend) == {"std_50"}
+    assert result.reading.stable and abs(result.reading.displayed_g - INSTANCE.target_g) <= 1.0
+    assert result.rejected == []
+    # The tool schema went out in every request; images as attachments.
+    bodies = server.bodies()
+    assert len(bodies) == 3 and all(b["model"] == "fake-model" and len(b["tools"]) == 10 for b in bodies)
+    parts = [p for m in bodies[1]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+             for p in m["content"]]
+    assert sum(p["type"] == "image_url" for p in parts) == 3
+    assert system.reports == [{"kind": "operation", "sim_time": pytest.approx(system.reports[0]["sim_time"]),
+                               "evidence_version": 0,
+                               "operation": {"type": "add", "object": "std_50", "destination": "pan"}}]
+    # Accounting: usage known -> tokens and cost known; physical time recorded.
+    summary = system.episode_summary()
+    assert summary["model_calls"] == 3 and summary["actions"] == 6
+    assert summary["tokens_in"] == 300 and summary["tokens_out"] == 60
+    assert summary["cost_usd"] == pytest.approx((300 * 2.0 + 60 * 8.0) / 1e6)
+    assert summary["physical_execution_sim_s"] > 5.0
+    assert summary["model_computation_s"] is None  # the server reports no processing time
+    lines = jsonl(tmp_path, system)
+    assert [l["kind"] for l in lines].count("model_call") == 3 and lines[-1]["kind"] == "summary"
+    # Leak scan over every request body: no evaluator-only value crossed.
+    secrets = EvaluatorSecrets.of_instance(INSTANCE, hidden_keys=("sample_mass_g", "goal_set"))
+    assert system.scan_requests(secrets, INSTANCE.public_instruction()) == []
+    result.backend.close()
