@@ -137,6 +137,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         if any(s.site == "skill" for s in condition):
             system.executor = ReferenceExecutor(world, system.spec.control_frequency_hz, oracle.skill_attempt)
         referee.step(world.measure())
+        if trace:
+            res.trace.append(_sha(world))  # the restored handoff state
         _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace)
         if not referee.finished:
             referee.finish(world.t, "deadline")

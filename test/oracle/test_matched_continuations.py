@@ -1,0 +1,94 @@
+"""Matched continuations on MujocoBackend with the diagnostic reference
+systems (issue 6 acceptance). basic-1-0000..0003 require std_10, std_20,
+std_50, std_100; samples 150, 160, 150, 60 g."""
+import pytest
+
+from labference_ros.core.instances import generate
+from labference_ros.oracle import continuation
+from labference_ros.oracle.checkpoints import population_from_instances, prepare
+from labference_ros.oracle.continuation import run_branch
+from labference_ros.oracle.diagnose import diagnose_oracle, format_table
+from labference_ros.oracle.supports import parse_condition
+
+INSTANCES = generate("basic", 4, task_seed=1, layout_seed=100, policy_seed=0)
+
+
+@pytest.fixture(scope="module")
+def misreader():
+    # 150 g reads as 160 g: it stops at once instead of adding.
+    specs = population_from_instances([INSTANCES[0], INSTANCES[2]])
+    return diagnose_oracle(None, "misreader", ["replace:state", "assist:state", "replace:decision",
+                                               "replace:skill"], specs=specs)
+
+
+@pytest.fixture(scope="module")
+def unsteady():
+    # std_100 slips out of its grasp; std_50 survives.
+    specs = population_from_instances([INSTANCES[3], INSTANCES[2]])
+    return diagnose_oracle(None, "unsteady_grasp", ["replace:skill", "replace:state"], specs=specs)
+
+
+def test_misreader_state_and_decision_support_fix_its_choice(misreader):
+    print(format_table(misreader))
+    t = misreader["table"]
+    assert all(p["status"] == "verified" for p in misreader["population"])
+    assert t["base"]["mean_choice_correct"] == 0.0
+    for cond in ("replace:state", "assist:state", "replace:decision"):
+        assert t[cond]["gain_choice_correct"] > 0, cond
+        assert t[cond]["delivery_rate"] == 1.0
+    assert t["replace:decision"]["agreement_rate"] == 1.0
+    # The original (misread) report is kept next to the substituted one.
+    r = misreader["branches"]["replace:state"][0].receipts[0]
+    assert r["original_output"]["displayed_g"] != r["substituted_output"]["displayed_g"]
+    assert r["payload_id"] and r["first_subsequent_choice"]["type"] == "add"
+
+
+def test_misreader_skill_support_does_not_fix_its_choice(misreader):
+    t = misreader["table"]["replace:skill"]
+    assert t["gain_choice_correct"] == 0 and t["choice_correct_supported"] == 0
+    assert t["gain_completed"] == 0
+
+
+def test_unsteady_grasp_skill_replacement_raises_completion(unsteady):
+    print(format_table(unsteady))
+    t = unsteady["table"]
+    assert t["base"]["mean_choice_correct"] == 1.0  # it selects correctly
+    assert t["base"]["mean_completed"] < 1.0  # but drops the heavy standard
+    assert t["replace:skill"]["gain_completed"] > 0
+    attempts = [a for b in unsteady["branches"]["replace:skill"] for a in b.executor_attempts]
+    assert attempts and all(a["status"] == "attempted" for a in attempts)
+    assert t["replace:state"]["gain_choice_correct"] == 0
+    assert t["replace:state"]["gain_completed"] == 0
+
+
+@pytest.fixture(scope="module")
+def checkpoint():
+    cp = prepare(population_from_instances([INSTANCES[0]])[0])
+    assert cp.verified, cp.reason
+    return cp
+
+
+def test_branches_are_bit_identical_until_the_first_delivered_support(checkpoint):
+    base = run_branch(checkpoint, "misreader", (), trace=True)
+    sup = run_branch(checkpoint, "misreader", parse_condition("replace:state"), trace=True)
+    assert base.trace[0] == sup.trace[0] == checkpoint.snapshot.sha256
+    k = sup.first_delivery_step
+    assert k is not None and k >= 1
+    assert base.trace[:k] == sup.trace[:k]
+    n = min(len(base.trace), len(sup.trace))
+    assert base.trace[:n] != sup.trace[:n]  # the support did change the continuation
+
+
+def test_a_refused_support_leaves_the_branch_identical_to_base(checkpoint, monkeypatch):
+    """A leaking payload is refused by the scope validator, never delivered,
+    so the supported branch is the base branch step by step."""
+    leak = lambda world: {"displayed_g": world.reading.displayed_g, "stable": True,  # noqa: E731
+                          "sample_mass_g": 150.0}
+    monkeypatch.setattr(continuation, "state_payload", leak)
+    base = run_branch(checkpoint, "misreader", (), trace=True)
+    sup = run_branch(checkpoint, "misreader", parse_condition("replace:state"), trace=True)
+    assert sup.receipts and all(r["status"] == "rejected_scope" for r in sup.receipts)
+    assert any(x.startswith("hidden_fields") for x in sup.receipts[0]["reasons"])
+    assert sup.first_delivery_step is None
+    assert sup.trace == base.trace and len(base.trace) > 10
+    assert (sup.choice, sup.completed) == (base.choice, base.completed)

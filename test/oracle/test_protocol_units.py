@@ -1,0 +1,106 @@
+"""Scope refusal, compatibility status, population files and the gain table,
+without running the simulator."""
+import json
+
+import pytest
+
+from labference_ros.core.contract import weighing_basic
+from labference_ros.core.instances import generate
+from labference_ros.core.operations import add
+from labference_ros.core.oracle_scope import validate_intervention
+from labference_ros.oracle.checkpoints import (CheckpointSpec, population_from_instances, prepare,
+                                               read_population, write_population)
+from labference_ros.oracle.continuation import BranchResult, run_branch
+from labference_ros.oracle.gains import condition_row
+from labference_ros.oracle.supports import COMPATIBLE, Support, compatibility, parse_condition
+from labference_ros.policies import make
+import labference_ros.policies.diagnostic  # noqa: F401
+
+INSTANCE = generate("basic", 1, task_seed=1, layout_seed=100, policy_seed=0)[0]
+
+
+def _state(payload):
+    return validate_intervention({"mode": "assist", "site": "state", "opportunity_id": 1,
+                                  "evidence_version": 1, "payload": payload}, weighing_basic(),
+                                 current_opportunity_id=1, current_evidence_version=1,
+                                 hidden_values={"sample_mass_g": INSTANCE.sample_mass_g,
+                                                "goal_set": INSTANCE.goal_set})
+
+
+@pytest.mark.parametrize("leak", [{"sample_mass_g": 150.0}, {"required_standard": "std_10"},
+                                  {"required_standards": ["std_10"]}])
+def test_state_payload_with_hidden_facts_is_refused(leak):
+    ok = _state({"displayed_g": 150.0, "stable": True})
+    assert ok.ok, ok.reasons
+    bad = _state({"displayed_g": 150.0, "stable": True, **leak})
+    assert not bad.ok and any(r.startswith("hidden_fields") for r in bad.reasons)
+
+
+def test_action_only_system_gets_a_compatibility_status():
+    fp = make("fixed_preference")
+    for site in ("state", "decision", "geometry", "skill"):
+        assert compatibility(fp, Support("replace", site)) == "incompatible:action_only"
+    mr = make("misreader")
+    assert compatibility(mr, Support("replace", "state")) == COMPATIBLE
+    assert compatibility(mr, Support("assist", "geometry")) == "incompatible:no_geometry_interface"
+    assert compatibility(mr, Support("assist", "skill")) == "incompatible:assist_not_accepted_at_skill"
+
+
+def test_fixed_preference_branch_is_not_run_under_report_hooks():
+    """Compatibility is decided before any simulation: no checkpoint needed."""
+    cp = prepare(CheckpointSpec("bad", INSTANCE, (add("std_404"),)))
+    assert cp.status == "preparation_failed"  # the failure is kept with its reason
+    assert "infeasible" in cp.reason
+    cp.status = "verified"  # pretend, to reach the preflight
+    r = run_branch(cp, "fixed_preference", parse_condition("replace:state"))
+    assert r.status == "incompatible:action_only" and r.receipts == []
+
+
+def test_population_file_round_trip(tmp_path):
+    specs = population_from_instances([INSTANCE], prefix=(add("std_20"),))
+    path = tmp_path / "population.jsonl"
+    write_population(path, specs)
+    back = read_population(path)
+    assert back == specs and back[0].expected_on_pan() == {"std_20"}
+    path.write_text(path.read_text() * 2)
+    with pytest.raises(ValueError):
+        read_population(path)
+    json.loads(path.read_text().splitlines()[0])
+
+
+def _b(cid, choice, done, status="ok"):
+    return BranchResult(cid, "x", status, choice_correct=choice, completed=done)
+
+
+def test_gain_table_and_provisional_bounds():
+    base = [_b("a", False, False), _b("b", True, False), _b("c", False, False)]
+    sup = [_b("a", True, True), _b("b", True, True), _b("c", False, False)]
+    row = condition_row(base, sup)
+    assert row["gain_choice_correct"] == pytest.approx(1 / 3)
+    assert row["gain_completed"] == pytest.approx(2 / 3)
+    # An unresolved pair: no gain, only bounds s/N and (s+u)/N.
+    sup[2] = _b("c", None, None, status="unresolved")
+    row = condition_row(base, sup)
+    assert row["gain_completed"] is None and row["unresolved"] == 1
+    assert row["completed_bounds"] == (pytest.approx(2 / 3), pytest.approx(1.0))
+    inc = condition_row(base, [_b(x, None, None, "incompatible:action_only") for x in "abc"])
+    assert inc["compatibility"] == "incompatible:action_only" and "gain_completed" not in inc
+
+
+def test_topic_oracle_binds_to_the_latest_opportunity_once():
+    from labference_ros.core.operations import WAIT_OP
+    from labference_ros.oracle.service import OracleService
+    svc = OracleService("replace:state+assist:decision", episode_id="ep")
+    assert svc.pending() == []  # nothing to bind to yet
+    svc.on_opportunity(1, 1)
+    svc.on_reading(150.0, True)
+    svc.on_legal_set(1, (add("std_10"), WAIT_OP))
+    out = svc.pending()
+    assert [iv["site"] for iv, _ in out] == ["decision", "state"]
+    assert all(r["status"] == "delivered" and iv["opportunity_id"] == 1 for iv, r in out)
+    assert out[0][0]["payload"] == {"operation": add("std_10").to_dict()}
+    assert svc.pending() == []  # one delivery per opportunity and site
+    svc.on_opportunity(2, 2)  # refreshed at the next handoff
+    assert [iv["site"] for iv, _ in svc.pending()] == ["state"]  # legal set of 2 not yet known
+    with pytest.raises(ValueError):
+        OracleService("replace:skill")
