@@ -16,9 +16,9 @@ def call(name: str, args=None, raw: str | None = None) -> dict:
 
 
 def step(*calls, content: str = "", usage=(100, 20), status: int = 200, body: bytes = b"",
-         on_request=None) -> dict:
+         on_request=None, headers=None) -> dict:
     return {"calls": list(calls), "content": content, "usage": usage, "status": status,
-            "body": body, "on_request": on_request}
+            "body": body, "on_request": on_request, "headers": dict(headers or {})}
 
 
 class FakeChatServer:
@@ -36,8 +36,10 @@ class FakeChatServer:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.requests.append(body)
                 outer.headers.append(dict(self.headers))
-                code, payload = outer.reply(self.path, body)
+                code, payload, extra = outer.reply(self.path, body)
                 self.send_response(code)
+                for k, v in extra.items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -50,15 +52,15 @@ class FakeChatServer:
 
     def reply(self, path: str, body: bytes) -> tuple[int, bytes]:
         if path != "/v1/chat/completions":
-            return 404, b"{}"
+            return 404, b"{}", {}
         if self.n >= len(self.script):
-            return 500, b'{"error": "script exhausted"}'
+            return 500, b'{"error": "script exhausted"}', {}
         s = self.script[self.n]
         self.n += 1
         if s["on_request"]:
             s["on_request"]()
         if s["status"] != 200:
-            return s["status"], s["body"]
+            return s["status"], s["body"], s["headers"]
         msg = {"role": "assistant", "content": s["content"] or None}
         if s["calls"]:
             msg["tool_calls"] = [{"id": f"call_{self.n}_{i}", "type": "function", "function": c}
@@ -69,7 +71,7 @@ class FakeChatServer:
         if s["usage"] is not None:
             reply["usage"] = {"prompt_tokens": s["usage"][0], "completion_tokens": s["usage"][1],
                               "total_tokens": sum(s["usage"])}
-        return 200, json.dumps(reply).encode()
+        return 200, json.dumps(reply).encode(), s["headers"]
 
     def bodies(self) -> list[dict]:
         return [json.loads(b) for b in self.requests]

@@ -55,9 +55,10 @@ def test_correct_agent_completes_basic_weighing(tmp_path):
     parts = [p for m in bodies[1]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
              for p in m["content"]]
     assert sum(p["type"] == "image_url" for p in parts) == 3
-    assert system.reports == [{"kind": "operation", "sim_time": pytest.approx(system.reports[0]["sim_time"]),
-                               "evidence_version": 0,
-                               "operation": {"type": "add", "object": "std_50", "destination": "pan"}}]
+    (report,) = system.drain_reports()
+    assert report["kind"] == "operation" and report["evidence_version"] == 0
+    assert report["operation"] == {"type": "add", "object": "std_50", "destination": "pan"}
+    assert system.drain_reports() == []  # each report is handed out once
     # Accounting: usage known -> tokens and cost known; physical time recorded.
     summary = system.episode_summary()
     assert summary["model_calls"] == 3 and summary["actions"] == 6
@@ -70,4 +71,61 @@ def test_correct_agent_completes_basic_weighing(tmp_path):
     # Leak scan over every request body: no evaluator-only value crossed.
     secrets = EvaluatorSecrets.of_instance(INSTANCE, hidden_keys=("sample_mass_g", "goal_set"))
     assert system.scan_requests(secrets, INSTANCE.public_instruction()) == []
+    result.backend.close()
+
+
+def test_malformed_plan_is_repaired_within_the_round_limit(tmp_path):
+    script = [step(call("pick", raw='{"object": "std_50"')),  # truncated JSON
+              step(call("pick", {"object": "std_50"}), call("place", {"target": "pan"}),
+                   call("wait", {"seconds": 3})),
+              step(content="done")]
+    with FakeChatServer(script) as server:
+        system, _ = agent(server, tmp_path)
+        result = run_episode(system, INSTANCE, max_s=40.0)
+        bodies = server.bodies()
+    assert system.outcome == "final" and system.rounds == 3 <= system.bounds()["max_rounds"]
+    assert [c.outcome for c in system.account.calls] == ["malformed", "plan", "final"]
+    assert bodies[1]["messages"][-1]["content"].startswith("Protocol error")
+    assert pan_standards(result.backend) == {"std_50"}
+    result.backend.close()
+
+
+def test_persistent_fault_ends_in_a_recorded_fail_without_motion(tmp_path):
+    script = [step(call("pick", {"object": "std_50"}), call("place", {"target": "pan"})),
+              step(call("pick", {"object": "std_50"})),
+              step(content="The robot keeps refusing; giving up.")]
+    with FakeChatServer(script) as server:
+        system, _ = agent(server, tmp_path, fault={"mode": "persistent", "tool": "pick",
+                                                    "arguments": {"object": "std_50"}})
+        result = run_episode(system, INSTANCE, max_s=8.0, keep_observations=True)
+        bodies = server.bodies()
+    grade = system.episode_summary()["fault"]
+    assert grade["verdict"] == "FAIL" and grade["attempted"] and grade["attempts"] == 2
+    assert grade["retries"] == 1 and grade["duplicated_success"] is False
+    assert [(a.tool, a.ok, a.moved) for a in system.account.actions] == [("pick", False, False)] * 2
+    # The batch halted: place was never executed; the agent saw moved=false, not the schedule.
+    replies = [json.loads(m["content"]) for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert replies[0]["moved"] is False and replies[1]["executed"] is False
+    assert not any("fault" in json.dumps(b["messages"]) or "inject" in json.dumps(b["messages"])
+                   for b in bodies)
+    assert pan_standards(result.backend) == set()
+    first, last = result.observations[0], result.observations[-1]
+    assert np.abs(last.joint_positions - first.joint_positions).max() < 0.01  # the arm never moved
+    lines = jsonl(tmp_path, system)
+    assert lines[-1]["kind"] == "summary" and lines[-1]["fault"]["verdict"] == "FAIL"
+    result.backend.close()
+
+
+def test_transient_fault_is_recovered_by_the_agent_once(tmp_path):
+    script = [step(call("pick", {"object": "std_50"}), call("place", {"target": "pan"})),
+              step(call("pick", {"object": "std_50"}), call("place", {"target": "pan"}),
+                   call("wait", {"seconds": 3})),
+              step(content="done")]
+    with FakeChatServer(script) as server:
+        system, _ = agent(server, tmp_path, fault={"mode": "transient", "tool": "pick"})
+        result = run_episode(system, INSTANCE, max_s=40.0)
+    grade = system.episode_summary()["fault"]
+    assert grade["verdict"] == "PASS" and grade["retries"] == 1 and grade["injected"] == 1
+    assert grade["duplicated_success"] is False
+    assert pan_standards(result.backend) == {"std_50"}
     result.backend.close()

@@ -190,3 +190,18 @@ def test_leak_scan_finds_a_planted_value(observed):
         {"role": "tool", "content": f"add {instance.goal_set[0]}"}]}).encode())
     whats = {l.what for l in system.scan_requests(secrets, instance.public_instruction())}
     assert whats == {"sample_mass_g", "required_standard"}
+
+
+def test_reported_processing_time_splits_model_and_communication(observed):
+    _, obs = observed
+    holder = {}
+    script = [step(content="done", headers={"openai-processing-ms": "250"},
+                   on_request=lambda: holder["clock"].advance(1.0))]
+    with FakeChatServer(script) as server:
+        system, clock = agent(server)
+        holder["clock"] = clock
+        system.act(obs)
+    (rec,) = system.account.calls
+    assert rec.latency_s == 1.0 and rec.model_s == 0.25 and rec.communication_s == 0.75
+    s = system.end_episode("done")
+    assert s["model_computation_s"] == 0.25 and s["communication_s"] == 0.75 and s["outcome"] == "final"

@@ -99,6 +99,8 @@ class AgentSystem(TestedSystem):
 
     # episode ------------------------------------------------------------------
     def reset(self, session_id: str, policy_seed: int) -> None:
+        if getattr(self, "turn_start", None) is not None:
+            self.end_episode("interrupted")  # the previous episode's record is completed
         super().reset(session_id, policy_seed)
         p = self.params
         self.client = ChatClient(p["agent_url"], p["agent_model"], p["api_key_env"],
@@ -133,6 +135,22 @@ class AgentSystem(TestedSystem):
             self._log = open(d / f"agent_{self.session_id or 'episode'}.jsonl", "a", encoding="utf-8")
         self._log.write(json.dumps(entry, sort_keys=True) + "\n")
         self._log.flush()
+
+    # hooks for the graph ---------------------------------------------------------
+    def set_output_dir(self, path) -> None:
+        """Write this episode's JSONL next to the other episode records."""
+        self.params["record_dir"] = str(path)
+
+    def drain_reports(self) -> list[dict]:
+        """Explicit reports/commitments made since the last call (for
+        /referee/report_operation); each is handed out once."""
+        out, self.reports = self.reports, []
+        return out
+
+    def end_episode(self, reason: str = "stopped") -> dict:
+        """The runtime ended the episode: close the record, return the summary."""
+        self._end(reason)
+        return self.episode_summary()
 
     def _past_deadline(self) -> bool:
         return self.clock() - self.turn_start >= float(self.params["turn_deadline_s"])
