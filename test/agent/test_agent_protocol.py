@@ -205,3 +205,4 @@ def test_reported_processing_time_splits_model_and_communication(observed):
     assert rec.latency_s == 1.0 and rec.model_s == 0.25 and rec.communication_s == 0.75
     s = system.end_episode("done")
     assert s["model_computation_s"] == 0.25 and s["communication_s"] == 0.75 and s["outcome"] == "final"
+    assert s["turn_elapsed_s"] == 1.0

@@ -15,6 +15,10 @@ class PriceTable:
     @classmethod
     def from_params(cls, d: dict | None) -> "PriceTable":
         d = dict(d or {})
+        for k in ("input_per_mtok", "output_per_mtok"):
+            v = d.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+                raise ValueError(f"price table {k} must be a non-negative number, got {v!r}")
         return cls(d.get("input_per_mtok"), d.get("output_per_mtok"), str(d.get("source", "")))
 
     def cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
@@ -85,3 +89,22 @@ class EpisodeAccount:
             "physical_execution_wall_s": sum(a.wall_s for a in self.actions),
             "physical_execution_sim_s": sum(a.sim_s for a in self.actions),
         }
+
+
+def per_success(episodes: list[dict]) -> dict:
+    """Protocol primary metrics over all attempts (PASS, FAIL and ERROR stay
+    in the denominator): total cost and total task time divided by the
+    number of successes. Unknown cost anywhere keeps the cost unknown; zero
+    successes leave both undefined (None)."""
+    n = len(episodes)
+    successes = sum(e.get("verdict") == "PASS" for e in episodes)
+    costs = [e.get("cost_usd") for e in episodes]
+    times = [e.get("turn_elapsed_s") for e in episodes]
+    cost = None if (not successes or None in costs) else sum(costs) / successes
+    time_ = None if (not successes or None in times) else sum(times) / successes
+    return {"attempts": n, "successes": successes,
+            "completion_rate": successes / n if n else None,
+            "cost_per_success_usd": cost, "time_per_success_s": time_,
+            "unknown_cost_attempts": sum(c is None for c in costs),
+            "model_calls": sum(e.get("model_calls", 0) for e in episodes),
+            "overload_rejections": sum(e.get("overload_rejections", 0) for e in episodes)}

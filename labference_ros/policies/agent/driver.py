@@ -42,7 +42,8 @@ DEFAULTS = {"agent_url": "http://127.0.0.1:8000/v1", "agent_model": "", "api_key
             "timeout_s": 60.0, "max_rounds": 6, "max_actions": 24, "turn_deadline_s": 90.0,
             "temperature": 0.0, "max_tokens": 1024, "price_table": {}, "fault": {},
             "record_dir": "", "overload_wait_s": 2.0, "overload_wait_max_s": 10.0,
-            "attach_cameras": ["front", "wrist", "display"]}
+            "attach_cameras": ["front", "wrist", "display"],
+            "max_tokens_field": "max_tokens"}  # newer OpenAI models want "max_completion_tokens"
 
 
 def _png_b64(img: np.ndarray) -> str:
@@ -75,7 +76,7 @@ class AgentSystem(TestedSystem):
         if not params["agent_model"]:
             raise ValueError("agent: agent_model is required")
         super().__init__(spec, **params)
-        self.prices = PriceTable.from_params(params["price_table"])
+        self.prices = PriceTable.from_params(params["price_table"])  # validates
         FaultSchedule.from_params(params["fault"])  # reject a bad schedule at construction
         self.planner = PickPlacePlanner(PickPlaceSettings(rate_hz=self.spec.control_frequency_hz))
         self.skills = Skills(self.planner, self.spec)
@@ -123,6 +124,7 @@ class AgentSystem(TestedSystem):
         self.pan_xy: tuple[float, float] | None = None
         self.finished = False
         self.outcome = ""
+        self.turn_elapsed_s: float | None = None  # wall time of the turn, set at its end
         self.final_text = ""
         self._log = None
 
@@ -159,6 +161,7 @@ class AgentSystem(TestedSystem):
         if self.finished:
             return
         self.finished, self.outcome = True, outcome
+        self.turn_elapsed_s = 0.0 if self.turn_start is None else self.clock() - self.turn_start
         for cid, _, _ in self.pending:  # never dispatched
             self._tool_reply(cid, {"ok": False, "executed": False, "error": f"turn ended: {outcome}"})
         self.pending = []
@@ -173,6 +176,7 @@ class AgentSystem(TestedSystem):
                 "tool_schema_hash": schema_hash(), "bounds": self.bounds(),
                 "price_table": self.params["price_table"], "outcome": self.outcome,
                 "rounds": self.rounds, "final_text": self.final_text,
+                "turn_elapsed_s": self.turn_elapsed_s,
                 "fault": self.faults.grade(self.account.actions) if self.faults.mode != "none" else None,
                 "calls": [c.to_dict() for c in self.account.calls], **self.account.summary()}
 
@@ -272,8 +276,9 @@ class AgentSystem(TestedSystem):
             self.attach = []
         self.rounds += 1
         request = {"messages": self.messages, "tools": TOOLS, "tool_choice": "auto",
-                   "temperature": float(self.params["temperature"]),
-                   "max_tokens": int(self.params["max_tokens"])}
+                   self.params["max_tokens_field"]: int(self.params["max_tokens"])}
+        if self.params["temperature"] is not None:  # None: leave it to the server
+            request["temperature"] = float(self.params["temperature"])
         reply, timing = self.client.complete(request)  # validity errors propagate
         self.request_bodies += timing.bodies
         msg = reply["choices"][0]["message"]
