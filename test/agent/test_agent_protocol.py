@@ -206,3 +206,17 @@ def test_reported_processing_time_splits_model_and_communication(observed):
     s = system.end_episode("done")
     assert s["model_computation_s"] == 0.25 and s["communication_s"] == 0.75 and s["outcome"] == "final"
     assert s["turn_elapsed_s"] == 1.0
+
+
+def test_runtime_end_mid_motion_keeps_the_interrupted_attempt(observed, tmp_path):
+    _, obs = observed
+    with FakeChatServer([step(call("pick", {"object": "std_100"}))]) as server:
+        system, _ = agent(server, record_dir=str(tmp_path))
+        chunk = system.act(obs)
+    assert not np.allclose(chunk[-1, :7], obs.joint_positions)  # the pick started moving
+    s = system.end_episode("episode_deadline")
+    assert s["outcome"] == "episode_deadline" and s["actions"] == 1
+    (rec,) = system.account.actions
+    assert rec.tool == "pick" and not rec.ok and rec.error.startswith("interrupted")
+    lines = [json.loads(l) for l in (tmp_path / "agent_s-1.jsonl").read_text().splitlines()]
+    assert [l["kind"] for l in lines] == ["model_call", "action", "summary"]

@@ -162,6 +162,12 @@ class AgentSystem(TestedSystem):
             return
         self.finished, self.outcome = True, outcome
         self.turn_elapsed_s = 0.0 if self.turn_start is None else self.clock() - self.turn_start
+        if self.running is not None:  # ended by the runtime mid-motion: keep the attempt
+            cid, rec, wall0, _ = self.running
+            rec.wall_s, rec.moved, rec.error = self.clock() - wall0, True, f"interrupted: {outcome}"
+            self.account.actions.append(rec)
+            self._record(rec.to_dict())
+            self.cursor = self.running = None
         for cid, _, _ in self.pending:  # never dispatched
             self._tool_reply(cid, {"ok": False, "executed": False, "error": f"turn ended: {outcome}"})
         self.pending = []
@@ -404,6 +410,7 @@ class AgentSystem(TestedSystem):
         return {"state": self._state(obs), "instruction": obs.instruction,
                 "history": [{"tool": a.tool, "arguments": a.arguments, "ok": a.ok, "moved": a.moved,
                              "error": a.error} for a in self.account.actions][-12:],
+                "runtime_history": list(obs.history)[-8:],
                 "images": "attached in the next user message"}
 
     def _tool_report_state(self, obs, args):
