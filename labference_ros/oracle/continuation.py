@@ -40,6 +40,7 @@ class BranchResult:
     receipts: list[dict] = field(default_factory=list)
     executor_attempts: list[dict] = field(default_factory=list)
     first_delivery_step: int | None = None
+    readout_abs_error_g: float | None = None  # state interface: own report vs displayed, first decision
     trace: list[str] = field(default_factory=list)  # sim-state sha256 per hold interval
 
     @property
@@ -173,6 +174,9 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
             res.first_delivery_step = len(res.trace)  # skill support delivered inside act
         if log is not None:
             for entry in log[n_log:]:
+                own = entry.get("state_original")
+                if own is not None and res.readout_abs_error_g is None and world.reading is not None:
+                    res.readout_abs_error_g = abs(own["displayed_g"] - world.reading.displayed_g)
                 oracle.after_decision(entry)
                 opp = referee.book.current
                 if entry["operation_used"] is not None and opp is not None:

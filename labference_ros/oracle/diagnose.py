@@ -57,8 +57,10 @@ def format_table(result: dict) -> str:
             lines.append(f"{name} | {r['N']} | {r['compatibility']}")
             continue
         if name == "base":
+            errs = [b.readout_abs_error_g for b in result["branches"]["base"] if b.readout_abs_error_g is not None]
             lines.append(f"base | {r['N']} | compatible | mean choice {_fmt(r.get('mean_choice_correct'))}"
-                         f" | mean done {_fmt(r.get('mean_completed'))}")
+                         f" | mean done {_fmt(r.get('mean_completed'))}"
+                         f" | readout |err| mean {_fmt(sum(errs) / len(errs) if errs else None)} g")
             continue
         lines.append(" | ".join([
             name, str(r["N"]), "compatible",

@@ -92,3 +92,9 @@ def test_a_refused_support_leaves_the_branch_identical_to_base(checkpoint, monke
     assert sup.first_delivery_step is None
     assert sup.trace == base.trace and len(base.trace) > 10
     assert (sup.choice, sup.completed) == (base.choice, base.completed)
+
+
+def test_misreader_state_interface_error_is_measured_at_the_checkpoint(misreader):
+    # 150 g displayed, 160 g reported: a field-level readout error of 10 g.
+    errs = [b.readout_abs_error_g for b in misreader["branches"]["base"]]
+    assert errs == [10.0, 10.0]
