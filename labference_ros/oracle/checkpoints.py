@@ -127,7 +127,8 @@ def prepare(spec: CheckpointSpec) -> Checkpoint:
         for op in spec.prefix:
             _run_prefix(world, op)
         world.advance(0.5)
-        while not (world.reading.stable) and world.t < SETTLE_LIMIT_S + 0.5:
+        settle_end = world.t + SETTLE_LIMIT_S
+        while not world.reading.stable and world.t < settle_end:
             world.advance(0.1)
         v = verify(world, spec.expected_on_pan())
         if v["failures"]:

@@ -98,3 +98,12 @@ def test_misreader_state_interface_error_is_measured_at_the_checkpoint(misreader
     # 150 g displayed, 160 g reported: a field-level readout error of 10 g.
     errs = [b.readout_abs_error_g for b in misreader["branches"]["base"]]
     assert errs == [10.0, 10.0]
+
+
+def test_prefix_checkpoint_is_rebuilt_and_verified_at_the_handoff():
+    from labference_ros.core.operations import add
+    spec = population_from_instances([INSTANCES[0]], prefix=(add("std_20"),))[0]
+    a, b = prepare(spec), prepare(spec)
+    assert a.verified, a.reason
+    assert a.on_pan == {"std_20"} and a.verification["stable"] and not a.verification["held"]
+    assert a.snapshot.blob == b.snapshot.blob  # rebuilding is deterministic, bit for bit
