@@ -146,6 +146,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         _outcomes(res, referee)
         res.receipts = oracle.receipts
         res.executor_attempts = list(system.executor.attempts) if getattr(system, "executor", None) else []
+        _executor_outcomes(res.executor_attempts, referee)
         return res
     except Exception as e:  # noqa: BLE001 -- a branch fault is a validity event, kept as unresolved
         res.status, res.reason = "unresolved", f"branch_fault: {type(e).__name__}: {e}"
@@ -224,3 +225,14 @@ def _outcomes(res: BranchResult, referee: Referee) -> None:
     res.choice = op.to_dict() if op else None
     res.choice_correct = bool(first is not None and op is not None and op in first.legal_set)
     res.completed = bool(referee.z.physically_complete)
+
+
+def _executor_outcomes(attempts: list[dict], referee: Referee) -> None:
+    """The executor's own success or failure: the referee's physical
+    confirmation of the choice it realized (confirmed | failed | pending)."""
+    for a in attempts:
+        if a["status"] != "attempted":
+            continue
+        op = Operation.from_dict(a["operation"])
+        opp = next((o for o in referee.opportunities if o.first_choice == op), None)
+        a["outcome"] = opp.execution if opp is not None else "unidentified"

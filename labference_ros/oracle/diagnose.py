@@ -29,7 +29,8 @@ def diagnose_oracle(population_path, system: str, conditions, *, params: dict | 
             if all(b.resolved for b in rows) and rows:
                 row[f"mean_{o}"] = rate(sum(float(getattr(b, o)) for b in rows), len(rows))
         table[name] = row
-    return {"system": system, "population": [
+    # Common-checkpoint continuations only; full-rollout interventions are a separate design.
+    return {"system": system, "design": "checkpoint_continuation", "population": [
                 {"checkpoint_id": cp.spec.checkpoint_id, "status": cp.status, "reason": cp.reason}
                 for cp in checkpoints],
             "table": table, "interactions": interactions(table), "branches": branches}

@@ -57,6 +57,7 @@ def test_unsteady_grasp_skill_replacement_raises_completion(unsteady):
     assert t["replace:skill"]["gain_completed"] > 0
     attempts = [a for b in unsteady["branches"]["replace:skill"] for a in b.executor_attempts]
     assert attempts and all(a["status"] == "attempted" for a in attempts)
+    assert all(a["outcome"] == "confirmed" for a in attempts), attempts  # the executor's own record
     assert t["replace:state"]["gain_choice_correct"] == 0
     assert t["replace:state"]["gain_completed"] == 0
 

@@ -104,3 +104,15 @@ def test_topic_oracle_binds_to_the_latest_opportunity_once():
     assert [iv["site"] for iv, _ in svc.pending()] == ["state"]  # legal set of 2 not yet known
     with pytest.raises(ValueError):
         OracleService("replace:skill")
+
+
+def test_joint_support_interaction_contrast():
+    from labference_ros.oracle.gains import interactions
+    table = {"base": {"mean_completed": 0.0, "mean_choice_correct": 0.0},
+             "replace:decision": {"mean_completed": 0.5, "mean_choice_correct": 1.0},
+             "replace:skill": {"mean_completed": 0.5, "mean_choice_correct": 0.0},
+             "replace:decision+replace:skill": {"mean_completed": 1.0, "mean_choice_correct": 1.0}}
+    out = interactions(table)
+    assert out == {"replace:decision+replace:skill": {"choice_correct": 0.0, "completed": 0.0}}
+    table["replace:decision+replace:skill"]["mean_completed"] = 0.75
+    assert interactions(table)["replace:decision+replace:skill"]["completed"] == pytest.approx(-0.25)
