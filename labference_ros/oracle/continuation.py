@@ -115,15 +115,16 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
                after_finish_s: float = 2.0, trace: bool = False) -> BranchResult:
     name = condition_name(condition)
     res = BranchResult(cp.spec.checkpoint_id, name, "ok")
-    if not cp.verified:
-        res.status, res.reason = "unresolved", f"preparation_failed: {cp.reason}"
-        return res
     system = make(system_name, **(params or {}))
+    # Capability preflight first: compatibility does not depend on the checkpoint.
     for s in condition:
         c = compatibility(system, s)
         if c != COMPATIBLE:
             res.status, res.reason = c, str(s)
             return res
+    if not cp.verified:
+        res.status, res.reason = "unresolved", f"preparation_failed: {cp.reason}"
+        return res
     inst = cp.spec.instance
     world = World(inst)
     try:

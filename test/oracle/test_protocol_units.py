@@ -51,7 +51,6 @@ def test_fixed_preference_branch_is_not_run_under_report_hooks():
     cp = prepare(CheckpointSpec("bad", INSTANCE, (add("std_404"),)))
     assert cp.status == "preparation_failed"  # the failure is kept with its reason
     assert "infeasible" in cp.reason
-    cp.status = "verified"  # pretend, to reach the preflight
     r = run_branch(cp, "fixed_preference", parse_condition("replace:state"))
     assert r.status == "incompatible:action_only" and r.receipts == []
 
