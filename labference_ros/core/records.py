@@ -136,6 +136,19 @@ def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
     }
 
 
+def amend_run_json(out_dir: str | Path, section: str, values: dict) -> None:
+    """Merge ``values`` into one section of an episode's run.json (atomically).
+
+    Used once per episode by the episode runner for the tested system's resolved
+    profile, which only the policy bridge knows and which it reports after the
+    referee has opened the records.
+    """
+    path = Path(out_dir) / "run.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data[section] = {**(data.get(section) or {}), **values}
+    write_json_atomic(path, data)
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

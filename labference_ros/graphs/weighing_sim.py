@@ -11,7 +11,12 @@ from .graph import Graph, LaunchArgument, NodeSpec, Param
 ARGUMENTS = (
     LaunchArgument("episodes", "3", "Number of instances to generate and evaluate "
                    "(ignored when 'instances' is given: that list runs in full)"),
-    LaunchArgument("system", "scripted_expert", "Tested system (policy registry name)"),
+    LaunchArgument("system", "scripted_expert", "Tested system (policy registry name): scripted_expert, "
+                   "display_reader, fixed_preference, http, openpi, agent"),
+    LaunchArgument("system_params", "{}", "The tested system's parameters as JSON, e.g. "
+                   "'{\"preference\": \"std_20\"}' or '{\"url\": \"http://127.0.0.1:8000/act\"}'"),
+    LaunchArgument("agent_url", "", "system:=agent: base URL of an OpenAI-compatible chat-completions server"),
+    LaunchArgument("agent_model", "", "system:=agent: model name"),
     LaunchArgument("condition", "basic", "Task condition of generated instances", choices=("basic", "extended")),
     LaunchArgument("seed", "0", "Base seed of the task, layout and policy streams"),
     LaunchArgument("output_dir", "runs/{timestamp}", "Run directory; {timestamp} is replaced at start"),
@@ -43,7 +48,8 @@ NODES = (
     NodeSpec("referee", "referee",
              parameters={}),
     NodeSpec("policy_bridge", "policy_bridge",
-             parameters={"system": Param("system"), "seed": Param("seed", int),
+             parameters={"system": Param("system"), "system_params_json": Param("system_params"),
+                         "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
                          "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float)}),
     NodeSpec("recorder", "recorder", parameters={}),
     NodeSpec("episode_runner", "episode_runner",

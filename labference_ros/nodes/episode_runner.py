@@ -22,6 +22,19 @@ EXIT_OK, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2
 TICK_S = 0.05
 
 
+def record_policy_profile(out_dir, message: str) -> None:
+    """The bridge answers start_episode with the tested system's resolved profile
+    (name, privileged flag, ActionSpec and its hash, parameters); run.json keeps it."""
+    from labference_ros.core.records import amend_run_json
+
+    try:
+        profile = json.loads(message).get("policy") or {}
+    except (ValueError, AttributeError):
+        return
+    if profile and (out_dir / "run.json").exists():
+        amend_run_json(out_dir, "policy", profile)
+
+
 # Topics whose publisher and subscriber must both be in the graph before the first episode.
 CONNECTED_TOPICS = ("/evaluator/world_state", "/balance/wrench", "/balance/reading", "/joint_states",
                     "/cameras/front/image_raw", "/panda_arm_controller/joint_trajectory",
@@ -202,6 +215,8 @@ def make_node():
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
                     run_json=run_json(self.settings, instance)))
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
+                if started:
+                    record_policy_profile(out_dir, answer.message)
             if started:
                 self.sim_start = sim_start
                 self.sim_seen_wall = time.monotonic()  # the stall watchdog counts from the episode's start

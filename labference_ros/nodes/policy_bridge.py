@@ -27,8 +27,9 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from labference.msg import ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, WorldState
-from labference.srv import Advance, FinishEpisode, StartEpisode
+from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, Operation,
+                            WorldState)
+from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.action_spec import validate_chunk, reference_joint_spec
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
@@ -44,6 +45,16 @@ EPS = 1e-6
 RECEIPT_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+def system_params(v: dict) -> dict:
+    """The tested system's parameters: system_params_json, plus the agent's
+    server and model when given as their own launch arguments."""
+    params = json.loads(v["system_params_json"] or "{}")
+    for key in ("agent_url", "agent_model"):
+        if v.get(key):
+            params[key] = v[key]
+    return params
+
+
 class PolicyBridge(Node):
     def __init__(self):
         super().__init__("policy_bridge")
@@ -51,13 +62,14 @@ class PolicyBridge(Node):
             ("system", "display_reader"), ("system_params_json", "{}"), ("step_mode", "sync"),
             ("camera_rate", 10.0), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
-            ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0)])
+            ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0),
+            ("agent_url", ""), ("agent_model", "")])
         v = {x.name: x.value for x in p}
         self.v = v
         if v["step_mode"] not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
         self.spec = reference_joint_spec(float(v["control_rate_hz"]), int(v["max_chunk_length"]))
-        self.system = make(v["system"], spec=self.spec, **json.loads(v["system_params_json"]))
+        self.system = make(v["system"], spec=self.spec, **system_params(v))
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
         self.latest: dict[str, object] = {}  # newest message per channel
         self.echoes: dict[str, DeliveryReceipt] = {}  # referee receipts by observation id
@@ -82,6 +94,8 @@ class PolicyBridge(Node):
         self.pub_status = self.create_publisher(
             String, "/policy_bridge/status", QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.advance = self.create_client(Advance, "/lab_sim/advance")
+        # Systems with an explicit report track (e.g. the agent's commitments).
+        self.report = self.create_client(ReportOperation, "/referee/report_operation")
         self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
         self.create_timer(0.002, self.tick)
@@ -123,6 +137,8 @@ class PolicyBridge(Node):
         log = None
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
+            if hasattr(self.system, "set_output_dir"):
+                self.system.set_output_dir(out)
             log = open(out / "policy_actions.jsonl", "a", encoding="utf-8")
         self._close_log()
         self.latest.pop("world", None)
@@ -149,6 +165,8 @@ class PolicyBridge(Node):
         if ep is None or ep["state"] in ("done", "error"):
             return
         ep["state"] = state
+        if hasattr(self.system, "end_episode"):
+            self._record({"record": "system_summary", **self.system.end_episode(reason)})
         self._record({"record": "end", "state": state, "reason": reason, "t": ep["t"]})
         self._status(ep["id"], state, reason)
         self._close_log()
@@ -311,6 +329,7 @@ class PolicyBridge(Node):
         ep["inference"] = None
         wall = time.perf_counter() - ep["wall0"]
         chunk = fut.result()  # EvaluationValidityError propagates to tick()
+        self._send_reports(ep)
         current = np.concatenate([ep["obs"].joint_positions, [ep["obs"].gripper_width]])
         verdict = validate_chunk(self.spec, chunk, ep["obs_ev"], ep["latest_ev"], current)
         cid = f"{ep['obs_id']}:chunk"
@@ -324,6 +343,21 @@ class PolicyBridge(Node):
         ep["queue"] = list(verdict.applied) if verdict.accepted else [None]
         ep["chunk_ev"] = ep["obs_ev"]
         ep["state"] = "execute"
+
+    def _send_reports(self, ep):
+        """Explicit operation reports go to the referee's separately scored track."""
+        if not hasattr(self.system, "drain_reports"):
+            return
+        for r in self.system.drain_reports():
+            op = r.get("operation") or {}
+            req = ReportOperation.Request(
+                episode_id=ep["id"], opportunity_id=int(r.get("opportunity_id", -1)),
+                evidence_version=int(r.get("evidence_version", ep["obs_ev"])),
+                operation=Operation(type=op.get("type", ""), object=op.get("object", ""),
+                                    destination=op.get("destination", "")),
+                source=str(r.get("source", self.v["system"])))
+            self.report.call_async(req)
+            self._record({"record": "report_sent", "t": ep["t"], **r})
 
     def _evaluator_view(self, ep) -> EvaluatorView:
         w = world_from_msg(self.latest["world"])
