@@ -78,6 +78,7 @@ want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv)
 if [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$want_iface" ]; then
   say "building the labference interfaces into $VENV"
   rm -rf build/interfaces
+  mkdir -p build
   (
     export PATH="$VENV/bin:$PATH"
     cmake -S . -B build/interfaces -DLABFERENCE_INTERFACES_ONLY=ON -DBUILD_TESTING=OFF \
