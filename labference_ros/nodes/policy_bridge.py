@@ -350,9 +350,9 @@ class PolicyBridge(Node):
             return
         for r in self.system.drain_reports():
             op = r.get("operation") or {}
+            # The bridge, not the system, knows which handoff the inference answered.
             req = ReportOperation.Request(
-                episode_id=ep["id"], opportunity_id=int(r.get("opportunity_id", -1)),
-                evidence_version=int(r.get("evidence_version", ep["obs_ev"])),
+                episode_id=ep["id"], opportunity_id=-1, evidence_version=int(ep["obs_ev"]),
                 operation=Operation(type=op.get("type", ""), object=op.get("object", ""),
                                     destination=op.get("destination", "")),
                 source=str(r.get("source", self.v["system"])))

@@ -129,8 +129,11 @@ class RefereeNode(Node):
         self._pump()
         op = {"type": request.operation.type, "object": request.operation.object,
               "destination": request.operation.destination}
-        out = self.referee.report_operation(op, self.last_t, opportunity_id=request.opportunity_id,
-                                            evidence_version=request.evidence_version, source=request.source)
+        # Negative ids mean "not stated" (the message has no optional fields).
+        out = self.referee.report_operation(
+            op, self.last_t, opportunity_id=request.opportunity_id if request.opportunity_id >= 0 else None,
+            evidence_version=request.evidence_version if request.evidence_version >= 0 else None,
+            source=request.source)
         self._emit(out)
         report = out[0]
         response.accepted = bool(report.get("accepted"))
