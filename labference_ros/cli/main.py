@@ -178,3 +178,31 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
     except (LaunchArgumentError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(code)
+
+
+@main.command("diagnose-oracle")
+@click.argument("population", type=click.Path(dir_okay=False))
+@click.option("--system", required=True, help="Tested system (policy registry name), e.g. misreader.")
+@click.option("--support", "supports", multiple=True, required=True, metavar="MODE:SITE[+MODE:SITE]",
+              help="A support condition, e.g. replace:state, assist:state, replace:decision, replace:skill; "
+                   "join supports with + for a joint condition. Repeat for several.")
+@click.option("--new", "new_instances", type=int, default=0, metavar="N",
+              help="First write a population of N basic checkpoints (seed --seed) to POPULATION.")
+@click.option("--seed", type=int, default=1, help="Task and layout seed for --new.")
+@click.option("--budget-s", type=float, default=None, help="Sim seconds per branch.")
+def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
+                            seed: int, budget_s: float | None) -> None:
+    """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
+    same system with each registered support; prints gains (eq. 3) with counts,
+    delivery and agreement rates."""
+    from labference_ros.oracle.diagnose import DEFAULT_BUDGET_S, diagnose_oracle, format_table
+
+    if new_instances:
+        from labference_ros.core.instances import generate
+        from labference_ros.oracle.checkpoints import population_from_instances, write_population
+
+        write_population(population, population_from_instances(
+            generate("basic", new_instances, task_seed=seed, layout_seed=seed, policy_seed=0)))
+    result = diagnose_oracle(population, system, list(supports),
+                             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s)
+    click.echo(format_table(result))

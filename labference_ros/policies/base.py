@@ -89,4 +89,4 @@ def make(name: str, spec: ActionSpec | None = None, **params) -> TestedSystem:
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators.
-    from labference_ros.policies import agent, openpi, remote_http, scripted  # noqa: F401
+    from labference_ros.policies import agent, diagnostic, openpi, remote_http, scripted  # noqa: F401
