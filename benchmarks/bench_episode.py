@@ -1,0 +1,97 @@
+"""A whole scripted_expert episode: the full ROS graph vs raw MuJoCo, in one run.
+
+Raw: one process loads the same instance, executes the same scripted transfer at
+the same 50 Hz control rate, takes a measurement (world state, load-cell wrench,
+joints) every 10 ms of sim time, renders the three cameras at --camera-rate at
+the graph's image size, and runs on until the referee's 3 s terminal dwell
+could have completed. Graph: `labference launch weighing_sim.launch.py` with the
+same instance (record:=false), timing the episode as the runner reports it
+(start-up excluded). Prints both wall times and their ratio.
+
+    .venv/bin/python benchmarks/bench_episode.py
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from labference_ros.core.instances import generate, write_instance_list  # noqa: E402
+
+
+def raw_episode(instance, camera_rate: float, size: tuple[int, int], control_hz: float = 50.0) -> tuple[float, float]:
+    from labference_ros.sim.backend import CAMERA_NAMES
+    from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
+    from labference_ros.sim.motion import PickPlacePlanner, PickPlaceSettings, plan_to_pan
+
+    t0 = time.perf_counter()
+    b = MujocoBackend(RenderSettings(width=size[1], height=size[0]))
+    b.load(instance)
+    (standard,) = instance.goal_set
+    plan = plan_to_pan(PickPlacePlanner(PickPlaceSettings(rate_hz=control_hz)),
+                       b.joint_state().position[:7], standard, b.measure().objects[standard].position,
+                       instance.layout["balance"])
+    events = sorted(plan.gripper_events, key=lambda e: e.t)
+    next_cam = next_meas = 0.0
+    steps_per_row = int(round(1.0 / control_hz / b.timestep))
+    total_rows = len(plan.arm_q) + int(round(5.0 * control_hz))  # settle + 3 s dwell
+    k = 0
+    for i in range(total_rows):
+        t_plan = i * plan.dt
+        while k < len(events) and events[k].t <= t_plan + 1e-9:
+            e = events[k]
+            b.set_gripper(e.width, e.speed, e.force, e.epsilon_inner, e.epsilon_outer, e.grasp)
+            k += 1
+        b.set_arm_targets(plan.arm_q[min(i, len(plan.arm_q) - 1)])
+        for _ in range(steps_per_row):
+            t = b.sim_time
+            if t + 1e-9 >= next_meas:
+                b.measure(), b.pan_wrench(), b.joint_state()
+                next_meas = t + 0.01
+            if t + 1e-9 >= next_cam:
+                for cam in CAMERA_NAMES:
+                    b.render(cam)
+                next_cam = t + 1.0 / camera_rate
+            b.step(1)
+    sim_s = b.sim_time
+    b.close()
+    return time.perf_counter() - t0, sim_s
+
+
+def graph_episode(instance, camera_rate: float, size: tuple[int, int]) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "instances.json")
+        write_instance_list(path, [instance])
+        out = os.path.join(tmp, "run")
+        exe = os.path.join(os.path.dirname(sys.executable), "labference")
+        subprocess.run([exe, "launch", "weighing_sim.launch.py", "system:=scripted_expert", f"instances:={path}",
+                        "record:=false", f"camera_rate:={camera_rate}", f"image_width:={size[1]}",
+                        f"image_height:={size[0]}", f"output_dir:={out}"], check=True, capture_output=True)
+        (attempt,) = [json.loads(line) for line in open(os.path.join(out, "attempts.jsonl"))]
+        assert attempt["status"] == "ok", attempt
+        return attempt["wall_s"], attempt["sim_s"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--camera-rate", type=float, default=10.0)
+    ap.add_argument("--width", type=int, default=320)
+    ap.add_argument("--height", type=int, default=240)
+    a = ap.parse_args()
+    instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
+    size = (a.height, a.width)
+    raw_wall, raw_sim = raw_episode(instance, a.camera_rate, size)
+    graph_wall, graph_sim = graph_episode(instance, a.camera_rate, size)
+    print(f"raw MuJoCo episode : {raw_wall:6.2f} s wall for {raw_sim:5.2f} s sim")
+    print(f"full graph episode : {graph_wall:6.2f} s wall for {graph_sim:5.2f} s sim")
+    print(f"ratio graph/raw wall time: {graph_wall / raw_wall:.2f}")
+
+
+if __name__ == "__main__":
+    main()
