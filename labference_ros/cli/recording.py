@@ -76,4 +76,29 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float) -> N
     click.echo(f"training index: {summary['index']}")
 
 
-COMMANDS = (audit, videos, demos_from_bags)
+@click.command()
+@click.option("--system", default="scripted_expert", show_default=True, help="Tested system that demonstrates.")
+@click.option("--episodes", default=3, show_default=True, help="Number of episodes to record.")
+@click.option("--condition", default="basic", show_default=True, type=click.Choice(["basic", "extended"]))
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(), default="runs/demos-{timestamp}", show_default=True,
+              help="Run directory; the HDF5 file, manifest and index go to <out>/demos.")
+@click.option("--val-fraction", default=0.1, show_default=True, help="Share of accepted episodes in the val split.")
+def demos(system: str, episodes: int, condition: str, seed: int, out_dir: str, val_fraction: float) -> None:
+    """Record N episodes of a system through the weighing graph (rosbags on), then
+    convert them into HDF5 demonstrations (demos-from-bags)."""
+    import pathlib
+    import time
+
+    from labference_ros.launcher.launch import launch as run_launch
+
+    out = pathlib.Path(out_dir.replace("{timestamp}", time.strftime("%Y%m%d-%H%M%S")))
+    code = run_launch("weighing_sim.launch.py", (f"system:={system}", f"episodes:={episodes}",
+                                                 f"condition:={condition}", f"seed:={seed}", "record:=true",
+                                                 f"output_dir:={out}"))
+    if code != 0:
+        _fail(f"the recording run ended with exit status {code}; see {out}", code)
+    demos_from_bags.callback(str(out), None, val_fraction)
+
+
+COMMANDS = (audit, videos, demos_from_bags, demos)

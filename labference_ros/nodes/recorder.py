@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import struct
 import pathlib
 import time
 
@@ -32,6 +33,18 @@ def msg_class(msgtype: str):
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
 
 
+# Measurement topics whose stamps tell how far the recording has got.
+WATERMARK_TOPICS = ("/evaluator/world_state", "/balance/reading")
+
+
+def header_stamp_s(data: bytes) -> float:
+    """Header stamp of a serialized message whose first field is std_msgs/Header
+    (CDR: 4-byte encapsulation, then int32 sec, uint32 nanosec)."""
+    order = "<" if data[1:2] == b"\x01" else ">"
+    sec, nanosec = struct.unpack_from(order + "iI", data, 4)
+    return sec + nanosec * 1e-9
+
+
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
@@ -43,7 +56,7 @@ class Recorder(Node):
         self.types: dict[str, str] = {}
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
-        self.end_waiter: Future | None = None
+        self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
         for topic, msgtype in RECORDED_TOPICS.items():
             self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
         self.create_timer(1.0, self._discover)
@@ -92,6 +105,8 @@ class Recorder(Node):
             self.latched[topic] = data
         if topic == "/referee/events":
             self._watch_referee(data)
+        if topic in WATERMARK_TOPICS:
+            self.watermark[topic] = max(self.watermark.get(topic, -1.0), header_stamp_s(data))
         if self.bag is not None:
             self._write(topic, data)
 
@@ -107,8 +122,6 @@ class Recorder(Node):
         msg = deserialize_message(data, RefereeEvent)
         if msg.category == "episode_end":
             self.referee_ended.add(msg.episode_id)
-            if msg.episode_id == self.episode_id and self.end_waiter and not self.end_waiter.done():
-                self.end_waiter.set_result(True)
 
     # episode boundaries ---------------------------------------------------------
     def on_start(self, request, response):
@@ -132,14 +145,21 @@ class Recorder(Node):
         if self.bag is None or request.episode_id != self.episode_id:
             response.success, response.message = False, "no such episode is being recorded"
             return response
-        if request.episode_id not in self.referee_ended and self.count_publishers("/referee/events"):
-            # Wait for the referee's episode_end so its final records are in the bag.
-            self.end_waiter = Future()
-            timer = self.create_timer(self.finish_timeout_s, lambda: self.end_waiter.done()
-                                      or self.end_waiter.set_result(False))
-            await self.end_waiter
-            self.destroy_timer(timer)
-            self.end_waiter = None
+        def caught_up() -> bool:
+            # The referee's final records, and every measurement up to the episode's
+            # end, must be in the bag; under load the recorder runs behind the graph.
+            ended = request.episode_id in self.referee_ended or not self.count_publishers("/referee/events")
+            return ended and all(self.watermark.get(t, -1.0) >= request.sim_time - 1e-6
+                                 for t in WATERMARK_TOPICS if self.count_publishers(t))
+
+        if not caught_up():
+            waiter = Future()
+            poll = self.create_timer(0.02, lambda: waiter.done() or not caught_up() or waiter.set_result(True))
+            give_up = self.create_timer(self.finish_timeout_s, lambda: waiter.done() or waiter.set_result(False))
+            if not await waiter:
+                self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
+            self.destroy_timer(poll)
+            self.destroy_timer(give_up)
         bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
         counts = dict(self.bag.counts)
         self._close("finished", reason=request.reason, sim_time=request.sim_time)
