@@ -229,3 +229,75 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
 
     reader = EpisodeBagReader(tmp_path / "ep" / "bag")
     assert json.loads(reader.custom["finish"])["status"] == "recorder_shutdown"
+
+
+def tampered_copy(src: pathlib.Path, dst: pathlib.Path, edit) -> pathlib.Path:
+    """Copy an episode's records and rewrite its bag through ``edit(topic, msgtype, t, data)``,
+    which returns new bytes or None to drop the message."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+    from labference_ros.recording.bag_writer import EpisodeBag
+
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("bag", "videos"))
+    reader = EpisodeBagReader(src / "bag")
+    bag = EpisodeBag(dst / "bag", reader.custom)
+    for topic, msgtype, t, data in reader.raw_messages():
+        data = edit(topic, msgtype, t, data)
+        if data is not None:
+            bag.add_topic(topic, msgtype)
+            bag.write(topic, t, data)
+    bag.close()
+    return dst
+
+
+def _event(ep: pathlib.Path, category: str) -> dict:
+    for line in (ep / "events.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["record"] == "event" and r["category"] == category:
+            return r
+    raise AssertionError(f"no {category} event")
+
+
+def _stamp(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tamper", ["none", "drop_stable_reading", "edit_terminal_reading", "delay_release"])
+def test_tampering_inside_the_bag_makes_the_audit_fail_and_name_the_difference(recorded_run, tmp_path, tamper):
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from labference.msg import BalanceReading, WorldState
+
+    run, _ = recorded_run
+    src = run / "correct"
+    stable_t = _event(src, "stable_reading")["t"]
+    release = _event(src, "release")
+    release_t, released = release["t"], release["object"]
+    dwell_t = _event(src, "terminal_dwell_started")["t"]
+
+    def edit(topic, msgtype, t, data):
+        if topic == "/balance/reading":
+            msg = deserialize_message(data, BalanceReading)
+            if tamper == "drop_stable_reading" and abs(_stamp(msg) - stable_t) < 1e-6:
+                return None
+            if tamper == "edit_terminal_reading" and abs(_stamp(msg) - (dwell_t + 1.0)) < 1e-6:
+                msg.displayed_g += 5.0
+                msg.filtered_g += 5.0
+                return serialize_message(msg)
+        if topic == "/evaluator/world_state" and tamper == "delay_release":
+            msg = deserialize_message(data, WorldState)
+            if release_t - 0.2 <= _stamp(msg) < release_t + 0.3:
+                for o in msg.objects:
+                    if o.name == released:  # the fingers seem to hold it 0.3 s longer
+                        o.contacts = sorted(set(o.contacts) | {"left_finger", "right_finger"})
+                        o.left_finger_contact = o.right_finger_contact = True
+                return serialize_message(msg)
+        return data
+
+    ep = tampered_copy(src, tmp_path / "ep", edit)
+    res = labference("audit", str(ep / "bag"))
+    if tamper == "none":  # control: the rewrite itself changes nothing the audit sees
+        assert res.returncode == 0, res.stdout + res.stderr
+        return
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "DISAGREE" in res.stdout and "field" in res.stdout and "online" in res.stdout and "audit" in res.stdout
