@@ -7,7 +7,6 @@ setup(
     description="ROS 2 benchmark: does a laboratory robot's next operation follow from what physically happened?",
     license="Apache-2.0",
     packages=find_packages(include=["labference_ros", "labference_ros.*"]),
-    package_data={"labference_ros": ["config/*.yaml", "graphs/*.yaml"]},
     python_requires=">=3.10",
     entry_points={
         "console_scripts": [
