@@ -139,6 +139,12 @@ def test_bag_contents_offered_qos_and_identity(recorded_run):
         assert topic in topics, topic
     info = reader.metadata["rosbag2_bagfile_information"]
     assert info["storage_identifier"] == "mcap" and info["version"] == 9
+    # The rosbag2 fields `ros2 bag info` reads.
+    assert info["duration"]["nanoseconds"] > 0 and info["starting_time"]["nanoseconds_since_epoch"] > 0
+    assert info["message_count"] == sum(t["message_count"] for t in info["topics_with_message_count"])
+    assert info["files"] and info["files"][0]["path"].endswith(".mcap")
+    assert all(t["topic_metadata"]["serialization_format"] == "cdr" and t["topic_metadata"]["type"]
+               for t in info["topics_with_message_count"])
     tare = next(t for t in info["topics_with_message_count"] if t["topic_metadata"]["name"] == "/balance/tare")
     assert tare["topic_metadata"]["offered_qos_profiles"][0]["durability"] == "transient_local"
     c = reader.custom
