@@ -253,14 +253,22 @@ class PolicyBridge(Node):
                 return False
         return True
 
+    def _have_every_channel(self) -> bool:
+        """Realtime mode: at least one message on every channel the observation needs."""
+        needed = ["joints", *(f"image:{c}" for c in REGISTERED_CAMERAS)] + (["world"] if self.system.privileged else [])
+        return all(k in self.latest for k in needed)
+
     def _state_observe(self, ep):
         t = self._current_time(ep)
         if self.v["step_mode"] == "sync" and not self._fresh(ep, t):
             if time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
                 raise EvaluationValidityError(f"no complete observation at sim time {t:.3f}")
             return
-        if self.v["step_mode"] == "realtime" and "joints" not in self.latest:
-            return
+        if self.v["step_mode"] == "realtime":
+            if not self._have_every_channel():
+                return
+            ep["t"] = t  # realtime: the boundary is wherever the simulator has got to
+
         if self._should_stop(ep, t):
             return
         obs = self._observation(ep, t)
