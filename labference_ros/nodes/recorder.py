@@ -134,6 +134,7 @@ class Recorder(Node):
             response.success, response.message = False, f"cannot record {request.episode_id}: {exc}"
             return response
         self.episode_id, self.output_dir = request.episode_id, out
+        self.watermark.clear()
         self.referee_ended.discard(request.episode_id)
         # A latched sample that arrived before the episode (the tare) belongs in the bag too.
         for topic, data in self.latched.items():
@@ -149,8 +150,10 @@ class Recorder(Node):
             # The referee's final records, and every measurement up to the episode's
             # end, must be in the bag; under load the recorder runs behind the graph.
             ended = request.episode_id in self.referee_ended or not self.count_publishers("/referee/events")
-            return ended and all(self.watermark.get(t, -1.0) >= request.sim_time - 1e-6
-                                 for t in WATERMARK_TOPICS if self.count_publishers(t))
+            # Only topics that carried this episode's measurements at all (a silent
+            # publisher has nothing in flight).
+            return ended and all(self.watermark[t] >= request.sim_time - 1e-6
+                                 for t in WATERMARK_TOPICS if t in self.watermark)
 
         if not caught_up():
             waiter = Future()
