@@ -23,10 +23,10 @@ import time
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from labference_ros.core.instances import generate, write_instance_list  # noqa: E402
+from raw_schedule import RawSchedule  # noqa: E402
 
 
 def raw_episode(instance, camera_rate: float, size: tuple[int, int], control_hz: float = 50.0) -> tuple[float, float]:
-    from labference_ros.sim.backend import CAMERA_NAMES
     from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
     from labference_ros.sim.motion import PickPlacePlanner, PickPlaceSettings, plan_to_pan
 
@@ -38,7 +38,7 @@ def raw_episode(instance, camera_rate: float, size: tuple[int, int], control_hz:
                        b.joint_state().position[:7], standard, b.measure().objects[standard].position,
                        instance.layout["balance"])
     events = sorted(plan.gripper_events, key=lambda e: e.t)
-    next_cam = next_meas = 0.0
+    schedule = RawSchedule(camera_rate)
     steps_per_row = int(round(1.0 / control_hz / b.timestep))
     total_rows = len(plan.arm_q) + int(round(5.0 * control_hz))  # settle + 3 s dwell
     k = 0
@@ -50,15 +50,7 @@ def raw_episode(instance, camera_rate: float, size: tuple[int, int], control_hz:
             k += 1
         b.set_arm_targets(plan.arm_q[min(i, len(plan.arm_q) - 1)])
         for _ in range(steps_per_row):
-            t = b.sim_time
-            if t + 1e-9 >= next_meas:
-                b.measure(), b.pan_wrench(), b.joint_state()
-                next_meas = t + 0.01
-            if t + 1e-9 >= next_cam:
-                for cam in CAMERA_NAMES:
-                    b.render(cam)
-                next_cam = t + 1.0 / camera_rate
-            b.step(1)
+            schedule.step(b)
     sim_s = b.sim_time
     b.close()
     return time.perf_counter() - t0, sim_s

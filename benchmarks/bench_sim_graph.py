@@ -21,28 +21,20 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from labference_ros.core.instances import generate  # noqa: E402
 from labference_ros.rosenv import loopback_environ  # noqa: E402
+from raw_schedule import RawSchedule  # noqa: E402
 
 
 def raw(instance, sim_seconds: float, camera_rate: float) -> tuple[float, int]:
-    from labference_ros.sim.backend import CAMERA_NAMES
     from labference_ros.sim.mujoco_backend import MujocoBackend
 
     b = MujocoBackend()
     b.load(instance)
-    frames, next_cam, next_meas = 0, 0.0, 0.0
+    schedule = RawSchedule(camera_rate)
     t0 = time.perf_counter()
     for _ in range(int(round(sim_seconds / b.timestep))):
-        t = b.sim_time
-        if t + 1e-9 >= next_meas:
-            b.measure(), b.pan_wrench(), b.joint_state()
-            next_meas = t + 0.01
-        if t + 1e-9 >= next_cam:
-            for cam in CAMERA_NAMES:
-                b.render(cam)
-                frames += 1
-            next_cam = t + 1.0 / camera_rate
-        b.step(1)
+        schedule.step(b)
     wall = time.perf_counter() - t0
+    frames = schedule.frames
     b.close()
     return wall, frames
 
