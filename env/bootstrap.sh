@@ -14,7 +14,7 @@ say() { printf '[bootstrap] %s\n' "$*" >&2; }
 digest() { cat "$@" | sha256sum | cut -c1-16; }
 
 APT_RUNTIME=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libosmesa6)
-APT_TEST=(tcpdump iproute2)
+APT_TEST=(tcpdump iproute2 chromium chromium-driver)
 
 apt_missing() {
   local missing=() p
