@@ -5,8 +5,10 @@ live subscription and messages deserialized from a bag by the replay audit.
 """
 from __future__ import annotations
 
+import json
 import math
 
+from labference_ros.core.input_merge import Delivery
 from labference_ros.core.measurements import BalanceMeasurement, ObjectMeasurement, WorldMeasurement
 
 
@@ -78,3 +80,22 @@ def fill_world_msg(msg, m: WorldMeasurement, object_msg_type, supports: dict[str
         out.append(om)
     msg.objects = out
     return msg
+
+
+def delivery_from_receipt(msg, episode_id: str) -> Delivery | None:
+    """The online referee's filter (nodes/referee.py on_receipt): an observation,
+    or an intervention the bridge delivered, of this episode."""
+    if msg.episode_id != episode_id:
+        return None
+    t = stamp_to_s(msg.header.stamp)
+    if msg.kind == "observation":
+        return Delivery(msg.payload_id, t, msg.episode_id)
+    if msg.kind == "intervention" and msg.status == "delivered":
+        try:
+            iv = json.loads(msg.detail_json or "{}").get("intervention")
+        except (ValueError, AttributeError):
+            iv = None
+        if isinstance(iv, dict):
+            return Delivery(msg.payload_id, t, msg.episode_id, intervention=iv)
+    return None
+

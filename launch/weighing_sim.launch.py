@@ -24,6 +24,8 @@ def generate_launch_description():
                               description='Task condition of generated instances', choices=['basic', 'extended']),
         DeclareLaunchArgument('seed', default_value='0',
                               description='Base seed of the task, layout and policy streams'),
+        DeclareLaunchArgument('support', default_value='none',
+                              description="Full-rollout Oracle support, mode:site joined by '+', e.g. 'replace:state' or 'assist:state+replace:decision' (sites state, decision); none = the base system"),
         DeclareLaunchArgument('output_dir', default_value='runs/{timestamp}',
                               description='Run directory; {timestamp} is replaced at start'),
         DeclareLaunchArgument('camera_rate', default_value='10',
@@ -74,8 +76,17 @@ def generate_launch_description():
             'agent_model': ParameterValue(LaunchConfiguration('agent_model'), value_type=str),
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
+            'support': ParameterValue(LaunchConfiguration('support'), value_type=str),
         }],
         on_exit=Shutdown(reason='policy_bridge exited'),
+    )
+    oracle = Node(
+        package='labference', executable='oracle', name='oracle', output='screen',
+        parameters=[{
+            'condition': ParameterValue(LaunchConfiguration('support'), value_type=str),
+            'task_condition': ParameterValue(LaunchConfiguration('condition'), value_type=str),
+        }],
+        on_exit=Shutdown(reason='oracle exited'),
     )
     recorder = Node(
         package='labference', executable='recorder', name='recorder', output='screen',
@@ -97,7 +108,8 @@ def generate_launch_description():
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
             'service_timeout_s': ParameterValue(LaunchConfiguration('service_timeout_s'), value_type=float),
             'record': ParameterValue(LaunchConfiguration('record'), value_type=bool),
+            'support': ParameterValue(LaunchConfiguration('support'), value_type=str),
         }],
         on_exit=Shutdown(reason='episode_runner finished'),
     )
-    return LaunchDescription([*arguments, lab_sim, balance, referee, policy_bridge, recorder, episode_runner])
+    return LaunchDescription([*arguments, lab_sim, balance, referee, policy_bridge, oracle, recorder, episode_runner])

@@ -12,7 +12,7 @@ the referee's receipt before it lets physics advance.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .measurements import BalanceMeasurement, WorldMeasurement
 
@@ -26,9 +26,13 @@ def key(t: float) -> int:
 
 @dataclass(frozen=True)
 class Delivery:
+    """Something that reached the policy boundary at sim time t: an observation,
+    or (``intervention`` set) an Oracle support the bridge handed to the system
+    at that handoff. Both are ordered after the measurement at t."""
     observation_id: str
     t: float
     session_id: str = ""
+    intervention: dict | None = field(default=None, compare=False)
 
 
 class InputMerger:

@@ -9,6 +9,8 @@ from pathlib import Path
 from labference_ros import __version__
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.instances import generate, read_instance_list, write_instance_list
+from labference_ros.oracle.handoff import FULL_ROLLOUT
+from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 
 
 class PlanError(ValueError):
@@ -26,6 +28,7 @@ class RunSettings:
     deadline_s: float
     step_mode: str
     camera_rate: float
+    support: str = "none"  # Oracle support condition for full-rollout runs (launch argument)
 
 
 def resolve_run_dir(output_dir: str, now: float | None = None) -> Path:
@@ -72,5 +75,6 @@ def run_json(settings: RunSettings, instance: WeighingInstance) -> str:
         "policy": {"system": settings.system, "seed": instance.policy_seed},
         "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode},
         "budgets": {"deadline_sim_s": settings.deadline_s},
+        "intervention": intervention_identity(parse_launch_support(settings.support), FULL_ROLLOUT),
         "versions": {"labference_ros": __version__},
     }, sort_keys=True)

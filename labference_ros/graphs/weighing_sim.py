@@ -19,6 +19,9 @@ ARGUMENTS = (
     LaunchArgument("agent_model", "", "system:=agent: model name"),
     LaunchArgument("condition", "basic", "Task condition of generated instances", choices=("basic", "extended")),
     LaunchArgument("seed", "0", "Base seed of the task, layout and policy streams"),
+    LaunchArgument("support", "none", "Full-rollout Oracle support, mode:site joined by '+', e.g. "
+                   "'replace:state' or 'assist:state+replace:decision' (sites state, decision); "
+                   "none = the base system"),
     LaunchArgument("output_dir", "runs/{timestamp}", "Run directory; {timestamp} is replaced at start"),
     LaunchArgument("camera_rate", "10", "Camera publishing rate in Hz of sim time"),
     LaunchArgument("image_width", "320", "Camera image width in pixels (all cameras)"),
@@ -50,7 +53,10 @@ NODES = (
     NodeSpec("policy_bridge", "policy_bridge",
              parameters={"system": Param("system"), "system_params_json": Param("system_params"),
                          "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
-                         "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float)}),
+                         "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
+                         "support": Param("support")}),
+    # Idle unless `support` names one: binds support to each opportunity the referee opens.
+    NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
     NodeSpec("recorder", "recorder", parameters={}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
@@ -59,7 +65,7 @@ NODES = (
                          "deadline_s": Param("deadline_s", float), "step_mode": Param("step_mode"),
                          "camera_rate": Param("camera_rate", float),
                          "service_timeout_s": Param("service_timeout_s", float),
-                         "record": Param("record", bool)},
+                         "record": Param("record", bool), "support": Param("support")},
              ends_graph=True),
 )
 

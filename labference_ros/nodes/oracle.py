@@ -1,7 +1,9 @@
-"""oracle: binds one support condition to the latest referee opportunity and
-publishes scope-checked labference/Intervention on /oracle/interventions,
-with a DeliveryReceipt per attempt on /oracle/receipts (refused payloads get
-a rejected_scope receipt and are never published). Logic in oracle/service.py."""
+"""oracle: binds the run's support condition (launch argument `support`) to
+each opportunity the referee opens and publishes scope-checked
+labference/Intervention on /oracle/interventions, with a DeliveryReceipt per
+support and opportunity on /oracle/receipts (refused or unbuildable payloads
+get a receipt and are never published). With support "none" it stays idle.
+Logic in oracle/service.py."""
 from __future__ import annotations
 
 import json
@@ -9,54 +11,48 @@ import json
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
-from labference.msg import BalanceReading, DecisionOpportunity, DeliveryReceipt, Intervention, LegalSet
+from labference.msg import DeliveryReceipt, Intervention, LegalSet
 from labference_ros.core.operations import Operation
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.service import OracleService
+
+RECEIPT_FIELDS = ("episode_id", "receipt_id", "kind", "payload_id", "opportunity_id", "evidence_version",
+                  "status", "original_output_json", "substituted_output_json", "detail_json")
 
 
 class Oracle(Node):
     def __init__(self):
         super().__init__("oracle")
-        cond = self.declare_parameter("condition", "replace:state").value
+        cond = self.declare_parameter("condition", "none").value
         task = self.declare_parameter("task_condition", "basic").value
-        episode = self.declare_parameter("episode_id", "").value
-        self.service = OracleService(str(cond), str(task), str(episode))
-        qos, latched = QoSProfile(depth=50), QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.service = OracleService(str(cond), str(task))
+        latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_iv = self.create_publisher(Intervention, "/oracle/interventions", latched)
         self.pub_receipts = self.create_publisher(DeliveryReceipt, "/oracle/receipts", latched)
-        self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, qos)
-        self.create_subscription(LegalSet, "/referee/legal_set", self.on_legal, qos)
-        self.create_subscription(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, qos)
+        if self.service.supports:
+            self.create_subscription(LegalSet, "/referee/legal_set", self.on_legal, QoSProfile(depth=100))
+        self.get_logger().info(f"support condition: {self.service.name}")
 
-    def on_reading(self, msg):
-        self.service.on_reading(msg.displayed_g, msg.stable, msg.valid)
-        self._flush()
-
-    def on_legal(self, msg):
-        self.service.on_legal_set(msg.opportunity_id, [Operation(o.type, o.object, o.destination)
-                                                       for o in msg.operations])
-        self._flush()
-
-    def on_opportunity(self, msg):
-        self.service.on_opportunity(msg.id, msg.evidence_version)
-        self._flush()
-
-    def _flush(self):
-        for iv, receipt in self.service.pending():
-            now = self.get_clock().now().to_msg()
+    def on_legal(self, msg: LegalSet):
+        try:
+            state = json.loads(msg.state_json or "{}")
+        except ValueError:
+            state = {}
+        ops = [Operation(o.type, o.object, o.destination) for o in msg.operations]
+        for iv, receipt in self.service.on_opportunity_legal_set(
+                msg.episode_id, int(msg.opportunity_id), int(msg.evidence_version), ops, state):
+            # Stamped with the opportunity's sim time: the bridge delivers it at that handoff.
             if iv is not None:
                 m = Intervention()
-                m.header.stamp = now
+                m.header.stamp = msg.header.stamp
                 m.episode_id, m.intervention_id = iv["episode_id"], iv["intervention_id"]
                 m.mode = Intervention.MODE_ASSIST if iv["mode"] == "assist" else Intervention.MODE_REPLACE
                 m.site, m.opportunity_id, m.evidence_version = iv["site"], iv["opportunity_id"], iv["evidence_version"]
                 m.payload_id, m.payload_json = receipt["payload_id"], json.dumps(iv["payload"], sort_keys=True)
                 self.pub_iv.publish(m)
             r = DeliveryReceipt()
-            r.header.stamp = now
-            for k in ("episode_id", "receipt_id", "kind", "payload_id", "opportunity_id", "evidence_version",
-                      "status", "original_output_json", "substituted_output_json", "detail_json"):
+            r.header.stamp = msg.header.stamp
+            for k in RECEIPT_FIELDS:
                 setattr(r, k, receipt[k])
             self.pub_receipts.publish(r)
 

@@ -12,12 +12,12 @@ from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt
                             RefereeEvent, ScoreSnapshot, WorldState)
 from labference.srv import FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.contract import contract_for
-from labference_ros.core.input_merge import Delivery, InputMerger
+from labference_ros.core.input_merge import InputMerger
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.records import RunRecords, run_info
 from labference_ros.core.referee import Referee, episode_deadline
 from labference_ros.core.scoring import tri
-from labference_ros.msgconv import balance_from_msg, s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
 
 
@@ -118,8 +118,11 @@ class RefereeNode(Node):
             self._pump()
 
     def on_receipt(self, msg: DeliveryReceipt):
-        if self.referee is not None and msg.kind == "observation" and msg.episode_id == self.referee.episode_id:
-            self.merger.add_delivery(Delivery(msg.payload_id, stamp_to_s(msg.header.stamp), msg.episode_id))
+        if self.referee is None:
+            return
+        d = delivery_from_receipt(msg, self.referee.episode_id)
+        if d is not None:
+            self.merger.add_delivery(d)
             self._pump()
 
     def on_report(self, request, response):
@@ -145,6 +148,8 @@ class RefereeNode(Node):
             if kind == "measure":
                 self.last_t = item.t
                 self._emit(self.referee.step(item))
+            elif item.intervention is not None:  # an Oracle support the bridge handed over
+                self._emit(self.referee.check_intervention(item.intervention, item.t))
             else:
                 self._emit(self.referee.deliver_observation(item.observation_id, item.t, item.session_id))
 

@@ -42,6 +42,22 @@ def condition_name(cond: tuple[Support, ...]) -> str:
     return "+".join(str(s) for s in cond) if cond else "base"
 
 
+def parse_launch_support(text: str) -> tuple[Support, ...]:
+    """The `support` launch argument: "none" (or empty) is the base system."""
+    text = (text or "").strip()
+    return () if text in ("", "none", "base") else parse_condition(text)
+
+
+def intervention_identity(cond: tuple[Support, ...], protocol: str) -> dict:
+    """run.json's intervention section. protocol: "full_rollout" (support from
+    the episode's start, in the graph) or "checkpoint_continuation" (matched
+    branches from a verified checkpoint); the report keeps them apart."""
+    if not cond:
+        return {"mode": "none"}
+    return {"mode": "+".join(sorted({s.mode for s in cond})), "site": "+".join(s.site for s in cond),
+            "condition": condition_name(cond), "protocol": protocol}
+
+
 def compatibility(system, support: Support) -> str:
     """Capability preflight: 'compatible' or an explicit compatibility status."""
     interfaces = system.interfaces() if hasattr(system, "interfaces") else None

@@ -91,8 +91,9 @@ def check_actions(episode_id: str, records: list[dict], chunks: list, policy_rec
               and r["kind"] == "intervention"}
     for t, x in interventions:
         try:
-            pid = payload_id(json.loads(x["payload"]))
-        except (ValueError, TypeError):
+            body = x["payload"]
+            pid = payload_id(json.loads(body) if isinstance(body, str) else body)
+        except (ValueError, TypeError, KeyError):
             continue
         if status.get(pid) != "delivered":
             continue

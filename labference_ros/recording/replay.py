@@ -3,28 +3,22 @@
 The bag's world states, balance readings and observation deliveries go through
 core.input_merge.InputMerger and core.referee.Referee exactly as in
 nodes/referee.py; explicit operation reports (a service, not a topic) are taken
-from observations.jsonl and Oracle interventions from /oracle/* topics, each at
-its sim time.
+from observations.jsonl at their sim time. Oracle interventions are scored as
+the online referee scores them: when the policy bridge's /policy/receipts says
+it handed one to the tested system (the receipt carries the intervention).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from labference_ros.core.contract import contract_for
-from labference_ros.core.input_merge import Delivery, InputMerger
+from labference_ros.core.input_merge import InputMerger
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.referee import Referee
-from labference_ros.msgconv import balance_from_msg, stamp_to_s, world_from_msg
+from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, stamp_to_s, world_from_msg
 
 WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
                                            "/policy/action_chunks")
-INTERVENTION_TYPE = "labference/msg/Intervention"
-
-
-def intervention_from_msg(msg) -> dict:
-    return {"intervention_id": msg.intervention_id, "mode": "replace" if msg.mode == 1 else "assist",
-            "site": msg.site, "opportunity_id": int(msg.opportunity_id),
-            "evidence_version": int(msg.evidence_version), "payload": msg.payload_json}
 
 
 @dataclass
@@ -32,7 +26,7 @@ class BagInputs:
     worlds: list = field(default_factory=list)
     readings: list = field(default_factory=list)          # (t, BalanceMeasurement)
     deliveries: list = field(default_factory=list)        # Delivery
-    interventions: list = field(default_factory=list)     # (t, dict)
+    interventions: list = field(default_factory=list)     # (t, dict) delivered by the bridge
     chunks: list = field(default_factory=list)            # ActionChunk messages
     policy_receipts: list = field(default_factory=list)   # DeliveryReceipt messages (all kinds)
     referee_events: list = field(default_factory=list)    # RefereeEvent messages as published online
@@ -63,23 +57,22 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
             inp.readings.append((stamp_to_s(msg.header.stamp), balance_from_msg(msg)))
         elif topic == POLICY_RECEIPTS:
             inp.policy_receipts.append(msg)
-            # The online referee's filter (nodes/referee.py on_receipt).
-            if msg.kind == "observation" and msg.episode_id == episode_id:
-                inp.deliveries.append(Delivery(msg.payload_id, stamp_to_s(msg.header.stamp), msg.episode_id))
+            d = delivery_from_receipt(msg, episode_id)
+            if d is not None:
+                inp.deliveries.append(d)
+                if d.intervention is not None:
+                    inp.interventions.append((d.t, d.intervention))
         elif topic == CHUNKS:
             inp.chunks.append(msg)
         elif topic == "/referee/events":
             inp.referee_events.append(msg)
-        elif topic.startswith("/oracle/") and msgtype == INTERVENTION_TYPE and msg.episode_id == episode_id:
-            inp.interventions.append((stamp_to_s(msg.header.stamp), intervention_from_msg(msg)))
     return inp
 
 
 def _typed(reader):
     types = reader.topics()
     # Only what the referee and the evidence checks read (images stay undecoded).
-    wanted = {WORLD, READING, POLICY_RECEIPTS, CHUNKS, "/referee/events"} | {
-        t for t, ty in types.items() if t.startswith("/oracle/") and ty == INTERVENTION_TYPE}
+    wanted = {WORLD, READING, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
     for topic, t, msg in reader.messages(wanted):
         yield topic, t, msg, types.get(topic, "")
 
@@ -98,9 +91,7 @@ def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, fini
         merger.add_delivery(d)
     # Service-side inputs enter after the last measurement at or before their time,
     # as the online node applies them after pumping its inputs.
-    side = sorted([(r["t"], 0, i, "report", r) for i, r in enumerate(reports)]
-                  + [(t, 1, i, "intervention", x) for i, (t, x) in enumerate(inputs.interventions)],
-                  key=lambda s: s[:3])
+    side = sorted([(r["t"], 0, i, "report", r) for i, r in enumerate(reports)], key=lambda s: s[:3])
     out: list[dict] = []
     last_t = 0.0
     for kind, item in merger.drain(final=True):
@@ -109,6 +100,8 @@ def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, fini
                 out += _side_input(referee, side.pop(0), last_t)
             last_t = item.t
             out += referee.step(item)
+        elif item.intervention is not None:
+            out += referee.check_intervention(item.intervention, item.t)
         else:
             out += referee.deliver_observation(item.observation_id, item.t, item.session_id)
     while side:
@@ -119,12 +112,10 @@ def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, fini
 
 
 def _side_input(referee: Referee, entry, last_t: float) -> list[dict]:
-    _t, _order, _i, kind, x = entry
-    if kind == "report":
-        # The request's opportunity/evidence ids are not recorded; a stale_* reason
-        # is reproduced by binding to an id that cannot match.
-        opp = -2 if x.get("reason") == "stale_opportunity" else None
-        ev = -2 if x.get("reason") == "stale_evidence" else None
-        return referee.report_operation(x["operation"], last_t, opportunity_id=opp, evidence_version=ev,
-                                        source=x.get("source", ""))
-    return referee.check_intervention(x, last_t)
+    _t, _order, _i, _kind, x = entry
+    # The request's opportunity/evidence ids are not recorded; a stale_* reason
+    # is reproduced by binding to an id that cannot match.
+    opp = -2 if x.get("reason") == "stale_opportunity" else None
+    ev = -2 if x.get("reason") == "stale_evidence" else None
+    return referee.report_operation(x["operation"], last_t, opportunity_id=opp, evidence_version=ev,
+                                    source=x.get("source", ""))

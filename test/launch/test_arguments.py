@@ -67,7 +67,7 @@ def test_graph_lookup_by_any_spelling():
 
 def test_node_command_lines_carry_name_and_typed_parameters():
     procs = {p.name: p for p in node_processes(GRAPH, parse_launch_arguments(GRAPH, ["seed:=4", "instances:="]))}
-    assert set(procs) == {"lab_sim", "balance", "referee", "policy_bridge", "recorder", "episode_runner"}
+    assert set(procs) == {"lab_sim", "balance", "referee", "policy_bridge", "oracle", "recorder", "episode_runner"}
     runner = procs["episode_runner"].argv
     assert runner[runner.index("-m") + 1] == "labference_ros.nodes.episode_runner"
     assert ("-r", "__node:=episode_runner") == runner[runner.index("--ros-args") + 1: runner.index("--ros-args") + 3]

@@ -1,5 +1,4 @@
-"""Runs the oracle node in-process with a peer that plays the referee and
-balance; prints one JSON line with what arrived on /oracle/*."""
+"""Runs the oracle node in-process with a peer that plays the referee; prints one JSON line with what arrived on /oracle/*."""
 import json
 import sys
 
@@ -9,8 +8,7 @@ rclpy = init_ros(sys.argv)
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 
-from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, Intervention,  # noqa: E402
-                            LegalSet, Operation)
+from labference.msg import DeliveryReceipt, Intervention, LegalSet, Operation  # noqa: E402
 from labference_ros.nodes.oracle import Oracle  # noqa: E402
 
 oracle = Oracle()
@@ -24,21 +22,18 @@ peer.create_subscription(Intervention, "/oracle/interventions",
 peer.create_subscription(DeliveryReceipt, "/oracle/receipts",
                          lambda m: got["receipts"].append({"status": m.status, "opportunity_id": m.opportunity_id}),
                          latched)
-qos = QoSProfile(depth=50)
-pub_opp = peer.create_publisher(DecisionOpportunity, "/referee/opportunities", qos)
-pub_legal = peer.create_publisher(LegalSet, "/referee/legal_set", qos)
-pub_reading = peer.create_publisher(BalanceReading, "/balance/reading", qos)
+pub_legal = peer.create_publisher(LegalSet, "/referee/legal_set", QoSProfile(depth=50))
 ex = SingleThreadedExecutor()
 ex.add_node(oracle)
 ex.add_node(peer)
 for _ in range(600):
     ex.spin_once(timeout_sec=0.05)
-    if peer.count_subscribers("/referee/opportunities") and oracle.count_publishers("/referee/legal_set"):
-        opp = DecisionOpportunity(id=3, evidence_version=2)
-        legal = LegalSet(opportunity_id=3, evidence_version=2,
-                         operations=[Operation(type="add", object="std_20", destination="pan")])
-        reading = BalanceReading(displayed_g=160.0, stable=True, valid=True)
-        pub_opp.publish(opp), pub_legal.publish(legal), pub_reading.publish(reading)
+    if pub_legal.get_subscription_count() and not got["receipts"]:
+        # The referee's legal set at an opportunity carries the evidence's reference state.
+        legal = LegalSet(episode_id="ep", opportunity_id=3, evidence_version=2,
+                         operations=[Operation(type="add", object="std_20", destination="pan")],
+                         state_json=json.dumps({"reading_ready": True, "last_stable_reading_g": 160.0}))
+        pub_legal.publish(legal)
     if len(got["receipts"]) >= 2 and len(got["interventions"]) >= 2:
         break
 print("RESULT " + json.dumps(got, sort_keys=True))

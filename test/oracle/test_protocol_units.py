@@ -86,21 +86,25 @@ def test_gain_table_and_provisional_bounds():
     assert inc["compatibility"] == "incompatible:action_only" and "gain_completed" not in inc
 
 
-def test_topic_oracle_binds_to_the_latest_opportunity_once():
+def test_topic_oracle_answers_every_support_once_per_opportunity():
     from labference_ros.core.operations import WAIT_OP
     from labference_ros.oracle.service import OracleService
-    svc = OracleService("replace:state+assist:decision", episode_id="ep")
-    assert svc.pending() == []  # nothing to bind to yet
-    svc.on_opportunity(1, 1)
-    svc.on_reading(150.0, True)
-    svc.on_legal_set(1, (add("std_10"), WAIT_OP))
-    out = svc.pending()
+    svc = OracleService("replace:state+assist:decision")
+    ready = {"reading_ready": True, "last_stable_reading_g": 150.0}
+    assert svc.on_opportunity_legal_set("ep", -1, 1, (add("std_10"),), ready) == []  # not bound to an opportunity
+    out = svc.on_opportunity_legal_set("ep", 1, 1, (add("std_10"), WAIT_OP), ready)
     assert [iv["site"] for iv, _ in out] == ["decision", "state"]
     assert all(r["status"] == "delivered" and iv["opportunity_id"] == 1 for iv, r in out)
     assert out[0][0]["payload"] == {"operation": add("std_10").to_dict()}
-    assert svc.pending() == []  # one delivery per opportunity and site
-    svc.on_opportunity(2, 2)  # refreshed at the next handoff
-    assert [iv["site"] for iv, _ in svc.pending()] == ["state"]  # legal set of 2 not yet known
+    assert out[1][0]["payload"] == {"displayed_g": 150.0, "stable": True}  # from the evidence, not a live reading
+    assert svc.on_opportunity_legal_set("ep", 1, 1, (add("std_10"),), ready) == []  # once per site
+    # No certified reading at the next opportunity: a definite receipt, nothing delivered.
+    out = svc.on_opportunity_legal_set("ep", 2, 2, (WAIT_OP,), {"reading_ready": False})
+    assert [(iv, r["status"]) for iv, r in out] == [(out[0][0], "delivered"), (None, "no_facts")]
+    # A new episode restarts the bindings and the intervention ids.
+    again = svc.on_opportunity_legal_set("ep2", 1, 1, (add("std_10"),), ready)
+    assert len(again) == 2 and again[0][0]["intervention_id"] == "ep2:i00001"
+    assert OracleService("none").on_opportunity_legal_set("ep", 1, 1, (add("std_10"),), ready) == []
     with pytest.raises(ValueError):
         OracleService("replace:skill")
 
