@@ -46,10 +46,13 @@ def identity(run: dict) -> dict:
         "history_protocol": obs.get("history_protocol") or obs.get("history"),
         "intervention_mode": iv.get("mode", "none"),
         "intervention_site": iv.get("site"),
+        # Full-rollout support and checkpoint continuations never share a cell.
+        "intervention_protocol": iv.get("protocol"),
     }
 
 
-CELL = ("tested_system", "task_condition", "observation_condition", "intervention_mode", "intervention_site")
+CELL = ("tested_system", "task_condition", "observation_condition", "intervention_mode", "intervention_site",
+        "intervention_protocol")
 SHARED = ("task", "task_version", "contract_hash", "action_convention", "history_protocol")
 REPORT_WIDE = ("evaluation_version", "records_schema", "asset_revision", "layout_revision")
 
