@@ -60,7 +60,7 @@ def test_correct_agent_completes_basic_weighing(tmp_path):
     assert report["operation"] == {"type": "add", "object": "std_50", "destination": "pan"}
     assert system.drain_reports() == []  # each report is handed out once
     # Accounting: usage known -> tokens and cost known; physical time recorded.
-    summary = system.episode_summary()
+    summary = system.episode_summary()["usage"]
     assert summary["model_calls"] == 3 and summary["actions"] == 6
     assert summary["tokens_in"] == 300 and summary["tokens_out"] == 60
     assert summary["cost_usd"] == pytest.approx((300 * 2.0 + 60 * 8.0) / 1e6)

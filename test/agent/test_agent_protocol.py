@@ -1,6 +1,7 @@
 """Protocol bounds, the client and accounting, driven by single policy
 observations from the simulator (no motion needed) and a scripted server."""
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -93,7 +94,7 @@ def test_deadline_stops_dispatch_and_the_late_call_is_charged(observed):
     assert [a.tool for a in system.account.actions] == ["observe"]  # pick never dispatched
     late = system.account.calls[-1]
     assert late.outcome == "after_deadline" and late.elapsed_s >= 120.0
-    assert system.episode_summary()["model_wait_s"] >= 120.0
+    assert system.episode_summary()["usage"]["model_wait_s"] >= 120.0
     assert np.allclose(chunk[:, :7], obs.joint_positions)
 
 
@@ -132,11 +133,12 @@ def test_usage_is_null_when_the_server_omits_it(observed, tmp_path):
     first, second = system.account.calls
     assert first.tokens_in is None and first.tokens_out is None and first.cost_usd is None
     assert second.tokens_in == 50 and second.cost_usd == pytest.approx((50 + 20) / 1e6)
-    s = system.episode_summary()
+    s = system.episode_summary()["usage"]
     assert s["tokens_in"] is None and s["tokens_out"] is None and s["cost_usd"] is None
+    assert [c["tokens_in"] for c in s["calls"]] == [None, 50]
     lines = [json.loads(l) for l in (tmp_path / "agent_s-1.jsonl").read_text().splitlines()]
     assert lines[0]["kind"] == "model_call" and lines[0]["tokens_in"] is None
-    assert lines[-1]["kind"] == "summary" and lines[-1]["cost_usd"] is None
+    assert lines[-1]["kind"] == "summary" and lines[-1]["usage"]["cost_usd"] is None
 
 
 def test_one_overload_retry_keeps_the_request_and_charges_the_wait(observed):
@@ -149,7 +151,7 @@ def test_one_overload_retry_keeps_the_request_and_charges_the_wait(observed):
     assert len(requests) == 2 and requests[0] == requests[1]
     (rec,) = system.account.calls
     assert rec.overload_rejections == 1 and rec.retry_wait_s == 3.0 and rec.elapsed_s >= 3.0
-    assert system.episode_summary()["overload_rejections"] == 1
+    assert system.episode_summary()["usage"]["overload_rejections"] == 1
 
 
 @pytest.mark.parametrize("script", [
@@ -163,6 +165,11 @@ def test_other_rejections_invalidate_the_episode(observed, script):
         with pytest.raises(EvaluationValidityError):
             system.act(obs)
         assert len(server.requests) == (1 if script[0]["body"] != OVERLOAD else 2)
+    # The failed call is still charged: unknown usage (so unknown cost), every identified rejection.
+    u = system.end_episode("error")["usage"]
+    (rec,) = u["calls"]
+    assert rec["outcome"] == "failed" and rec["tokens_in"] is None and u["cost_usd"] is None
+    assert u["overload_rejections"] == (0 if script[0]["body"] != OVERLOAD else 2)
 
 
 def test_key_comes_from_the_named_environment_variable(observed, monkeypatch):
@@ -202,10 +209,11 @@ def test_reported_processing_time_splits_model_and_communication(observed):
         holder["clock"] = clock
         system.act(obs)
     (rec,) = system.account.calls
-    assert rec.latency_s == 1.0 and rec.model_s == 0.25 and rec.communication_s == 0.75
+    assert rec.latency_s == 1.0 and rec.model_computation_s == 0.25 and rec.communication_s == 0.75
     s = system.end_episode("done")
-    assert s["model_computation_s"] == 0.25 and s["communication_s"] == 0.75 and s["outcome"] == "final"
-    assert s["turn_elapsed_s"] == 1.0
+    u = s["usage"]
+    assert u["model_computation_s"] == 0.25 and u["communication_s"] == 0.75 and s["outcome"] == "final"
+    assert u["turn_elapsed_s"] == 1.0
 
 
 def test_runtime_end_mid_motion_keeps_the_interrupted_attempt(observed, tmp_path):
@@ -215,8 +223,43 @@ def test_runtime_end_mid_motion_keeps_the_interrupted_attempt(observed, tmp_path
         chunk = system.act(obs)
     assert not np.allclose(chunk[-1, :7], obs.joint_positions)  # the pick started moving
     s = system.end_episode("episode_deadline")
-    assert s["outcome"] == "episode_deadline" and s["actions"] == 1
+    assert s["outcome"] == "episode_deadline" and s["usage"]["actions"] == 1
     (rec,) = system.account.actions
     assert rec.tool == "pick" and not rec.ok and rec.error.startswith("interrupted")
     lines = [json.loads(l) for l in (tmp_path / "agent_s-1.jsonl").read_text().splitlines()]
     assert [l["kind"] for l in lines] == ["model_call", "action", "summary"]
+
+
+@pytest.mark.parametrize("returns_before_end", [True, False], ids=["returns_in_time", "still_out_at_end"])
+def test_a_request_in_flight_when_the_runtime_ends_is_charged_once(observed, returns_before_end):
+    """The bridge stops dispatch and waits for the request; if it is still out at the
+    end it is charged with unknown usage, and its late reply is not charged again."""
+    _, obs = observed
+    arrived, released = threading.Event(), threading.Event()
+
+    def hold():
+        arrived.set()
+        released.wait(30)
+
+    with FakeChatServer([step(call("pick", {"object": "std_100"}), on_request=hold)]) as server:
+        system, _ = agent(server, price_table={"input_per_mtok": 1.0, "output_per_mtok": 1.0})
+        worker = threading.Thread(target=system.act, args=(obs,))
+        worker.start()
+        assert arrived.wait(30)
+        system.stop_dispatch("completed")
+        if returns_before_end:
+            released.set()
+            worker.join(30)
+        summary = system.end_episode("completed")
+        released.set()
+        worker.join(30)
+    assert not worker.is_alive() and summary["outcome"] == "completed"
+    u = summary["usage"]
+    (rec,) = u["calls"]
+    assert u["actions"] == 0  # nothing is dispatched once the runtime ends the episode
+    if returns_before_end:
+        assert (rec["outcome"], rec["tokens_in"], rec["tokens_out"]) == ("plan", 100, 20)
+        assert u["cost_usd"] == pytest.approx(120 / 1e6)
+    else:
+        assert rec["outcome"] == "in_flight_at_end" and rec["tokens_in"] is None and u["cost_usd"] is None
+    assert len(system.account.calls) == 1

@@ -8,7 +8,8 @@ bridge's `system_params_json`, e.g.
    "max_actions": 24, "turn_deadline_s": 90.0}
 Graph hooks (optional, duck-typed): set_output_dir(path) at episode start,
 drain_reports() after each act() for /referee/report_operation,
-end_episode(reason) at finish (returns the run.json summary),
+end_episode(reason) at finish (returns the episode summary, whose `usage`
+the episode runner writes into run.json),
 scan_requests(EvaluatorSecrets) for the leak check.
 """
 from labference_ros.policies.agent.driver import AgentSystem

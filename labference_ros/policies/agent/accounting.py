@@ -1,5 +1,9 @@
 """Per-call and per-episode accounting (protocol: unknown usage is unknown,
-never zero; cost is None as soon as any charged call lacks usage)."""
+never zero; cost is None as soon as any charged call lacks usage).
+
+`EpisodeAccount.usage()` is the episode's `usage` record in run.json (schema
+in docs/records.md); reporting/accounting.py reads its `cost_usd`,
+`model_calls` and `overload_rejections`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -32,15 +36,15 @@ class CallRecord:
     round: int
     tokens_in: int | None
     tokens_out: int | None
-    latency_s: float
-    elapsed_s: float  # charged, including any overload wait and post-deadline finish
-    model_s: float | None  # server-reported computation; None when not reported
-    communication_s: float | None  # latency minus model_s
+    latency_s: float  # the last HTTP exchange of the call
+    elapsed_s: float  # charged: model_computation_s + communication_s + retry_wait_s
+    model_computation_s: float | None  # server-reported; None when not reported
+    communication_s: float | None  # the rest of the charged time outside the retry wait
     overload_rejections: int
     retry_wait_s: float
     request_bytes: int
     cost_usd: float | None
-    outcome: str  # "plan", "final", "malformed", "after_deadline"
+    outcome: str  # "plan", "final", "malformed", "after_deadline", "failed" (no usable reply)
 
     def to_dict(self) -> dict:
         return dict(asdict(self), kind="model_call")
@@ -63,48 +67,41 @@ class ActionRecord:
         return dict(asdict(self), kind="action")
 
 
+def _known_sum(values):
+    """Sum, or None as soon as one value is unknown (never a partial total)."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
+
+
 @dataclass
 class EpisodeAccount:
     calls: list[CallRecord] = field(default_factory=list)
     actions: list[ActionRecord] = field(default_factory=list)
 
-    def summary(self) -> dict:
-        charged = [c for c in self.calls]
-        costs = [c.cost_usd for c in charged]
-        tin = [c.tokens_in for c in charged]
-        tout = [c.tokens_out for c in charged]
-        model = [c.model_s for c in charged]
+    def call_usage(self, call: CallRecord) -> dict:
+        """One call as run.json keeps it: its own tokens and times, plus the
+        physical execution of the actions its plan dispatched (its round)."""
+        mine = [a for a in self.actions if a.round == call.round]
+        return {**asdict(call), "actions": len(mine),
+                "physical_execution_wall_s": sum(a.wall_s for a in mine),
+                "physical_execution_sim_s": sum(a.sim_s for a in mine)}
+
+    def usage(self, turn_elapsed_s: float | None = None) -> dict:
+        calls = self.calls
         return {
-            "model_calls": len(self.calls),
+            "model_calls": len(calls),
             "actions": len(self.actions),
             "physical_actions": sum(a.physical for a in self.actions),
-            "overload_rejections": sum(c.overload_rejections for c in charged),
-            "tokens_in": None if None in tin else sum(tin),
-            "tokens_out": None if None in tout else sum(tout),
-            "cost_usd": None if None in costs else sum(costs),
-            "model_wait_s": sum(c.elapsed_s for c in charged),
-            "model_computation_s": None if None in model else sum(model),
-            "communication_s": (None if None in model
-                                else sum(c.elapsed_s - c.model_s for c in charged)),
+            "overload_rejections": sum(c.overload_rejections for c in calls),
+            "tokens_in": _known_sum(c.tokens_in for c in calls),
+            "tokens_out": _known_sum(c.tokens_out for c in calls),
+            "cost_usd": _known_sum(c.cost_usd for c in calls),
+            "model_wait_s": sum(c.elapsed_s for c in calls),
+            "model_computation_s": _known_sum(c.model_computation_s for c in calls),
+            "communication_s": _known_sum(c.communication_s for c in calls),
+            "retry_wait_s": sum(c.retry_wait_s for c in calls),
             "physical_execution_wall_s": sum(a.wall_s for a in self.actions),
             "physical_execution_sim_s": sum(a.sim_s for a in self.actions),
+            "turn_elapsed_s": turn_elapsed_s,
+            "calls": [self.call_usage(c) for c in calls],
         }
-
-
-def per_success(episodes: list[dict]) -> dict:
-    """Protocol primary metrics over all attempts (PASS, FAIL and ERROR stay
-    in the denominator): total cost and total task time divided by the
-    number of successes. Unknown cost anywhere keeps the cost unknown; zero
-    successes leave both undefined (None)."""
-    n = len(episodes)
-    successes = sum(e.get("verdict") == "PASS" for e in episodes)
-    costs = [e.get("cost_usd") for e in episodes]
-    times = [e.get("turn_elapsed_s") for e in episodes]
-    cost = None if (not successes or None in costs) else sum(costs) / successes
-    time_ = None if (not successes or None in times) else sum(times) / successes
-    return {"attempts": n, "successes": successes,
-            "completion_rate": successes / n if n else None,
-            "cost_per_success_usd": cost, "time_per_success_s": time_,
-            "unknown_cost_attempts": sum(c is None for c in costs),
-            "model_calls": sum(e.get("model_calls", 0) for e in episodes),
-            "overload_rejections": sum(e.get("overload_rejections", 0) for e in episodes)}

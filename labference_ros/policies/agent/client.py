@@ -41,6 +41,14 @@ class CallTiming:
     bodies: list[bytes] = field(default_factory=list)  # every body sent (for the leak scan)
 
 
+class ModelCallFailed(EvaluationValidityError):
+    """No usable reply: the episode is invalid, but the call is still charged."""
+
+    def __init__(self, message: str, timing: CallTiming):
+        super().__init__(message)
+        self.timing = timing
+
+
 @dataclass
 class ChatClient:
     base_url: str
@@ -80,22 +88,32 @@ class ChatClient:
         return max(0.0, min(wait, self.overload_wait_max_s))
 
     def complete(self, request: dict) -> tuple[dict, CallTiming]:
-        """POST one chat-completions request; -> (reply JSON, timing)."""
+        """POST one chat-completions request; -> (reply JSON, timing).
+        A call without a usable reply raises ModelCallFailed carrying its timing."""
         request = dict(request, model=self.model)
         body = json.dumps(request, separators=(",", ":")).encode()
         timing = CallTiming(started=self.clock(), request_bytes=len(body))
+        try:
+            return self._exchange(body, timing), timing
+        except EvaluationValidityError as e:
+            # Still a charged call (its time, rejections and bodies are kept).
+            timing.elapsed_s = self.clock() - timing.started
+            raise ModelCallFailed(str(e), timing) from e
+
+    def _exchange(self, body: bytes, timing: CallTiming) -> dict:
         for attempt in range(2):
             t0 = self.clock()
             timing.bodies.append(body)
             status, raw, headers = self._post(body)
             timing.latency_s = self.clock() - t0
             timing.http_status = status
-            if status in OVERLOAD_STATUS and OVERLOAD_BODY.search(raw) and attempt == 0:
-                timing.overload_rejections += 1
-                wait = self._overload_wait(headers)
-                self.sleep(wait)
-                timing.retry_wait_s += wait
-                continue  # the same bytes again, once
+            if status in OVERLOAD_STATUS and OVERLOAD_BODY.search(raw):
+                timing.overload_rejections += 1  # counted even when it is not retried
+                if attempt == 0:
+                    wait = self._overload_wait(headers)
+                    self.sleep(wait)
+                    timing.retry_wait_s += wait
+                    continue  # the same bytes again, once
             break
         timing.elapsed_s = self.clock() - timing.started
         ms = headers.get("openai-processing-ms") or headers.get("Openai-Processing-Ms")
@@ -111,7 +129,7 @@ class ChatClient:
             reply["choices"][0]["message"]
         except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError) as e:
             raise EvaluationValidityError("model server reply is not a chat completion") from e
-        return reply, timing
+        return reply
 
 
 def usage_of(reply: dict) -> tuple[int | None, int | None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
+import threading
 import time
 
 import cv2
@@ -22,7 +23,7 @@ from labference_ros.core.layout import BALANCE, pan_slot
 from labference_ros.core.observation import PolicyObservation, find_leaks
 from labference_ros.policies.agent.accounting import (ActionRecord, CallRecord, EpisodeAccount,
                                                       PriceTable)
-from labference_ros.policies.agent.client import ChatClient, usage_of
+from labference_ros.policies.agent.client import ChatClient, ModelCallFailed, usage_of
 from labference_ros.policies.agent.faults import FAULT_MESSAGE, FaultSchedule
 from labference_ros.policies.agent.skills import Skills
 from labference_ros.policies.agent.tools import (JSON_CONTRACT, PHYSICAL, TOOLS, check_call,
@@ -123,6 +124,9 @@ class AgentSystem(TestedSystem):
         self.holding: tuple[str, float] | None = None  # (object, grasp width)
         self.pan_xy: tuple[float, float] | None = None
         self.finished = False
+        self.stop_reason: str | None = None  # the runtime is ending the episode
+        self.call_started: float | None = None  # a model request is out (worker thread)
+        self._handoff = threading.Lock()  # call_started vs finished, across the two threads
         self.outcome = ""
         self.turn_elapsed_s: float | None = None  # wall time of the turn, set at its end
         self.final_text = ""
@@ -149,6 +153,11 @@ class AgentSystem(TestedSystem):
         out, self.reports = self.reports, []
         return out
 
+    def stop_dispatch(self, reason: str) -> None:
+        """The runtime is ending the episode (called from another thread): no new
+        model call or tool dispatch; a request in flight may finish and is charged."""
+        self.stop_reason = reason
+
     def end_episode(self, reason: str = "stopped") -> dict:
         """The runtime ended the episode: close the record, return the summary."""
         self._end(reason)
@@ -158,10 +167,18 @@ class AgentSystem(TestedSystem):
         return self.clock() - self.turn_start >= float(self.params["turn_deadline_s"])
 
     def _end(self, outcome: str) -> None:
-        if self.finished:
-            return
-        self.finished, self.outcome = True, outcome
+        with self._handoff:
+            if self.finished:
+                return
+            self.finished, self.outcome = True, outcome
+            in_flight = self.call_started
         self.turn_elapsed_s = 0.0 if self.turn_start is None else self.clock() - self.turn_start
+        if in_flight is not None:  # a request still out: charged, its usage unknown
+            waited = self.clock() - in_flight
+            rec = CallRecord(self.rounds, None, None, waited, waited, None, None, 0, 0.0, 0, None,
+                             "in_flight_at_end")
+            self.account.calls.append(rec)
+            self._record(rec.to_dict())
         if self.running is not None:  # ended by the runtime mid-motion: keep the attempt
             cid, rec, wall0, _ = self.running
             rec.wall_s, rec.moved, rec.error = self.clock() - wall0, True, f"interrupted: {outcome}"
@@ -177,14 +194,13 @@ class AgentSystem(TestedSystem):
             self._log = None
 
     def episode_summary(self) -> dict:
-        """What run.json / scores keep for this episode."""
+        """The episode's summary; its `usage` becomes run.json's `usage`."""
         return {"session_id": self.session_id, "model": self.params["agent_model"],
                 "tool_schema_hash": schema_hash(), "bounds": self.bounds(),
                 "price_table": self.params["price_table"], "outcome": self.outcome,
                 "rounds": self.rounds, "final_text": self.final_text,
-                "turn_elapsed_s": self.turn_elapsed_s,
                 "fault": self.faults.grade(self.account.actions) if self.faults.mode != "none" else None,
-                "calls": [c.to_dict() for c in self.account.calls], **self.account.summary()}
+                "usage": self.account.usage(self.turn_elapsed_s)}
 
     def scan_requests(self, secrets, public_text: str = "") -> list:
         """The leak check over every request body sent. Exempt: image
@@ -273,6 +289,8 @@ class AgentSystem(TestedSystem):
                               "content": json.dumps(result, sort_keys=True)})
 
     def _plan_round(self, obs: PolicyObservation) -> None:
+        if self.stop_reason:
+            return self._end(self.stop_reason)
         if self.rounds >= int(self.params["max_rounds"]):
             return self._end("round_limit")
         if self._past_deadline():
@@ -285,7 +303,16 @@ class AgentSystem(TestedSystem):
                    self.params["max_tokens_field"]: int(self.params["max_tokens"])}
         if self.params["temperature"] is not None:  # None: leave it to the server
             request["temperature"] = float(self.params["temperature"])
-        reply, timing = self.client.complete(request)  # validity errors propagate
+        self.call_started = self.clock()
+        try:
+            reply, timing = self.client.complete(request)
+        except ModelCallFailed as e:  # charged with unknown usage, then the episode is invalid
+            if not self._call_returned():
+                self.request_bodies += e.timing.bodies
+                self._charge(e.timing, None, None, "failed")
+            raise
+        if self._call_returned():  # the runtime ended the episode meanwhile and charged it
+            return
         self.request_bodies += timing.bodies
         msg = reply["choices"][0]["message"]
         calls = msg.get("tool_calls") or []
@@ -299,14 +326,7 @@ class AgentSystem(TestedSystem):
                 errors.append(err)
         outcome = ("after_deadline" if late else "malformed" if errors
                    else "plan" if calls else "final")
-        tin, tout = usage_of(reply)
-        model_s = timing.model_s
-        rec = CallRecord(self.rounds, tin, tout, timing.latency_s, timing.elapsed_s, model_s,
-                         None if model_s is None else timing.elapsed_s - model_s,
-                         timing.overload_rejections, timing.retry_wait_s, timing.request_bytes,
-                         self.prices.cost(tin, tout), outcome)
-        self.account.calls.append(rec)
-        self._record(rec.to_dict())
+        self._charge(timing, *usage_of(reply), outcome)
         assistant = {"role": "assistant", "content": msg.get("content") or ""}
         if calls:
             assistant["tool_calls"] = calls
@@ -327,6 +347,23 @@ class AgentSystem(TestedSystem):
             return
         self.pending = parsed
 
+    def _call_returned(self) -> bool:
+        """The request is back; True when the episode had already ended without it."""
+        with self._handoff:
+            self.call_started = None
+            return self.finished
+
+    def _charge(self, timing, tokens_in, tokens_out, outcome: str) -> None:
+        """Account one model call; its charged time splits into model computation
+        (server-reported), communication and the overload retry wait."""
+        model_s = timing.model_s
+        communication_s = None if model_s is None else timing.elapsed_s - model_s - timing.retry_wait_s
+        rec = CallRecord(self.rounds, tokens_in, tokens_out, timing.latency_s, timing.elapsed_s, model_s,
+                         communication_s, timing.overload_rejections, timing.retry_wait_s,
+                         timing.request_bytes, self.prices.cost(tokens_in, tokens_out), outcome)
+        self.account.calls.append(rec)
+        self._record(rec.to_dict())
+
     # tools --------------------------------------------------------------------
     def _halt(self, obs: PolicyObservation) -> None:
         """First failure: Stop (hold the measured pose), skip the rest of the batch."""
@@ -337,6 +374,8 @@ class AgentSystem(TestedSystem):
         self.pending = []
 
     def _dispatch(self, obs: PolicyObservation):
+        if self.stop_reason:
+            return self._end(self.stop_reason)
         if self._past_deadline():
             return self._end("deadline")
         if self.actions >= int(self.params["max_actions"]):
