@@ -1,6 +1,7 @@
 """Run records of one episode (paper 8.4), written as they happen.
 
-run.json            resolved run description (written once at open, atomically)
+run.json            resolved run description (written at open, atomically; the
+                    episode runner adds `policy` at start and `usage` at the end)
 events.jsonl        events, opportunities and legal sets, one JSON object a line
 observations.jsonl  delivery receipts and explicit operation reports
 online_scores.jsonl live score snapshots
@@ -139,9 +140,9 @@ def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
 def amend_run_json(out_dir: str | Path, section: str, values: dict) -> None:
     """Merge ``values`` into one section of an episode's run.json (atomically).
 
-    Used once per episode by the episode runner for the tested system's resolved
-    profile, which only the policy bridge knows and which it reports after the
-    referee has opened the records.
+    Used by the episode runner for what only the policy bridge knows, reported
+    after the referee has opened the records: the tested system's resolved
+    profile (at start) and its usage (at the end).
     """
     path = Path(out_dir) / "run.json"
     data = json.loads(path.read_text(encoding="utf-8"))

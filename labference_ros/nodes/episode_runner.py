@@ -35,6 +35,20 @@ def record_policy_profile(out_dir, message: str) -> None:
         amend_run_json(out_dir, "policy", profile)
 
 
+def record_system_usage(out_dir, message: str) -> None:
+    """The bridge answers finish_episode with the tested system's episode summary;
+    its `usage` (the agent's per-call tokens and times, per-episode totals) goes
+    into run.json. A system without one leaves `usage` out: unknown, never zero."""
+    from labference_ros.core.records import amend_run_json
+
+    try:
+        usage = (json.loads(message).get("system_summary") or {}).get("usage")
+    except (ValueError, AttributeError):
+        return
+    if isinstance(usage, dict) and (out_dir / "run.json").exists():
+        amend_run_json(out_dir, "usage", usage)
+
+
 # Topics whose publisher and subscriber must both be in the graph before the first episode.
 CONNECTED_TOPICS = ("/evaluator/world_state", "/balance/wrench", "/balance/reading", "/joint_states",
                     "/cameras/front/image_raw", "/panda_arm_controller/joint_trajectory",
@@ -231,7 +245,8 @@ def make_node():
             if "policy_bridge" not in unreachable:
                 answer = yield self.call(self.bridge_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
-                failed(answer, "policy_bridge", "policy_bridge finish")
+                if not failed(answer, "policy_bridge", "policy_bridge finish"):
+                    record_system_usage(out_dir, answer.message)
             if "referee" not in unreachable:
                 answer = yield self.call(self.referee_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))

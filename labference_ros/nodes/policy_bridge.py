@@ -38,6 +38,9 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.policies import EvaluationValidityError, EvaluatorView, make
 
 EPS = 1e-6
+# How long finish_episode waits for a model request in flight; below the episode
+# runner's service_timeout_s (30 s by default), so the finish itself never times out.
+FINISH_WAIT_S = 20.0
 
 
 # Deliveries and their echoes are latched: a receipt published before the peer's
@@ -156,9 +159,26 @@ class PolicyBridge(Node):
         if self.ep is None or request.episode_id != self.ep["id"]:
             response.success, response.message = False, "no such episode"
             return response
+        self._let_inference_finish(self.ep, request.reason or "finished")
         self._end("done", request.reason or "finished")
         response.success = True
+        # The system's own episode summary (the agent's usage) for the runner's run.json.
+        response.message = json.dumps({"system_summary": self.ep.get("system_summary")})
         return response
+
+    def _let_inference_finish(self, ep, reason: str):
+        """A model request in flight when the runner ends the episode is still
+        charged: stop new dispatches, then wait for it (bounded, below the
+        runner's service timeout) before the system's summary is taken."""
+        fut = ep.get("inference")
+        if fut is None or fut.done():
+            return
+        if hasattr(self.system, "stop_dispatch"):
+            self.system.stop_dispatch(reason)
+        try:
+            fut.result(timeout=FINISH_WAIT_S)
+        except Exception:  # timeout or the system's own error: the episode is ending either way
+            pass
 
     def _end(self, state: str, reason: str):
         ep = self.ep
@@ -166,7 +186,8 @@ class PolicyBridge(Node):
             return
         ep["state"] = state
         if hasattr(self.system, "end_episode"):
-            self._record({"record": "system_summary", **self.system.end_episode(reason)})
+            ep["system_summary"] = self.system.end_episode(reason)
+            self._record({"record": "system_summary", **ep["system_summary"]})
         self._record({"record": "end", "state": state, "reason": reason, "t": ep["t"]})
         self._status(ep["id"], state, reason)
         self._close_log()
