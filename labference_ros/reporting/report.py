@@ -155,7 +155,9 @@ def format_cell(c: dict) -> str:
               f"success {pct(a['success_rate'])}{ci(iv['success_rate'])}  "
               f"time/success {num(a['time_per_success_s'], ' s')}{ci(iv['time_per_success_s'], False)} "
               f"(unknown {a['time_unknown']})  cost/success {num(a['cost_per_success_usd'], ' USD')} "
-              f"(unknown {a['cost_unknown']})"]
+              f"(unknown {a['cost_unknown']})  overload rejections {num(a['overload_rejections'])} "
+              f"(unknown {a['rejections_unknown']})  cost/success at ${a['rejection_sensitivity_usd']:g}/rejection "
+              f"{num(a['cost_per_success_usd_rejection_sensitivity'], ' USD')}"]
     lines.append(format_confusion(m["confusion"]))
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ from synthetic import episode
 
 def _with(ep, wall=None, cost=None):
     ep["wall_s"] = wall
-    ep["usage"] = None if cost is None else {"cost_usd": cost, "requests": 1}
+    ep["usage"] = None if cost is None else {"cost_usd": cost, "model_calls": 1}
     return ep
 
 
