@@ -33,6 +33,9 @@ def record_policy_profile(out_dir, message: str) -> None:
         return
     if profile and (out_dir / "run.json").exists():
         amend_run_json(out_dir, "policy", profile)
+    support = json.loads(message).get("intervention") or {}
+    if support.get("compatibility") and (out_dir / "run.json").exists():
+        amend_run_json(out_dir, "intervention", {"compatibility": support["compatibility"]})
 
 
 def record_system_usage(out_dir, message: str) -> None:
@@ -78,7 +81,8 @@ def make_node():
                 ("episodes", 3), ("system", "scripted_expert"), ("condition", "basic"), ("seed", 0),
                 ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
                 ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
-                ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True))}
+                ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
+                ("support", "none"))}
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
             self.service_timeout_s = float(p["service_timeout_s"])
@@ -146,6 +150,9 @@ def make_node():
             # Topics between the other nodes must be discovered too, or an episode's
             # first measurements can be published before anyone listens.
             topics = all(self.count_publishers(t) > 0 and self.count_subscribers(t) > 0 for t in CONNECTED_TOPICS)
+            if self.settings.support not in ("", "none"):  # the oracle must hear the first legal set
+                topics = topics and any(i.node_name == "oracle"
+                                        for i in self.get_subscriptions_info_by_topic("/referee/legal_set"))
             return True if services and topics else None
 
         def call(self, client, request):

@@ -27,14 +27,15 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, Operation,
-                            WorldState)
+from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, Intervention,
+                            Operation, WorldState)
 from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.action_spec import validate_chunk, reference_joint_spec
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
+from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.policies import EvaluationValidityError, EvaluatorView, make
 
 EPS = 1e-6
@@ -66,13 +67,15 @@ class PolicyBridge(Node):
             ("camera_rate", 10.0), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0),
-            ("agent_url", ""), ("agent_model", "")])
+            ("agent_url", ""), ("agent_model", ""), ("support", "none")])
         v = {x.name: x.value for x in p}
         self.v = v
         if v["step_mode"] not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
         self.spec = reference_joint_spec(float(v["control_rate_hz"]), int(v["max_chunk_length"]))
         self.system = make(v["system"], spec=self.spec, **system_params(v))
+        # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
+        self.support = SupportHandoff(v["support"], self.system)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
         self.latest: dict[str, object] = {}  # newest message per channel
         self.echoes: dict[str, DeliveryReceipt] = {}  # referee receipts by observation id
@@ -87,6 +90,9 @@ class PolicyBridge(Node):
         self.create_subscription(DecisionOpportunity, "/referee/opportunities", self.on_opportunity,
                                  QoSProfile(depth=50))
         self.create_subscription(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
+        if self.support.awaited:
+            self.create_subscription(Intervention, "/oracle/interventions", self.support.on_intervention, RECEIPT_QOS)
+            self.create_subscription(DeliveryReceipt, "/oracle/receipts", self.support.on_oracle_receipt, RECEIPT_QOS)
         if self.system.privileged:  # evaluator state reaches privileged systems only
             self.create_subscription(WorldState, "/evaluator/world_state",
                                      lambda m: self._keep("world", m), QoSProfile(depth=10))
@@ -112,6 +118,8 @@ class PolicyBridge(Node):
         if msg.kind == "observation":
             self.echoes[msg.payload_id] = msg
             self._note_evidence(int(msg.evidence_version), msg.payload_id)
+        elif msg.kind == "intervention":
+            self.support.on_referee_receipt(msg)
 
     def on_opportunity(self, msg: DecisionOpportunity):
         self._note_evidence(int(msg.evidence_version), msg.delivered_observation_id)
@@ -151,8 +159,9 @@ class PolicyBridge(Node):
                    "gripper": None, "log": log, "since": time.monotonic(), "finished_at": None,
                    "history": [], "future": None}
         self._status(request.episode_id, "running", "")
+        self.support.start_episode(request.episode_id)
         response.success = True
-        response.message = json.dumps({"policy": self.system.profile()})
+        response.message = json.dumps({"policy": self.system.profile(), "intervention": self.support.profile()})
         return response
 
     def on_finish(self, request, response):
@@ -344,7 +353,33 @@ class PolicyBridge(Node):
                 raise EvaluationValidityError("the referee never acknowledged the delivery")
             return
         ep["obs_ev"] = max(ep["obs_ev"], int(echo.evidence_version))
-        ep["state"] = "infer"
+        opened = json.loads(echo.detail_json or "{}").get("opened") if echo.detail_json else False
+        if self.support.awaited and opened:
+            self.support.expect(int(echo.opportunity_id))
+            ep["state"], ep["since"] = "support", time.monotonic()
+        else:
+            ep["state"] = "infer"
+
+    def _state_support(self, ep):
+        """A handoff opened an opportunity: the oracle answers for each supported
+        site, the referee scope-checks what the bridge hands over, and only then
+        does the system see the support and act (sync mode: physics waits)."""
+        for receipt in self.support.ready_to_forward():
+            msg = DeliveryReceipt(episode_id=ep["id"], receipt_id=receipt["receipt_id"], kind="intervention",
+                                  payload_id=receipt["payload_id"], opportunity_id=receipt["opportunity_id"],
+                                  evidence_version=receipt["evidence_version"], status="delivered",
+                                  substituted_output_json=json.dumps(receipt["intervention"]["payload"]),
+                                  detail_json=json.dumps({"intervention": receipt["intervention"]}))
+            s_to_stamp(ep["t"], msg.header.stamp)
+            self.pub_receipt.publish(msg)
+        settled = self.support.settled()
+        for entry in self.support.drain_log():
+            self._record({"record": "support", "t": ep["t"], **entry})
+        if settled:
+            ep["state"] = "infer"
+        elif time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
+            # A support that never arrives is a transport fault: the run is not valid.
+            raise EvaluationValidityError(f"oracle support never settled: {self.support.waiting_for()}")
 
     def _state_infer(self, ep):
         if ep.get("inference") is None:
@@ -359,6 +394,8 @@ class PolicyBridge(Node):
         wall = time.perf_counter() - ep["wall0"]
         chunk = fut.result()  # EvaluationValidityError propagates to tick()
         self._send_reports(ep)
+        for entry in self.support.outputs_after_act():
+            self._record({"record": "support_outcome", "t": ep["t"], **entry})
         current = np.concatenate([ep["obs"].joint_positions, [ep["obs"].gripper_width]])
         verdict = validate_chunk(self.spec, chunk, ep["obs_ev"], ep["latest_ev"], current)
         cid = f"{ep['obs_id']}:chunk"
