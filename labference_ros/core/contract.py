@@ -73,7 +73,8 @@ class DiagnosticInterfaces:
     sites: tuple[str, ...] = ("state", "decision", "geometry", "skill")
     state_payload_keys: tuple[str, ...] = ("displayed_g", "stable", "standards_on_pan")
     decision_payload_keys: tuple[str, ...] = ("operation",)
-    geometry_payload_keys: tuple[str, ...] = ("object", "position", "orientation", "frame")
+    # One frame (object, position, directed axis) or, for Assist, all candidate frames.
+    geometry_payload_keys: tuple[str, ...] = ("object", "position", "axis", "orientation", "frame", "candidates")
     skill_payload_keys: tuple[str, ...] = ("operation",)
     # Evaluator-only facts no payload may ever carry.
     hidden_keys: tuple[str, ...] = (
@@ -148,7 +149,7 @@ def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, in
     return TaskContract(
         task="feedback_weighing",
         condition=condition,
-        version="1.0.0",
+        version="1.1.0",
         state_variables=_STATE_VARIABLES,
         authorized_evidence=_EVIDENCE,
         operation_types=("add", "remove", "wait", "stop"),

@@ -111,10 +111,27 @@ def validate_intervention(intervention: dict, contract: TaskContract, *, current
     elif site in ("decision", "skill"):
         reasons += _operation_reasons(payload, legal_set if site == "decision" else None)
     elif site == "geometry":
-        if "object" in payload and payload["object"] not in contract.standards_g:
-            reasons.append("geometry_object_unknown")
+        reasons += _geometry_reasons(payload, contract)
 
     return ScopeDecision(not reasons, tuple(reasons), pid)
+
+
+FRAME_KEYS = ("object", "position", "axis", "orientation", "frame")
+
+
+def _geometry_reasons(payload: dict, contract: TaskContract) -> list[str]:
+    """One frame of a named standard, or Assist's list of candidate frames."""
+    frames = payload.get("candidates", [payload]) if "candidates" in payload else [payload]
+    if not isinstance(frames, list) or not all(isinstance(f, dict) for f in frames):
+        return ["geometry_candidates_invalid"]
+    reasons = []
+    for f in frames:
+        if "object" in f and f["object"] not in contract.standards_g:
+            reasons.append("geometry_object_unknown")
+        extra = sorted(set(f) - set(FRAME_KEYS) - {"candidates"})
+        if extra:
+            reasons.append("geometry_frame_fields:" + ",".join(extra))
+    return sorted(set(reasons))
 
 
 def _operation_reasons(payload: dict, legal_set) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from labference_ros.core.action_spec import validate_chunk
 from labference_ros.core.contract import contract_for
+from labference_ros.core.geometry import body_axis, geometry_errors
 from labference_ros.core.operations import Operation
 from labference_ros.core.referee import Referee
 import labference_ros.policies.diagnostic  # noqa: F401 -- registers misreader, unsteady_grasp
@@ -41,6 +42,7 @@ class BranchResult:
     executor_attempts: list[dict] = field(default_factory=list)
     first_delivery_step: int | None = None
     readout_abs_error_g: float | None = None  # state interface: own report vs displayed, first decision
+    geometry_error: dict | None = None  # geometry interface: own frame of the first selected target (eq. 2)
     trace: list[str] = field(default_factory=list)  # sim-state sha256 per hold interval
 
     @property
@@ -71,25 +73,53 @@ class _Oracle:
         self.receipts.append(receipt)
         return receipt
 
+    def reference_frame(self, name: str) -> dict | None:
+        o = self.world.measure().objects.get(name)
+        if o is None:
+            return None
+        return {"object": name, "position": [float(v) for v in o.position],
+                "axis": [float(v) for v in body_axis(o.orientation)]}
+
+    def candidate_frames(self) -> list[dict]:
+        """Every standard's frame: what geometry Assist may supply (no masses, no goal)."""
+        objects = self.world.measure().objects
+        return [self.reference_frame(n) for n in sorted(objects) if objects[n].kind == "standard"]
+
     def handoff(self) -> None:
         opp = self.referee.book.current
         if opp is None or opp.status != "open":
             return
         for s in self.condition:
-            if s.site == "skill" or (opp.id, s.site) in self._done:
-                continue  # skill support is checked when the executor acts
+            if s.site == "skill" or (s.site == "geometry" and s.mode == "replace") or (opp.id, s.site) in self._done:
+                continue  # skill and geometry replacement are checked when the system's output exists
             self._done.add((opp.id, s.site))
             if s.site == "state":
                 payload = state_payload(self.world)
             elif s.site == "decision":
                 op = decision_rule(opp.legal_set)
                 payload = {"operation": op.to_dict()}
+            elif s.site == "geometry":
+                payload = {"candidates": self.candidate_frames()}
             else:
                 payload = {}
             r = self._check(s, payload, opp)
             if r["status"] == "delivered":
                 self.system.supply(s.site, s.mode, payload)
                 self.delivered_any = True
+
+    def geometry_replace(self, name: str, own: dict | None) -> dict | None:
+        """Replace at the geometry hook: the selected target keeps its identity
+        and gets the reference localization; the system's own frame is kept."""
+        support = next(s for s in self.condition if s.site == "geometry")
+        payload = self.reference_frame(name)
+        if payload is None:
+            return None
+        r = self._check(support, payload, self.referee.book.current)
+        r["original_output"] = own
+        if r["status"] != "delivered":
+            return None
+        self.delivered_any = True
+        return payload
 
     def skill_attempt(self, op: Operation) -> bool:
         support = next(s for s in self.condition if s.site == "skill")
@@ -104,7 +134,8 @@ class _Oracle:
         for r in self.receipts:
             if r["status"] != "delivered" or r["first_subsequent_choice"] is not None:
                 continue
-            r["original_output"] = entry["state_original"] if r["site"] == "state" else entry["operation_original"]
+            if r["site"] != "geometry":  # a geometry receipt keeps the frame it replaced
+                r["original_output"] = entry["state_original"] if r["site"] == "state" else entry["operation_original"]
             r["first_subsequent_choice"] = entry["operation_used"]
             if r["site"] == "decision":
                 r["agreement"] = entry["operation_used"] == r["payload"]["operation"]
@@ -138,6 +169,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         oracle = _Oracle(condition, referee, world, system)
         if any(s.site == "skill" for s in condition):
             system.executor = ReferenceExecutor(world, system.spec.control_frequency_hz, oracle.skill_attempt)
+        if any(s.site == "geometry" and s.mode == "replace" for s in condition):
+            system.geometry_hook = oracle.geometry_replace
         referee.step(world.measure())
         if trace:
             res.trace.append(_sha(world))  # the restored handoff state
@@ -170,10 +203,22 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
             res.first_delivery_step = len(res.trace)
         log = getattr(system, "interface_log", None)
         n_log = len(log) if log is not None else 0
+        geo = getattr(system, "geometry_log", None)
+        n_geo = len(geo) if geo is not None else 0
         ev = _evaluator_view(world) if system.privileged else None
         chunk = system.act(obs, ev)
         if oracle.delivered_any and not was and res.first_delivery_step is None:
             res.first_delivery_step = len(res.trace)  # skill support delivered inside act
+        if geo is not None and res.geometry_error is None:
+            for entry in geo[n_geo:]:
+                ref, own = oracle.reference_frame(entry["object"]), entry["original"]
+                if ref is not None:
+                    err = (geometry_errors(own["position"], own["axis"], ref["position"], ref["axis"])
+                           if own is not None else None)
+                    res.geometry_error = {"object": entry["object"], **(err.to_dict() if err else
+                                          {"valid": False, "e_p_m": None, "e_v_rad": None,
+                                           "reason": "no_prediction"})}
+                    break
         if log is not None:
             for entry in log[n_log:]:
                 own = entry.get("state_original")

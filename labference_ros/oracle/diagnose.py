@@ -29,11 +29,28 @@ def diagnose_oracle(population_path, system: str, conditions, *, params: dict | 
             if all(b.resolved for b in rows) and rows:
                 row[f"mean_{o}"] = rate(sum(float(getattr(b, o)) for b in rows), len(rows))
         table[name] = row
+    table["base"]["interface_errors"] = interface_errors(base)
     # Common-checkpoint continuations only; full-rollout interventions are a separate design.
     return {"system": system, "design": "checkpoint_continuation", "population": [
                 {"checkpoint_id": cp.spec.checkpoint_id, "status": cp.status, "reason": cp.reason}
                 for cp in checkpoints],
             "table": table, "interactions": interactions(table), "branches": branches}
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def interface_errors(base) -> dict:
+    """Interface measurements of the base branches at their checkpoints: the state
+    readout error and the geometry errors of eq. 2 (invalid outputs counted apart)."""
+    geo = [b.geometry_error for b in base if b.geometry_error is not None]
+    valid = [g for g in geo if g["valid"]]
+    return {"readout_abs_error_g_mean": _mean(b.readout_abs_error_g for b in base),
+            "geometry_reports": len(geo), "geometry_invalid": len(geo) - len(valid),
+            "geometry_e_p_m_mean": _mean(g["e_p_m"] for g in valid),
+            "geometry_e_v_rad_mean": _mean(g["e_v_rad"] for g in valid)}
 
 
 def _fmt(x) -> str:
@@ -58,10 +75,13 @@ def format_table(result: dict) -> str:
             lines.append(f"{name} | {r['N']} | {r['compatibility']}")
             continue
         if name == "base":
-            errs = [b.readout_abs_error_g for b in result["branches"]["base"] if b.readout_abs_error_g is not None]
+            e = r.get("interface_errors") or {}
             lines.append(f"base | {r['N']} | compatible | mean choice {_fmt(r.get('mean_choice_correct'))}"
                          f" | mean done {_fmt(r.get('mean_completed'))}"
-                         f" | readout |err| mean {_fmt(sum(errs) / len(errs) if errs else None)} g")
+                         f" | readout |err| mean {_fmt(e.get('readout_abs_error_g_mean'))} g"
+                         f" | geometry e_p mean {_fmt(e.get('geometry_e_p_m_mean'))} m,"
+                         f" e_v mean {_fmt(e.get('geometry_e_v_rad_mean'))} rad"
+                         f" ({e.get('geometry_invalid', 0)} invalid of {e.get('geometry_reports', 0)})")
             continue
         lines.append(" | ".join([
             name, str(r["N"]), "compatible",

@@ -8,16 +8,25 @@ interface can be delivered and its downstream effect measured:
   some readings and its choices follow the wrong reading.
 - unsteady_grasp: reads and selects like display_reader, but grasps off
   centre with a weak force, so heavier standards tilt and drop.
+- mislocator: reads and selects like display_reader, but its camera
+  calibration is off, so it localizes every standard a few centimetres wide
+  of where it stands and the grasp misses.
 
-Hooks (see labference_ros/oracle/hooks.py for the protocol):
+Hooks (the Oracle protocol, labference_ros/oracle/continuation.py):
 - report_state(obs) -> {"displayed_g", "stable"} (state site)
 - commit(obs, state) -> Operation | None (decision site)
+- report_geometry(obs, name) -> {"object", "position", "axis"} (geometry
+  site): Assist supplies every candidate frame and the system snaps its own
+  estimate to the nearest; Replace substitutes the selected target's frame
+  through `geometry_hook` at the moment the system localizes it.
 - an executor slot (skill site): when set, the chosen operation is
   realized by the evaluator's reference executor instead of the system.
 """
 from __future__ import annotations
 
 import re
+
+import numpy as np
 
 from labference_ros.core.measurements import STANDARD_MASSES_G
 from labference_ros.core.operations import STOP_OP, Operation, add
@@ -35,14 +44,17 @@ class HookedReader(_PixelSystem):
 
     # site -> modes this adapter accepts (capability negotiation)
     INTERFACES = {"state": ("assist", "replace"), "decision": ("assist", "replace"),
-                  "skill": ("replace",)}
+                  "geometry": ("assist", "replace"), "skill": ("replace",)}
+    UP = (0.0, 0.0, 1.0)  # the vision estimate assumes upright standards
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
         self.supplied: dict[str, dict] = {}  # site -> latest delivered payload
         self.executor = None  # skill replacement: the evaluator's reference executor
+        self.geometry_hook = None  # geometry replacement: (name, own frame) -> frame or None
         self.committed: Operation | None = None
         self.interface_log: list[dict] = []  # original and executed outputs per decision
+        self.geometry_log: list[dict] = []  # own and used frame per localization of a selected target
 
     def interfaces(self) -> dict:
         return dict(self.INTERFACES)
@@ -62,6 +74,39 @@ class HookedReader(_PixelSystem):
 
     def decode_value(self, text: str, value: float) -> float:
         return value
+
+    def report_geometry(self, obs, name: str) -> dict | None:
+        """The system's own frame of a standard: body centre and directed up axis."""
+        scene = self._see(obs)
+        if name not in scene.standards:
+            return None
+        return {"object": name, "position": [float(v) for v in self.locate_offset(scene.standards[name])],
+                "axis": list(self.UP)}
+
+    def locate_offset(self, xyz):
+        return xyz
+
+    def _localize(self, obs, name: str, t: float) -> dict | None:
+        own = self.report_geometry(obs, name)
+        used = own
+        if own is not None and "geometry" in self.supplied:  # Assist: nearest candidate frame
+            frames = self.supplied["geometry"].get("candidates") or []
+            if frames:
+                used = min(frames, key=lambda f: float(np.linalg.norm(np.subtract(f["position"], own["position"]))))
+        if self.geometry_hook is not None:  # Replace: the selected target's frame is substituted
+            used = self.geometry_hook(name, own) or used
+        self.geometry_log.append({"t": t, "object": name, "original": own, "used": used})
+        return used
+
+    def _transfer(self, obs, name: str, t: float):
+        move = super()._transfer(obs, name, t)
+        if move is None:
+            return None
+        name, _xyz, dest_xy, dest = move
+        frame = self._localize(obs, name, t)
+        if frame is None:
+            return None
+        return name, tuple(float(v) for v in frame["position"]), dest_xy, dest
 
     def commit(self, obs, state: dict) -> Operation | None:
         """First operation from a state report; None = wait for a stable reading."""
@@ -121,6 +166,16 @@ class Misreader(HookedReader):
             return float(wrong)
         except ValueError:
             return value
+
+
+@register("mislocator")
+class Mislocator(HookedReader):
+    def __init__(self, spec=None, **params):
+        params.setdefault("bias_m", [0.0, 0.035, 0.0])  # a calibration error, metres in the world frame
+        super().__init__(spec, **params)
+
+    def locate_offset(self, xyz):
+        return tuple(float(a) + float(b) for a, b in zip(xyz, self.params["bias_m"]))
 
 
 @register("unsteady_grasp")

@@ -9,7 +9,7 @@ def test_contracts_declare_versions_and_stable_hashes():
     assert b.content_hash != e.content_hash
     assert b.targets_g == (160, 180, 200) and e.targets_g == (200, 220, 240)
     assert b.goal_size == (1, 1) and e.goal_size == (2, 3) and e.min_start_goal_edits == 2
-    assert b.identity()["id"] == "feedback_weighing.basic@1.0.0"
+    assert b.identity()["id"] == "feedback_weighing.basic@1.1.0"
     assert contract_for("extended") == e
 
 

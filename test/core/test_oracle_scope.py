@@ -60,6 +60,12 @@ def test_unsupported_site_or_mode_is_rejected():
 def test_geometry_and_skill_sites():
     assert check("geometry", {"object": "std_50", "position": [0.5, 0.1, 0.07]}).ok
     assert not check("geometry", {"object": "std_50", "position": [0.5, 0.1], "sample_mass_g": 1}).ok
+    frame = {"object": "std_20", "position": [0.5, 0.1, 0.03], "axis": [0, 0, 1]}
+    assert check("geometry", {"candidates": [frame, {**frame, "object": "std_50"}]}, mode="assist").ok
+    # A candidate list may not smuggle an unknown object or an undeclared field.
+    assert not check("geometry", {"candidates": [{**frame, "object": "sample"}]}, mode="assist").ok
+    assert not check("geometry", {"candidates": [{**frame, "mass_g": 20}]}, mode="assist").ok
+    assert not check("geometry", {"candidates": [{**frame, "goal_set": ["std_20"]}]}, mode="assist").ok
     assert check("skill", {"operation": {"type": "add", "object": "std_20", "destination": "pan"}}, mode="replace").ok
 
 

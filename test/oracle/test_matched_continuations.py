@@ -49,6 +49,31 @@ def test_misreader_skill_support_does_not_fix_its_choice(misreader):
     assert t["gain_completed"] == 0
 
 
+@pytest.fixture(scope="module")
+def mislocator():
+    # Its calibration puts every standard 3.5 cm wide of where it stands.
+    specs = population_from_instances([INSTANCES[1], INSTANCES[2]])
+    return diagnose_oracle(None, "mislocator", ["replace:geometry", "assist:geometry", "replace:state"],
+                           specs=specs)
+
+
+def test_mislocator_geometry_support_raises_completion_and_its_error_is_measured(mislocator):
+    print(format_table(mislocator))
+    t = mislocator["table"]
+    assert t["base"]["mean_choice_correct"] == 1.0 and t["base"]["mean_completed"] == 0.0
+    for cond in ("replace:geometry", "assist:geometry"):
+        assert t[cond]["gain_completed"] > 0 and t[cond]["delivery_rate"] == 1.0, cond
+    assert t["replace:state"]["gain_completed"] == 0  # the reading was never its problem
+    errs = t["base"]["interface_errors"]
+    assert errs["geometry_reports"] == 2 and errs["geometry_invalid"] == 0
+    assert errs["geometry_e_p_m_mean"] == pytest.approx(0.035, abs=0.005)
+    assert errs["geometry_e_v_rad_mean"] < 0.01
+    # Replace keeps the system's own frame beside the reference one it substituted.
+    r = mislocator["branches"]["replace:geometry"][0].receipts[0]
+    assert r["site"] == "geometry" and r["original_output"]["object"] == r["substituted_output"]["object"]
+    assert r["original_output"]["position"] != r["substituted_output"]["position"]
+
+
 def test_unsteady_grasp_skill_replacement_raises_completion(unsteady):
     print(format_table(unsteady))
     t = unsteady["table"]

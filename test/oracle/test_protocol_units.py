@@ -42,7 +42,13 @@ def test_action_only_system_gets_a_compatibility_status():
         assert compatibility(fp, Support("replace", site)) == "incompatible:action_only"
     mr = make("misreader")
     assert compatibility(mr, Support("replace", "state")) == COMPATIBLE
-    assert compatibility(mr, Support("assist", "geometry")) == "incompatible:no_geometry_interface"
+    assert compatibility(mr, Support("assist", "geometry")) == COMPATIBLE
+
+    class StateOnly:  # a modular system that declares only a state-report hook
+        def interfaces(self):
+            return {"state": ("replace",)}
+    assert compatibility(StateOnly(), Support("assist", "geometry")) == "incompatible:no_geometry_interface"
+    assert compatibility(StateOnly(), Support("assist", "state")) == "incompatible:assist_not_accepted_at_state"
     assert compatibility(mr, Support("assist", "skill")) == "incompatible:assist_not_accepted_at_skill"
 
 

@@ -1,0 +1,55 @@
+"""Localization errors of a geometry report (paper eq. 2).
+
+For a predicted position p_hat and unit directed axis v_hat against the
+reference p* and v*:  e_p = ||p_hat - p*||,  e_v = arccos(clip(v_hat . v*, -1, 1)).
+Zero or non-finite predictions are invalid outputs, never an error of 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GeometryError:
+    valid: bool
+    e_p: float | None = None  # metres
+    e_v: float | None = None  # radians
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return {"valid": self.valid, "e_p_m": self.e_p, "e_v_rad": self.e_v, "reason": self.reason}
+
+
+def _vector(x, n: int = 3):
+    try:
+        v = np.asarray(x, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+    return v if v.shape == (n,) else None
+
+
+def geometry_errors(p_hat, v_hat, p_ref, v_ref) -> GeometryError:
+    p, v = _vector(p_hat), _vector(v_hat)
+    if p is None or v is None:
+        return GeometryError(False, reason="not_a_3_vector")
+    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
+        return GeometryError(False, reason="non_finite_prediction")
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        return GeometryError(False, reason="zero_axis")
+    if not np.any(p):
+        return GeometryError(False, reason="zero_position")
+    ref_p, ref_v = np.asarray(p_ref, dtype=float), np.asarray(v_ref, dtype=float)
+    ref_v = ref_v / np.linalg.norm(ref_v)
+    e_p = float(np.linalg.norm(p - ref_p))
+    e_v = float(math.acos(float(np.clip(np.dot(v / norm, ref_v), -1.0, 1.0))))
+    return GeometryError(True, e_p, e_v)
+
+
+def body_axis(quaternion_wxyz) -> tuple[float, float, float]:
+    """The body's +z axis in the world frame (a standard's directed up axis)."""
+    w, x, y, z = (float(q) for q in quaternion_wxyz)
+    return (2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y))

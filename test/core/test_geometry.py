@@ -1,0 +1,32 @@
+"""Eq. 2 localization errors: known answers, and invalid predictions never score 0."""
+import math
+
+import pytest
+
+from labference_ros.core.geometry import body_axis, geometry_errors
+
+
+def test_position_and_axis_errors_have_known_values():
+    e = geometry_errors([0.5, 0.13, 0.03], [0, 0, 2.0], [0.5, 0.1, 0.03], [0, 0, 1])
+    assert e.valid and e.e_p == pytest.approx(0.03) and e.e_v == pytest.approx(0.0)
+    tilted = geometry_errors([0.5, 0.1, 0.03], [1, 0, 1], [0.5, 0.1, 0.03], [0, 0, 1])
+    assert tilted.e_p == 0.0 and tilted.e_v == pytest.approx(math.pi / 4)
+    flipped = geometry_errors([0.5, 0.1, 0.03], [0, 0, -1], [0.5, 0.1, 0.03], [0, 0, 1])
+    assert flipped.e_v == pytest.approx(math.pi)  # a directed axis: upside down is the worst case
+
+
+@pytest.mark.parametrize("p,v,reason", [([0, 0, 0], [0, 0, 1], "zero_position"),
+                                        ([0.5, 0.1, 0.03], [0, 0, 0], "zero_axis"),
+                                        ([math.nan, 0.1, 0.03], [0, 0, 1], "non_finite_prediction"),
+                                        ([0.5, 0.1, 0.03], [0, math.inf, 1], "non_finite_prediction"),
+                                        ([0.5, 0.1], [0, 0, 1], "not_a_3_vector"),
+                                        ("here", [0, 0, 1], "not_a_3_vector")])
+def test_zero_or_non_finite_predictions_are_invalid_outputs(p, v, reason):
+    e = geometry_errors(p, v, [0.5, 0.1, 0.03], [0, 0, 1])
+    assert not e.valid and e.reason == reason and e.e_p is None and e.e_v is None
+
+
+def test_body_axis_of_a_quaternion():
+    assert body_axis((1, 0, 0, 0)) == pytest.approx((0, 0, 1))
+    s = math.sqrt(0.5)  # 90 degrees about x: the body's z points along -y
+    assert body_axis((s, s, 0, 0)) == pytest.approx((0, -1, 0))
