@@ -1,34 +1,46 @@
-"""Run a locked campaign through the launcher, resumably.
+"""Run a locked campaign through the launcher, resumably, on one or more workers.
 
 Layout under the lock's output_dir:
     LOCK_DIGEST                       the lock this directory belongs to
-    campaign.jsonl                    append-only ledger (attempt start / end)
+    campaign.jsonl                    append-only ledger (run, attempt start / end / interrupted, coverage)
     <arm_id>/attempt-NNN/             one launcher call (its output_dir):
         instances.locked.json         the chunk of the locked list it was given
-        attempt.json                  arm, command, rc, wall_s, missing instances
+        attempt.json                  arm, command, ROS domain, worker, rc, wall_s, missing instances
+        launcher.log                  the launcher's output
         episodes/<episode_id>/...     written by the launcher
 
 An episode is finished when some attempt holds its scores.json with status
 "final". A (re)run launches only unfinished locked episodes, each attempt in a
 fresh directory, so nothing finished is redone and no earlier attempt (failed,
 errored or killed) is overwritten: every attempt stays in the records.
+
+Only this process (the coordinator) writes the ledger and names attempt
+directories; workers just run launchers (chunk.run_chunk). Chunks are cut
+from the locked order before any worker starts, so which worker runs a chunk,
+and when it finishes, changes nothing in its results. Each running chunk holds
+a ROS domain of its own (ROS_DOMAIN_ID + worker slot), discovery stays on
+localhost.
 """
 from __future__ import annotations
 
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from labference_ros.core.records import write_json_atomic
+from labference_ros.rosenv import loopback_environ
 
+from .chunk import ChunkJob
+from .engine import open_engine
 from .lock import LockMismatch, verify
+from .plan import Chunk, SlotPool, comparable_scores, domain_ids, launch_command, next_attempt_name, pending_chunks
 
 LAUNCHER_ENV = "LABFERENCE_LAUNCHER"
 LIST_SCHEMA = 1
+LEDGER = "campaign.jsonl"
 
 
 def default_launcher() -> list[str]:
@@ -47,11 +59,36 @@ def _read(path: Path):
 
 
 def _ledger(out: Path, record: dict) -> None:
-    with open(out / "campaign.jsonl", "a", encoding="utf-8") as f:
+    with open(out / LEDGER, "a", encoding="utf-8") as f:
         f.write(json.dumps({"t_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record},
                            sort_keys=True) + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def ledger_records(out_dir: Path) -> list[dict]:
+    path = Path(out_dir) / LEDGER
+    if not path.exists():
+        return []
+    # A runner killed mid-write leaves at most one torn last line: skip it.
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def unfinished_attempts(records: list[dict]) -> list[str]:
+    """Attempts the ledger saw start but never end or get marked interrupted (a killed runner's)."""
+    open_ = {}
+    for r in records:
+        if r.get("record") == "attempt_start":
+            open_[r["attempt"]] = True
+        elif r.get("record") in ("attempt_end", "attempt_interrupted"):
+            open_.pop(r.get("attempt"), None)
+    return list(open_)
 
 
 def finished(arm_dir: Path) -> dict[str, list[str]]:
@@ -85,13 +122,16 @@ def coverage(lock: dict) -> dict:
     return report
 
 
-def _next_attempt(arm_dir: Path) -> Path:
-    n = len(list(arm_dir.glob("attempt-*"))) + 1
-    while (arm_dir / f"attempt-{n:03d}").exists():
-        n += 1
-    path = arm_dir / f"attempt-{n:03d}"
-    path.mkdir(parents=True)
-    return path
+def final_scores(lock: dict) -> dict[str, dict[str, dict]]:
+    """arm_id -> instance_id -> its final scores.json without attempt-naming fields
+    (what two runs of one lock must agree on, whoever ran which chunk)."""
+    out_dir = Path(lock["output_dir"])
+    result = {}
+    for arm in lock["arms"]:
+        done = finished(out_dir / arm["arm_id"])
+        result[arm["arm_id"]] = {iid: comparable_scores(_read(Path(dirs[0]) / "scores.json"))
+                                 for iid, dirs in sorted(done.items())}
+    return result
 
 
 def _seen_instances(attempt_dir: Path) -> set[str]:
@@ -103,68 +143,104 @@ def _seen_instances(attempt_dir: Path) -> set[str]:
     return seen
 
 
-def _command(launcher, lock, arm, chunk_file: Path, n: int, out: Path) -> list[str]:
-    args = {"episodes": n, "system": arm["system"], "condition": arm["condition"],
-            "seed": lock["seeds"].get("launch", 0), "output_dir": str(out), "instances": str(chunk_file),
-            **arm["args"]}
-    return [*launcher, lock["launch_file"], *(f"{k}:={v}" for k, v in args.items())]
-
-
-def run_campaign(lock: dict, launcher: list[str] | None = None, log=print) -> dict:
-    """Verify, then launch every unfinished locked episode in chunks. Returns coverage."""
-    diff = verify(lock)
-    if diff:
-        raise LockMismatch(diff)
-    launcher = launcher or default_launcher()
+def _open_output_dir(lock: dict) -> Path:
     out_dir = Path(lock["output_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     digest_file = out_dir / "LOCK_DIGEST"
     if digest_file.exists() and digest_file.read_text().strip() != lock["lock_sha256"]:
         raise LockMismatch({"output_dir": (digest_file.read_text().strip(), lock["lock_sha256"])})
     digest_file.write_text(lock["lock_sha256"] + "\n")
-    _ledger(out_dir, {"record": "campaign_run", "lock_sha256": lock["lock_sha256"], "launcher": launcher})
+    return out_dir
+
+
+def _mark_interrupted(out_dir: Path, log) -> None:
+    """Close the ledger entries of attempts a killed runner left open; their records stay."""
+    for attempt in unfinished_attempts(ledger_records(out_dir)):
+        info_path = Path(attempt) / "attempt.json"
+        info = _read(info_path)
+        if info and info.get("status") == "running":
+            write_json_atomic(info_path, {**info, "status": "interrupted"})
+        _ledger(out_dir, {"record": "attempt_interrupted", "attempt": attempt})
+        log(f"  {Path(attempt).parent.name}/{Path(attempt).name}: interrupted by an earlier run (kept)")
+
+
+def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
+                 workers: int | None = None, scheduler: str | None = None) -> dict:
+    """Verify, then launch every unfinished locked episode in chunks. Returns coverage.
+
+    workers=1 (default) runs chunks one after another in this process; more workers
+    run them on a loopback-only local Dask cluster; `scheduler` (an address) uses an
+    existing Dask scheduler instead. Results do not depend on either.
+    """
+    diff = verify(lock)
+    if diff:
+        raise LockMismatch(diff)
+    launcher = launcher or default_launcher()
+    out_dir = _open_output_dir(lock)
+    _mark_interrupted(out_dir, log)
+    base_domain = int(loopback_environ()["ROS_DOMAIN_ID"])
+    done = {arm["arm_id"]: finished(out_dir / arm["arm_id"]) for arm in lock["arms"]}
     for arm in lock["arms"]:
-        arm_dir = out_dir / arm["arm_id"]
-        arm_dir.mkdir(exist_ok=True)
-        done = finished(arm_dir)
-        pending = [i for i in arm["instances"] if i["instance_id"] not in done]
-        log(f"{arm['arm_id']}: {len(arm['instances']) - len(pending)} finished, {len(pending)} to run")
-        size = max(1, lock["chunk_size"])
-        for start in range(0, len(pending), size):
-            chunk = pending[start:start + size]
-            _launch_chunk(lock, arm, chunk, arm_dir, launcher, out_dir, log)
+        left = sum(1 for i in arm["instances"] if i["instance_id"] not in done[arm["arm_id"]])
+        log(f"{arm['arm_id']}: {len(arm['instances']) - left} finished, {left} to run")
+    chunks = pending_chunks(lock, done)
+    if workers is not None and scheduler is None:
+        domain_ids(base_domain, workers)  # refuse an impossible domain range before starting a cluster
+    with open_engine(workers, scheduler) as engine:
+        slots = SlotPool(domain_ids(base_domain, engine.slots))
+        _ledger(out_dir, {"record": "campaign_run", "lock_sha256": lock["lock_sha256"], "launcher": launcher,
+                          "engine": engine.description, "slots": engine.slots})
+        log(f"{len(chunks)} chunk(s) on {engine.description}")
+        queue, running = list(chunks), {}
+        while queue or running:
+            while queue and slots:
+                chunk, domain = queue.pop(0), slots.take()
+                attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain)
+                running[engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")] = \
+                    (attempt, info)
+            for handle, result in engine.wait_any(running):
+                attempt, info = running.pop(handle)
+                slots.give_back(info["ros_domain_id"])
+                _end_attempt(out_dir, attempt, info, result, log)
     cov = coverage(lock)
     _ledger(out_dir, {"record": "coverage", **cov})
     return cov
 
 
-def _launch_chunk(lock, arm, chunk, arm_dir, launcher, out_dir, log) -> None:
-    att = _next_attempt(arm_dir)
-    chunk_file = att / "instances.locked.json"
+def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: int):
+    """Name and fill the attempt directory here, in the coordinator: workers never race for names."""
+    arm = chunk.arm
+    arm_dir = out_dir / arm["arm_id"]
+    arm_dir.mkdir(exist_ok=True)
+    attempt = arm_dir / next_attempt_name(p.name for p in arm_dir.iterdir())
+    attempt.mkdir()
+    chunk_file = attempt / "instances.locked.json"
     chunk_file.write_text(json.dumps({"schema": LIST_SCHEMA, "meta": {"campaign": lock["name"],
                                       "arm": arm["arm_id"], "lock_sha256": lock["lock_sha256"]},
-                                      "instances": chunk}, sort_keys=True, indent=1) + "\n")
-    cmd = _command(launcher, lock, arm, chunk_file, len(chunk), att)
-    ids = [i["instance_id"] for i in chunk]
+                                      "instances": list(chunk.instances)}, sort_keys=True, indent=1) + "\n")
+    cmd = launch_command(launcher, lock, arm, str(chunk_file), len(chunk.instances), str(attempt))
     # The arm's cell, so an attempt that dies before any run.json still counts in its cell.
     hint = {"tested_system": arm["system"], "task_condition": arm["condition"],
             "observation_condition": arm["args"].get("observation"),
             "intervention_mode": arm["args"].get("intervention_mode", "none"),
             "intervention_site": arm["args"].get("intervention_site")}
-    info = {"arm": arm["arm_id"], "identity_hint": hint, "instances": ids, "command": cmd, "status": "running"}
-    write_json_atomic(att / "attempt.json", info)
-    _ledger(out_dir, {"record": "attempt_start", "attempt": str(att), "instances": ids})
-    t0 = time.monotonic()
-    with open(att / "launcher.log", "w", encoding="utf-8") as logf:
-        try:
-            rc = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT).returncode
-        except OSError as exc:
-            rc, info["error"] = -1, f"cannot start launcher: {exc}"
-    wall = time.monotonic() - t0
-    missing = [i for i in ids if i not in _seen_instances(att)]
-    info.update(status="done", rc=rc, wall_s=wall, missing=missing)
-    if rc != 0 and "error" not in info:
-        info["error"] = f"launcher exit status {rc}"
-    write_json_atomic(att / "attempt.json", info)
-    _ledger(out_dir, {"record": "attempt_end", "attempt": str(att), "rc": rc, "wall_s": wall, "missing": missing})
-    log(f"  {att.name}: {len(ids)} episodes, rc={rc}, {len(missing)} without a record")
+    info = {"arm": arm["arm_id"], "identity_hint": hint, "instances": chunk.instance_ids, "command": cmd,
+            "ros_domain_id": domain, "status": "running"}
+    write_json_atomic(attempt / "attempt.json", info)
+    _ledger(out_dir, {"record": "attempt_start", "attempt": str(attempt), "instances": chunk.instance_ids,
+                      "ros_domain_id": domain})
+    return attempt, info, ChunkJob(command=cmd, attempt_dir=str(attempt), ros_domain_id=domain)
+
+
+def _end_attempt(out_dir: Path, attempt: Path, info: dict, result: dict, log) -> None:
+    missing = [i for i in info["instances"] if i not in _seen_instances(attempt)]
+    rc = result.get("rc")
+    info = {**info, "status": "done", "rc": rc, "wall_s": result.get("wall_s"), "missing": missing,
+            "worker": result.get("worker"), "host": result.get("host")}
+    if result.get("error"):
+        info["error"] = result["error"]
+    write_json_atomic(attempt / "attempt.json", info)
+    _ledger(out_dir, {"record": "attempt_end", "attempt": str(attempt), "rc": rc, "wall_s": result.get("wall_s"),
+                      "missing": missing, "worker": result.get("worker")})
+    log(f"  {attempt.parent.name}/{attempt.name}: {len(info['instances'])} episodes, rc={rc}, "
+        f"{len(missing)} without a record (ROS domain {info['ros_domain_id']})")
