@@ -115,8 +115,20 @@ def campaign_lock(spec, output) -> None:
 @campaign.command("run")
 @click.argument("lock_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--launcher", help="Launcher command line (default: $LABFERENCE_LAUNCHER or `labference launch`).")
-def campaign_run(lock_file, launcher) -> None:
-    """Run (or resume) the unfinished episodes of a locked campaign."""
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Chunks run at once. 1 (default): one after another in this process. N > 1: on a local Dask "
+                   "cluster of N worker processes bound to 127.0.0.1. With --scheduler: at most N at once "
+                   "(default: the scheduler's worker threads).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Use an existing Dask scheduler (e.g. tcp://10.0.0.5:8786) instead of a local cluster; its "
+                   "workers need this checkout and the campaign directory at the same paths.")
+def campaign_run(lock_file, launcher, workers, scheduler) -> None:
+    """Run (or resume) the unfinished episodes of a locked campaign.
+
+    Each running chunk gets its own ROS domain ($ROS_DOMAIN_ID + worker slot, discovery on localhost);
+    results do not depend on the number of workers. A killed run (even SIGKILL) takes its launchers
+    with it; run again to resume.
+    """
     import json
     import shlex
     from pathlib import Path
@@ -125,9 +137,12 @@ def campaign_run(lock_file, launcher) -> None:
     from labference_ros.campaign.runner import run_campaign
 
     try:
-        cov = run_campaign(read_lock(Path(lock_file)), shlex.split(launcher) if launcher else None, log=click.echo)
-    except LockMismatch as exc:
+        cov = run_campaign(read_lock(Path(lock_file)), shlex.split(launcher) if launcher else None, log=click.echo,
+                           workers=workers, scheduler=scheduler)
+    except (LockMismatch, ValueError) as exc:
         raise click.ClickException(str(exc))
+    except OSError as exc:  # e.g. the scheduler cannot be reached
+        raise click.ClickException(f"cannot run the campaign: {exc}")
     click.echo(json.dumps(cov, indent=1, sort_keys=True))
     if not cov["complete"]:
         sys.exit(3)
