@@ -51,20 +51,36 @@ _add_recording_commands()
 
 @main.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--out", type=click.Path(file_okay=False), help="Where report.json and plots go (default: first RUN_DIR).")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="Where report.json, report.html and the plots go (default: first RUN_DIR).")
 @click.option("--level", type=click.Choice(["episode", "pair", "family"]), default="pair", show_default=True,
               help="Bootstrap cluster: episodes, matched pairs (both branches together) or task families.")
-@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
-def report(run_dirs, out, level, no_plots) -> None:
-    """Section 7 tables per system x condition, accounting and 95% CIs; writes report.json."""
+@click.option("--no-plots", is_flag=True, help="Skip the plots (no PNG files; report.html without images).")
+@click.option("--compare", "candidate", metavar="CELL",
+              help="Relative rule: the candidate cell, named by its tested system (e.g. scripted_expert) or by "
+                   "FIELD=VALUE[,FIELD=VALUE] over tested_system, task_condition, observation_condition, "
+                   "intervention_mode, intervention_site. Needs --reference.")
+@click.option("--reference", "references", metavar="CELL", multiple=True,
+              help="Relative rule: the reference cell (same syntax); repeat for one comparison per reference. "
+                   "Over the task units both cells ran, 2,000 family-bootstrap draws, seed 240926: passes if the "
+                   "upper 95% bounds of the cost- and time-per-success ratios are < 1 and the lower bound of the "
+                   "success difference is > -3 percentage points, with every draw defined.")
+def report(run_dirs, out, level, no_plots, candidate, references) -> None:
+    """Section 7 tables per system x condition, accounting and 95% CIs, and optionally the
+    protocol's relative rule; writes report.json and a self-contained report.html."""
     from labference_ros.reporting.identity import IdentityMismatch
+    from labference_ros.reporting.relative import CellSelectionError, format_comparison
     from labference_ros.reporting.report import build, format_report, write
 
+    if bool(candidate) != bool(references):
+        raise click.UsageError("--compare and --reference go together")
     try:
-        rep = build(run_dirs, level=level)
-    except IdentityMismatch as exc:
+        rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references])
+    except (IdentityMismatch, CellSelectionError) as exc:
         raise click.ClickException(str(exc))
     click.echo(format_report(rep))
+    for comparison in rep["comparisons"]:
+        click.echo("\n" + format_comparison(comparison))
     for path in write(rep, out or run_dirs[0], plots=not no_plots):
         click.echo(f"wrote {path}")
 
@@ -205,8 +221,11 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
               help="First write a population of N basic checkpoints (seed --seed) to POPULATION.")
 @click.option("--seed", type=int, default=1, help="Task and layout seed for --new.")
 @click.option("--budget-s", type=float, default=None, help="Sim seconds per branch.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the gain table as JSON; name it oracle_gains.json inside a run directory and "
+                   "`labference report` shows it.")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
-                            seed: int, budget_s: float | None) -> None:
+                            seed: int, budget_s: float | None, out_file: str | None) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
     same system with each registered support; prints gains (eq. 3) with counts,
     delivery and agreement rates."""
@@ -221,3 +240,12 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
     result = diagnose_oracle(population, system, list(supports),
                              budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s)
     click.echo(format_table(result))
+    if out_file:
+        from pathlib import Path
+
+        from labference_ros.core.records import write_json_atomic
+        from labference_ros.reporting.oracle_gains import gains_record
+
+        Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(Path(out_file), gains_record(result))
+        click.echo(f"wrote {out_file}")

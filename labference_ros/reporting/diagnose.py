@@ -47,15 +47,19 @@ def detail(ep: dict) -> str:
     return f"class={s.get('completion_class')} violations={s.get('violations')}"
 
 
+def attribution_counts(attempts) -> dict:
+    """Attempts per class, every class listed (0 when none)."""
+    counts = Counter(attribute(e) for e in attempts)
+    return {c: counts.get(c, 0) for c in CLASSES}
+
+
 def diagnose(roots) -> dict:
     cells = group_checked(load(roots))
     out = []
     for key, eps in cells.items():
         rows = [{"episode_id": e["episode_id"], "instance_id": e.get("instance_id"),
                  "attribution": attribute(e), "detail": detail(e)} for e in eps]
-        counts = Counter(r["attribution"] for r in rows)
-        out.append({"cell": dict(zip(CELL, key)), "counts": {c: counts.get(c, 0) for c in CLASSES},
-                    "episodes": rows})
+        out.append({"cell": dict(zip(CELL, key)), "counts": attribution_counts(eps), "episodes": rows})
     return {"classes": list(CLASSES), "cells": out}
 
 

@@ -13,9 +13,13 @@ from labference_ros.core import populations as pop
 from labference_ros.core.records import write_json_atomic
 
 from . import accounting as acc
+from . import oracle_gains
 from .bootstrap import DRAWS, SEED, Resampler
+from .diagnose import attribution_counts
 from .episodes import load, registered_instances, resolve
 from .identity import CELL, group_checked
+from .relative import compare_cells
+from .runtime import runtime
 
 REPORT_SCHEMA = 1
 
@@ -94,7 +98,9 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
     }
 
 
-def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED) -> dict:
+def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comparisons=()) -> dict:
+    """comparisons: (candidate, reference) cell selectors for the relative rule
+    (reporting/relative.py); a selector matching no cell or several raises CellSelectionError."""
     attempts = load(roots)
     cells = group_checked(attempts)
     out = []
@@ -102,10 +108,13 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED) -> d
         dirs = sorted({e["output_dir"] for e in eps})
         registered = {i["instance_id"]: i for d in dirs for i in registered_instances(Path(d))}
         out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs,
-                    **cell_report(eps, list(registered.values()), level, draws, seed)})
+                    **cell_report(eps, list(registered.values()), level, draws, seed),
+                    "runtime": runtime(eps), "attribution": attribution_counts(eps)})
     return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
             "bootstrap": {"level": level, "draws": draws, "seed": seed, "ci": "percentile 95%"},
-            "sr_steps": list(pop.SR_STEPS), "cells": out}
+            "sr_steps": list(pop.SR_STEPS), "cells": out,
+            "comparisons": [compare_cells(cells, c, r, draws, seed) for c, r in comparisons],
+            "oracle_gains": oracle_gains.find(roots)}
 
 
 # -- text ----------------------------------------------------------------------------
@@ -183,16 +192,20 @@ def format_report(rep: dict) -> str:
 
 
 def write(rep: dict, out_dir: Path, plots: bool = True) -> list[str]:
+    """report.json, the plot PNGs (unless plots=False) and the self-contained report.html."""
+    from . import html_report, plots as plotting
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    if plots:
-        from .plots import plot_report
-
-        written = plot_report(rep, out_dir)
-    rep = {**rep, "plots": (written or "matplotlib not available") if plots else []}
+    images = plotting.render(rep) if plots else {}
+    written = plotting.plot_report(rep, out_dir, images)
+    rep = {**rep, "plots": written}
     write_json_atomic(out_dir / "report.json", rep)
-    return [str(out_dir / "report.json")] + written
+    page = out_dir / "report.html"
+    tmp = page.with_name(f".{page.name}.tmp")
+    tmp.write_text(html_report.render(rep, images, plots_skipped=not plots), encoding="utf-8")
+    tmp.replace(page)
+    return [str(out_dir / "report.json"), str(page)] + written
 
 
 def dumps(rep: dict) -> str:

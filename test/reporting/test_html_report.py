@@ -1,0 +1,103 @@
+"""report.html: self-contained, opens in headless Chromium, escapes record text, shows
+unavailable values as unavailable; the runtime split takes only what the records carry."""
+import json
+
+from click.testing import CliRunner
+
+from browser import assert_self_contained_page, needs_chromium
+from labference_ros.cli.main import main
+from labference_ros.reporting import html_report
+from labference_ros.reporting.oracle_gains import gains_record
+from labference_ros.reporting.report import build
+from labference_ros.reporting.runtime import split, summarize
+from synthetic import episode, write_output_dir
+
+
+def _arm_dir(root, system, cost, wall, failing=(), n=8):
+    eps = [episode(f"{system}-{k}", chosen="std_10" if k in failing else "std_50",
+                   run_kw={"iid": f"u{k}", "system": system, "stratum": f"fam{k // 2}"}) for k in range(n)]
+    summary = {"per_episode": [{"episode_id": e["episode_id"], "wall_s": wall, "usage": {"cost_usd": cost}}
+                               for e in eps]}
+    d = write_output_dir(root / system, eps, [{"instance_id": f"u{k}"} for k in range(n)], summary)
+    for e in eps:  # the policy bridge's inference timing, one chunk per episode
+        (d / "episodes" / e["episode_id"] / "policy_actions.jsonl").write_text(
+            json.dumps({"record": "chunk", "inference_wall_s": wall / 4}) + "\n")
+    return d
+
+
+def _oracle_gains(path):
+    result = {"system": "misreader", "design": "checkpoint_continuation",
+              "population": [{"checkpoint_id": "c0", "status": "verified", "reason": ""}],
+              "table": {"base": {"N": 1, "compatibility": "compatible", "mean_choice_correct": 0.0},
+                        "replace:state": {"N": 1, "compatibility": "compatible", "unresolved": 0,
+                                          "gain_choice_correct": 1.0, "choice_correct_supported": 1,
+                                          "choice_correct_base": 0, "gain_completed": 0.0,
+                                          "completed_supported": 0, "completed_base": 0,
+                                          "completed_bounds": (0.0, 0.0), "interventions": 1, "delivered": 1,
+                                          "delivery_rate": 1.0, "agreement_rate": None},
+                        "replace:geometry": {"N": 1, "compatibility": "incompatible_interface"}},
+              "interactions": {}, "branches": {"base": [object()]}}  # branch objects are not kept
+    path.write_text(json.dumps(gains_record(result)))
+
+
+@needs_chromium
+def test_report_html_opens_in_chromium_with_embedded_plots_and_no_requests(tmp_path):
+    root = tmp_path / "runs"
+    _arm_dir(root, "cheap", cost=0.01, wall=5.0, failing={3})
+    _arm_dir(root, "dear", cost=0.05, wall=20.0, failing={3, 6})
+    _oracle_gains(root / "oracle_gains.json")
+    res = CliRunner().invoke(main, ["report", str(root), "--compare", "cheap", "--reference", "dear",
+                                    "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert "relative rule" in res.output and "verdict        PASS" in res.output
+    page = tmp_path / "out" / "report.html"
+    assert "wrote " + str(page) in res.output
+    # selection vs completion, runtime, one confusion matrix per cell
+    seen = assert_self_contained_page(page, tmp_path, min_images=4)
+    text = seen["text"]
+    assert "Relative rule" in text and "PASS" in text
+    assert "tested_system=cheap" in text and "tested_system=dear" in text
+    assert "replace:state" in text and "incompatible_interface" in text  # the oracle gain table
+    assert "motion (system-timed execution)" in text
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [c["verdict"] for c in rep["comparisons"]] == ["pass"]
+    assert rep["cells"][0]["runtime"]["inference"]["mean_s"] == 1.25
+
+
+def test_record_text_is_escaped_and_unavailable_is_never_zero(tmp_path):
+    system = "<b>bold</b>&co"
+    d = write_output_dir(tmp_path / "run", [episode("e0", run_kw={"iid": "u0", "system": system})],
+                         [{"instance_id": "u0"}])
+    page = html_report.render(build([d]), {})
+    assert "&lt;b&gt;bold&lt;/b&gt;&amp;co" in page and "<b>bold" not in page
+    # No episode had its operation fixed for the system: E_fixed has an empty population.
+    row = page.split("E_fixed (eq. 6)</td>", 1)[1].split("</tr>", 1)[0]
+    assert "unavailable" in row and "0.0%" not in row
+    # Nothing recorded usage: cost per success is unknown, not 0.
+    row = page.split("cost per success (USD)</td>", 1)[1].split("</tr>", 1)[0]
+    assert "unavailable" in row and ">0<" not in row
+
+
+def test_no_plots_writes_the_page_without_images(tmp_path):
+    d = _arm_dir(tmp_path, "cheap", cost=0.01, wall=5.0)
+    res = CliRunner().invoke(main, ["report", str(d), "--no-plots"])
+    assert res.exit_code == 0, res.output
+    page = (d / "report.html").read_text()
+    assert "<img" not in page and "plots skipped (--no-plots)" in page
+    assert not list(d.glob("*.png"))
+    assert json.loads((d / "report.json").read_text())["plots"] == []
+
+
+def test_runtime_split_takes_only_recorded_parts():
+    chunks = [{"record": "chunk", "inference_wall_s": 0.5}, {"record": "chunk", "inference_wall_s": 1.5},
+              {"record": "receipt"}]
+    plain = split(30.0, chunks)
+    assert plain == {"wall": 30.0, "inference": 2.0, "motion": None, "waiting": None}
+    timed = split(30.0, chunks + [{"record": "system_summary", "physical_execution_wall_s": 20.0}])
+    assert timed == {"wall": 30.0, "inference": 2.0, "motion": 20.0, "waiting": 8.0}
+    assert split(None, None) == {"wall": None, "inference": None, "motion": None, "waiting": None}
+    s = summarize([plain, split(10.0, None)])
+    assert s["inference"]["n"] == 1 and s["inference"]["mean_s"] == 2.0
+    assert s["wall"]["mean_s"] == 20.0
+    assert s["motion"]["mean_s"] is None and "does not record its motion" in s["motion"]["unavailable"]
+    assert s["not_inference"] == {"mean_s": 28.0, "n": 1}
