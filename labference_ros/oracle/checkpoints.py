@@ -4,7 +4,14 @@ initialization and an optional operation prefix, verified at the handoff.
 A population file is JSON lines, one registered start per line:
   {"checkpoint_id": ..., "instance": {WeighingInstance}, "prefix": [{"type", "object", "destination"}]}
 Preparation failures stay in the population with their reason: they are
-unresolved pairs, never silently dropped."""
+unresolved pairs, never silently dropped.
+
+A prefix leaves an authorized action-observation record: before each prefix
+operation, the policy observation a tested system would have received (the
+same whitelist projection as in the graph) and the operation then carried
+out. Every branch from the checkpoint hands the same record to its freshly
+reset system (TestedSystem.receive_prefix), so stateful systems start from
+the same history and stateless ones ignore it."""
 from __future__ import annotations
 
 import json
@@ -54,6 +61,7 @@ class Checkpoint:
     t: float = 0.0
     on_pan: frozenset = frozenset()
     verification: dict = field(default_factory=dict)
+    prefix_record: tuple[dict, ...] = ()  # {"observation": PolicyObservation, "operation", "t"} per prefix step
 
     @property
     def verified(self) -> bool:
@@ -123,8 +131,12 @@ def verify(world: World, expected_on_pan: frozenset) -> dict:
 def prepare(spec: CheckpointSpec) -> Checkpoint:
     """Rebuild one registered start and verify it at the handoff."""
     world = World(spec.instance)
+    record = []
     try:
+        instruction = spec.instance.public_instruction()
         for op in spec.prefix:
+            _oid, obs = world.observe(instruction)
+            record.append({"observation": obs, "operation": op.to_dict(), "t": world.t})
             _run_prefix(world, op)
         world.advance(0.5)
         settle_end = world.t + SETTLE_LIMIT_S
@@ -133,7 +145,7 @@ def prepare(spec: CheckpointSpec) -> Checkpoint:
         v = verify(world, spec.expected_on_pan())
         if v["failures"]:
             return Checkpoint(spec, "preparation_failed", ";".join(v["failures"]), t=world.t, verification=v)
-        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, frozenset(v["on_pan"]), v)
+        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, frozenset(v["on_pan"]), v, tuple(record))
     except (PlanningError, ValueError) as e:
         return Checkpoint(spec, "preparation_failed", f"{type(e).__name__}: {e}", t=world.t)
     finally:

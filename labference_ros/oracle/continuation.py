@@ -166,6 +166,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
                           deadline_s=cp.t + budget_s)
         session = f"oracle-{cp.spec.checkpoint_id}"
         system.reset(session, inst.policy_seed)
+        system.receive_prefix(list(cp.prefix_record))  # the same authorized history in every branch
         oracle = _Oracle(condition, referee, world, system)
         if any(s.site == "skill" for s in condition):
             system.executor = ReferenceExecutor(world, system.spec.control_frequency_hz, oracle.skill_attempt)

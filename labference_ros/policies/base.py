@@ -47,6 +47,11 @@ class TestedSystem:
         """New episode: forget queued plans and episode memory."""
         self.session_id, self.policy_seed = session_id, int(policy_seed)
 
+    def receive_prefix(self, prefix: list[dict]) -> None:
+        """A checkpoint's authorized history, after reset and before the first act:
+        per step the PolicyObservation delivered then and the operation carried out.
+        Stateless systems ignore it; stateful ones fold it into their memory."""
+
     def act(self, observation: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         raise NotImplementedError
 

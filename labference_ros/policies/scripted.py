@@ -49,6 +49,15 @@ class PickPlaceSystem(TestedSystem):
         self.finished = False
         self.decisions: list[dict] = []
 
+    def receive_prefix(self, prefix: list[dict]) -> None:
+        """A checkpoint's earlier transfers count as this system's own: it does
+        not move a standard again that the prefix already moved."""
+        for step in prefix:
+            op = step["operation"]
+            if op.get("object"):
+                self.moved.append(op["object"])
+                self._note(t=step["t"], prefix=op)
+
     # chunks ----------------------------------------------------------------
     def _hold(self, obs: PolicyObservation, seconds: float | None = None) -> np.ndarray:
         """Keep the last commanded row (or the measured state at the start)."""
@@ -189,3 +198,9 @@ class ScriptedExpert(PickPlaceSystem):
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
         self._done: set[tuple[str, str]] = set()
+
+    def receive_prefix(self, prefix: list[dict]) -> None:
+        super().receive_prefix(prefix)
+        for step in prefix:
+            op = step["operation"]
+            self._done.add((op["object"], "pan" if op.get("destination") == "pan" else "table"))

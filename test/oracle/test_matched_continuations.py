@@ -133,3 +133,25 @@ def test_prefix_checkpoint_is_rebuilt_and_verified_at_the_handoff():
     assert a.verified, a.reason
     assert a.on_pan == {"std_20"} and a.verification["stable"] and not a.verification["held"]
     assert a.snapshot.blob == b.snapshot.blob  # rebuilding is deterministic, bit for bit
+    # The authorized prefix: what a system would have been delivered, and what was done.
+    (step,) = a.prefix_record
+    assert step["operation"] == add("std_20").to_dict() and step["t"] == 0.0
+    assert set(step["observation"].images) >= {"front", "display"}
+    assert "instance" not in vars(step["observation"]) and "positions" not in vars(step["observation"])
+
+
+def test_every_branch_hands_the_prefix_to_its_reset_system(monkeypatch):
+    """fixed_preference moves its preferred standard once. From a checkpoint whose
+    prefix already moved it, a system that got the prefix knows; one that did not
+    picks the same standard up again."""
+    from labference_ros.core.operations import add
+    from labference_ros.policies.base import TestedSystem
+    cp = prepare(population_from_instances([INSTANCES[0]], prefix=(add("std_20"),))[0])
+    params = {"preference": "std_20"}
+    informed = run_branch(cp, "fixed_preference", (), params=params, budget_s=8.0)
+    monkeypatch.setattr(TestedSystem, "receive_prefix", lambda self, prefix: None)
+    monkeypatch.delattr("labference_ros.policies.scripted.PickPlaceSystem.receive_prefix")
+    amnesiac = run_branch(cp, "fixed_preference", (), params=params, budget_s=8.0)
+    assert informed.status == amnesiac.status == "ok"
+    assert informed.choice is None  # nothing left to do: it already moved std_20
+    assert amnesiac.choice is not None and amnesiac.choice["object"] == "std_20"
