@@ -229,6 +229,9 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
     same system with each registered support; prints gains (eq. 3) with counts,
     delivery and agreement rates."""
+    import os
+
+    os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede the first mujoco import
     from labference_ros.oracle.diagnose import DEFAULT_BUDGET_S, diagnose_oracle, format_table
 
     if new_instances:
