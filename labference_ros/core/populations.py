@@ -99,7 +99,9 @@ def fixed_subgoal(ep: dict) -> bool:
     if run.get("execution_population") == "fixed":
         return True
     iv = run.get("intervention") or {}
-    return iv.get("mode") == "replace" and iv.get("site") in ("decision", "skill")
+    # A joint condition names its supports "mode:site+mode:site"; older runs only mode and site.
+    cond = iv.get("condition") or f"{iv.get('mode')}:{iv.get('site')}"
+    return any(part in ("replace:decision", "replace:skill") for part in str(cond).split("+"))
 
 
 def execution(episodes) -> dict:

@@ -58,6 +58,14 @@ def test_e_fixed_only_over_the_fixed_subgoal_population():
     ex = pop.execution([own, fixed_ok, fixed_fail])
     assert ex["K"] == 2 and ex["E_fixed"] == 0.5
     assert pop.execution([own])["E_fixed"] is None
+    # A joint full-rollout condition fixes the subgoal when one of its supports replaces the decision;
+    # state replacement alone leaves the choice to the system.
+    joint = episode("d", run_kw={"mode": "replace", "site": "decision+geometry",
+                                 "intervention": {"mode": "replace", "site": "decision+geometry",
+                                                  "condition": "replace:decision+replace:geometry"}})
+    state_only = episode("e", run_kw={"intervention": {"mode": "replace", "site": "state",
+                                                       "condition": "replace:state"}})
+    assert pop.execution([own, joint, state_only])["K"] == 1
 
 
 def test_p_state_needs_both_members_and_keeps_unresolved_pairs_as_bounds():
