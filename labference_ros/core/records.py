@@ -117,6 +117,17 @@ def stop_early(records: RunRecords, referee, t: float, reason: str = "early_stop
     return final
 
 
+# A system that stops itself ended its own episode: a measured outcome (the referee
+# has scored any early termination), as final as completion or the deadline.
+FINAL_REASONS = ("", "completed", "deadline", "policy_stop", "policy_done")
+
+
+def final_status(reason: str) -> str:
+    """The scores.json status for a finish reason: "final", or the reason an
+    evaluation stopped without a measured end (shutdown, superseded, error)."""
+    return "final" if reason in FINAL_REASONS else reason
+
+
 def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
              observation: dict | None = None, intervention: dict | None = None,
              budgets: dict | None = None, assets: dict | None = None, versions: dict | None = None) -> dict:

@@ -14,7 +14,7 @@ from labference.srv import FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.contract import contract_for
 from labference_ros.core.input_merge import InputMerger
 from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.records import RunRecords, run_info
+from labference_ros.core.records import RunRecords, final_status, run_info
 from labference_ros.core.referee import Referee, episode_deadline
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
@@ -84,8 +84,7 @@ class RefereeNode(Node):
         self._emit(out)
         scores = out[-1]
         self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
-                                  status="final" if request.reason in ("", "completed", "deadline")
-                                  else request.reason)
+                                  status=final_status(request.reason))
         self._close_records(None)
         response.success, response.scores_json = True, json.dumps(scores, default=str)
         return response

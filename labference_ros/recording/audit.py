@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from labference_ros.core.contract import contract_for
 from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.referee import episode_deadline
-from labference_ros.core.records import read_jsonl
+from labference_ros.core.records import final_status, read_jsonl
 
 from .bag_reader import BagError, EpisodeBagReader, resolve_bag
 from .compare import Finding, compare_stream, field_diffs, normalise, split_by_file
@@ -61,11 +61,6 @@ def _load_jsonl(path: pathlib.Path) -> list[dict]:
         raise BagError(f"{path}: missing (online records must sit next to the bag)") from None
     except ValueError as exc:
         raise BagError(f"{path}: a line is not valid JSON: {exc}") from None
-
-
-def final_status(reason: str) -> str:
-    """The scores.json status the online referee writes for a finish reason (nodes/referee.py)."""
-    return "final" if reason in ("", "completed", "deadline") else reason
 
 
 def audit_episode(path: str | pathlib.Path) -> AuditResult:

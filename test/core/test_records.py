@@ -73,3 +73,12 @@ def test_lines_are_on_disk_before_close(tmp_path):
     rec.write({"record": "receipt", "receipt_id": "r1"})
     assert os.path.getsize(tmp_path / "observations.jsonl") > 0
     rec.close()
+
+
+def test_a_system_that_stops_itself_ends_with_a_final_status():
+    from labference_ros.core.records import final_status
+    for reason in ("completed", "deadline", "policy_stop", ""):
+        assert final_status(reason) == "final", reason
+    # The evaluation itself broke off: no measured end, the episode is an ERROR.
+    assert final_status("referee_shutdown") == "referee_shutdown"
+    assert final_status("superseded") == "superseded"

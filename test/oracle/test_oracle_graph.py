@@ -42,6 +42,7 @@ def test_state_support_fixes_the_misreaders_choice_in_the_graph_and_the_audit_ag
 
     base_scores = json.loads((base / "scores.json").read_text())
     assert base_scores["first_choice_correct"] is not True and base_scores["valid_complete"] is False
+    assert base_scores["status"] == "final"  # it stopped itself: a measured FAIL, not an ERROR
     assert json.loads((base / "run.json").read_text())["intervention"] == {"mode": "none"}
 
     scores = json.loads((sup / "scores.json").read_text())
@@ -72,4 +73,4 @@ def test_an_action_only_system_gets_a_compatibility_status_and_no_support(tmp_pa
     run = json.loads((ep / "run.json").read_text())
     assert run["intervention"]["compatibility"] == {"replace:state": "incompatible:action_only"}
     assert not [r for r in _jsonl(ep / "observations.jsonl") if r.get("kind") == "intervention"]
-    assert json.loads((ep / "scores.json").read_text())["status"] in ("final", "policy_stop")
+    assert json.loads((ep / "scores.json").read_text())["status"] == "final"
