@@ -125,7 +125,7 @@ def metrics_table(c: dict) -> str:
         ["C_id, first decision only", pct(first_ch["C_id"]), _na(),
          ratio(first_ch["identified"], first_ch["population"]), esc("first native decisions")],
         ["explicit reports: B_next", pct(ex_track["B_next"]), _na(),
-         ratio(ex_track["correct"], ex_track["population"]), esc("explicit report opportunities")],
+         ratio(ex_track.get("correct"), ex_track.get("population")), esc("explicit report opportunities")],
         ["E_fixed (eq. 6)", pct(ex["E_fixed"]), _na(), ratio(ex["K_confirmed"], ex["K"]),
          esc("episodes with the operation fixed for the system (K)")],
         ["execution given own correct choice", pct(ex["given_correct_choice"]), _na(),
