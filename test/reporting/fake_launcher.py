@@ -6,11 +6,15 @@ the given list. Environment knobs:
   FAKE_ERROR_IDS    comma list: write scores.json with a stop reason, not "final"
   FAKE_KILL_AT      instance id: write its run.json, then SIGKILL the campaign (parent) and die
   FAKE_WRONG_IDS    comma list: a wrong first choice (FAIL)
+  FAKE_HANG_IDS     comma list: write its run.json and <FAKE_PID_DIR>/<id>.pid, then wait to be killed
+  FAKE_EPISODE_S    seconds each episode takes (default 0), so concurrent chunks overlap
+  FAKE_ENV_LOG      file to append "start|end <attempt> <ROS_DOMAIN_ID> <discovery range>" lines to
 """
 import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,6 +29,9 @@ def main(argv):
     errors = set(filter(None, os.environ.get("FAKE_ERROR_IDS", "").split(",")))
     wrong = set(filter(None, os.environ.get("FAKE_WRONG_IDS", "").split(",")))
     kill_at = os.environ.get("FAKE_KILL_AT")
+    hang = set(filter(None, os.environ.get("FAKE_HANG_IDS", "").split(",")))
+    episode_s = float(os.environ.get("FAKE_EPISODE_S", "0"))
+    _env_log("start", out)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
     (out / "instances.json").write_text(json.dumps({"schema": 1, "instances": items}))
     for inst in items:
@@ -41,12 +48,26 @@ def main(argv):
         if iid == kill_at:
             os.kill(os.getppid(), signal.SIGKILL)
             os._exit(9)
+        if iid in hang:
+            pid_file = Path(os.environ["FAKE_PID_DIR"]) / f"{iid}.pid"
+            pid_file.with_suffix(".tmp").write_text(str(os.getpid()))
+            pid_file.with_suffix(".tmp").rename(pid_file)  # whole, never half-written
+            while True:  # mid-episode until something kills us
+                time.sleep(1)
+        time.sleep(episode_s)
         (d / "scores.json").write_text(json.dumps(ep["scores"]))
     # core/summary.py shape; the launcher knows wall time but not model usage.
     (out / "summary.json").write_text(json.dumps({"schema": 1, "per_episode": [
         {"episode_id": f"{out.name}-{i['instance_id']}", "instance_id": i["instance_id"], "system": args["system"],
          "condition": args["condition"], "status": "ok", "wall_s": 1.5} for i in items]}))
+    _env_log("end", out)
     return 0
+
+
+def _env_log(event, out):
+    if os.environ.get("FAKE_ENV_LOG"):
+        with open(os.environ["FAKE_ENV_LOG"], "a") as f:
+            f.write(f"{event} {out} {os.environ.get('ROS_DOMAIN_ID')} {os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE')}\n")
 
 
 if __name__ == "__main__":

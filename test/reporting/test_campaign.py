@@ -18,20 +18,26 @@ FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
 GIT = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
 
 
-@pytest.fixture
-def campaign(tmp_path, monkeypatch):
+def locked_campaign(tmp_path, items, chunk_size=2, arm=None) -> Path:
+    """A spec over `items` with a code tree of its own (so edits elsewhere never break the lock); its lock."""
     code = tmp_path / "code"
     (code / "pkg").mkdir(parents=True)
     (code / "pkg" / "scorer.py").write_text("THRESHOLD = 1.0\n")
     subprocess.run([*GIT, "init", "-q"], cwd=code, check=True)
     subprocess.run([*GIT, "add", "."], cwd=code, check=True)
     subprocess.run([*GIT, "commit", "-qm", "init"], cwd=code, check=True)
-    items = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(6)]
     (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
-    spec = {"name": "t", "output_dir": "runs", "chunk_size": 2, "code_root": "code", "code_paths": ["pkg"],
-            "dependencies": ["numpy"], "arms": [{"system": "fake", "condition": "basic", "instances": "list.json"}]}
+    spec = {"name": "t", "output_dir": "runs", "chunk_size": chunk_size, "code_root": "code", "code_paths": ["pkg"],
+            "dependencies": ["numpy"],
+            "arms": [{"system": "fake", "condition": "basic", "instances": "list.json", **(arm or {})}]}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    lock_path = write_lock(build_lock(tmp_path / "spec.yaml"), tmp_path / "spec.lock.json")
+    return write_lock(build_lock(tmp_path / "spec.yaml"), tmp_path / "spec.lock.json")
+
+
+@pytest.fixture
+def campaign(tmp_path, monkeypatch):
+    items = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(6)]
+    lock_path = locked_campaign(tmp_path, items)
     log = tmp_path / "launched.txt"
     monkeypatch.setenv("FAKE_LAUNCH_LOG", str(log))
     return tmp_path, lock_path, log

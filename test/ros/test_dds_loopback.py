@@ -51,11 +51,13 @@ def sealed_netns():
         subprocess.run(["ip", "netns", "del", sink], capture_output=True)
 
 
-def _capture(ns: str, tmp_path: pathlib.Path, run) -> list[str]:
+def _capture(ns: str, tmp_path: pathlib.Path, run, bpf: str = "udp or tcp") -> list[str]:
+    """Packets lan0 sends while run() runs. IP traffic only by default: the kernel's own
+    IPv6 neighbour/router chatter is not ours. Add "or arp" to also see unicast attempts
+    stuck at address resolution (the sink namespace answers nothing)."""
     pcap = tmp_path / f"lan0_{uuid.uuid4().hex[:4]}.pcap"
-    # IP traffic only: the kernel's own IPv6 neighbour/router chatter is not ours.
     tcpdump = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", "lan0", "-n", "-U", "-w", str(pcap),
-                                "udp or tcp"], stderr=subprocess.PIPE, text=True)
+                                bpf], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     while not pcap.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
