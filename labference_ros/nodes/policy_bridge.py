@@ -108,7 +108,6 @@ class PolicyBridge(Node):
         self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
         self.create_timer(0.002, self.tick)
-        self._last_rt_row = 0.0
 
     # inputs -------------------------------------------------------------------
     def _keep(self, key, msg):
@@ -453,10 +452,14 @@ class PolicyBridge(Node):
             ep["state"], ep["since"] = "observe", time.monotonic()
             return
         if self.v["step_mode"] == "realtime":
-            now = time.monotonic()
-            if now - self._last_rt_row < self.spec.hold_interval_s:
+            # Rows are paced on the simulator's clock, not the wall clock: a
+            # simulator slower than real time must not receive targets faster
+            # than its physics moves (JTC replace semantics would skip them).
+            now = self._current_time(ep)
+            if now < ep.get("next_row_t", 0.0) - EPS:
                 return
-            self._last_rt_row = now
+            ep["next_row_t"] = now + self.spec.hold_interval_s
+            ep["t"] = now
         row = ep["queue"].pop(0)
         dt = self.spec.hold_interval_s
         arm = grip = False
