@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 from labference_ros.core.records import write_json_atomic
+from labference_ros.oracle.handoff import FULL_ROLLOUT
+from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 from labference_ros.rosenv import loopback_environ
 
 from .chunk import ChunkJob
@@ -220,10 +222,11 @@ def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: in
                                       "instances": list(chunk.instances)}, sort_keys=True, indent=1) + "\n")
     cmd = launch_command(launcher, lock, arm, str(chunk_file), len(chunk.instances), str(attempt))
     # The arm's cell, so an attempt that dies before any run.json still counts in its cell.
+    support = intervention_identity(parse_launch_support(str(arm["args"].get("support", "none"))), FULL_ROLLOUT)
     hint = {"tested_system": arm["system"], "task_condition": arm["condition"],
             "observation_condition": arm["args"].get("observation"),
-            "intervention_mode": arm["args"].get("intervention_mode", "none"),
-            "intervention_site": arm["args"].get("intervention_site")}
+            "intervention_mode": support["mode"], "intervention_site": support.get("site"),
+            "intervention_protocol": support.get("protocol")}
     info = {"arm": arm["arm_id"], "identity_hint": hint, "instances": chunk.instance_ids, "command": cmd,
             "ros_domain_id": domain, "status": "running"}
     write_json_atomic(attempt / "attempt.json", info)
