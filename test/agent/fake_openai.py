@@ -6,8 +6,8 @@ can scan the exact bytes that crossed the boundary."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fake_servers import LoopbackJsonServer  # test/policies, on the path via test/agent/conftest.py
 
 
 def call(name: str, args=None, raw: str | None = None) -> dict:
@@ -21,36 +21,22 @@ def step(*calls, content: str = "", usage=(100, 20), status: int = 200, body: by
             "body": body, "on_request": on_request, "headers": dict(headers or {})}
 
 
-class FakeChatServer:
+class FakeChatServer(LoopbackJsonServer):
     def __init__(self, script: list[dict]):
+        super().__init__()
         self.script = list(script)
-        self.requests: list[bytes] = []
-        self.headers: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                outer.requests.append(body)
-                outer.headers.append(dict(self.headers))
-                code, payload, extra = outer.reply(self.path, body)
-                self.send_response(code)
-                for k, v in extra.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self.port}/v1"
         self.n = 0
 
-    def reply(self, path: str, body: bytes) -> tuple[int, bytes]:
+    @property
+    def requests(self) -> list[bytes]:
+        return [body for _path, _headers, body in self.exchanges]
+
+    @property
+    def headers(self) -> list[dict]:
+        return [headers for _path, headers, _body in self.exchanges]
+
+    def reply(self, path: str, body: bytes) -> tuple[int, bytes, dict]:
         if path != "/v1/chat/completions":
             return 404, b"{}", {}
         if self.n >= len(self.script):
@@ -75,14 +61,6 @@ class FakeChatServer:
 
     def bodies(self) -> list[dict]:
         return [json.loads(b) for b in self.requests]
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class FakeClock:

@@ -25,10 +25,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class FakeHttpPolicy:
-    def __init__(self, mode: str = "ok", chunk_len: int = 4, delay_s: float = 2.0):
-        self.mode, self.chunk_len, self.delay_s = mode, chunk_len, delay_s
-        self.requests: list[tuple[str, bytes]] = []
+class LoopbackJsonServer:
+    """A JSON-over-HTTP peer on 127.0.0.1: keeps every POST as (path, headers,
+    body) and answers with what `reply(path, body)` returns: (status, payload,
+    extra headers). Subclasses script the replies."""
+
+    def __init__(self):
+        self.exchanges: list[tuple[str, dict, bytes]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,34 +40,22 @@ class FakeHttpPolicy:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                outer.requests.append((self.path, body))
-                self._answer(*outer.reply(self.path, body))
-
-            def _answer(self, code, payload: bytes):
+                outer.exchanges.append((self.path, dict(self.headers), body))
+                code, payload, extra = outer.reply(self.path, body)
                 self.send_response(code)
+                for k, v in extra.items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def reply(self, path: str, body: bytes) -> tuple[int, bytes]:
-        if path == "/reset":
-            return 200, b"{}"
-        if self.mode == "slow":
-            time.sleep(self.delay_s)
-        if self.mode == "malformed":
-            return 200, b"{actions: nope"
-        if self.mode == "no_actions":
-            return 200, json.dumps({"result": []}).encode()
-        if self.mode == "server_error":
-            return 500, b"{}"
-        obs = json.loads(body)
-        row = obs["state"]["joint_positions"] + [HOME[7]]
-        return 200, json.dumps({"actions": [row] * self.chunk_len}).encode()
+    def reply(self, path: str, body: bytes) -> tuple[int, bytes, dict]:
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
@@ -73,6 +64,32 @@ class FakeHttpPolicy:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+class FakeHttpPolicy(LoopbackJsonServer):
+    def __init__(self, mode: str = "ok", chunk_len: int = 4, delay_s: float = 2.0):
+        super().__init__()
+        self.mode, self.chunk_len, self.delay_s = mode, chunk_len, delay_s
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    @property
+    def requests(self) -> list[tuple[str, bytes]]:
+        return [(path, body) for path, _headers, body in self.exchanges]
+
+    def reply(self, path: str, body: bytes) -> tuple[int, bytes, dict]:
+        if path == "/reset":
+            return 200, b"{}", {}
+        if self.mode == "slow":
+            time.sleep(self.delay_s)
+        if self.mode == "malformed":
+            return 200, b"{actions: nope", {}
+        if self.mode == "no_actions":
+            return 200, json.dumps({"result": []}).encode(), {}
+        if self.mode == "server_error":
+            return 500, b"{}", {}
+        obs = json.loads(body)
+        row = obs["state"]["joint_positions"] + [HOME[7]]
+        return 200, json.dumps({"actions": [row] * self.chunk_len}).encode(), {}
 
 
 class FakeOpenPiServer:
