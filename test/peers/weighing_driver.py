@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 
-from labference_ros.nodes.runtime import init_ros
+from peer_session import PeerSession
 
 
 def main() -> int:
@@ -27,9 +26,8 @@ def main() -> int:
         del argv[i:i + 2]
     mode, out_dir = argv[0], argv[1]
     task_seed = int(argv[2]) if len(argv) > 2 else 3
-    rclpy = init_ros([])
+    peer = PeerSession("weighing_driver")
     from builtin_interfaces.msg import Duration, Time
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -42,28 +40,12 @@ def main() -> int:
     from labference_ros.sim.backend import ARM_JOINT_NAMES
     from labference_ros.sim.motion import PickPlacePlanner, plan_to_pan
 
-    node = rclpy.create_node("weighing_driver")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
+    node, call = peer.node, peer.call
     latest = {}
     node.create_subscription(WorldState, "/evaluator/world_state", lambda m: latest.update(world=m), QoSProfile(depth=5))
     node.create_subscription(ScoreSnapshot, "/referee/scores", lambda m: latest.update(score=m), QoSProfile(depth=5))
     traj_pub = node.create_publisher(JointTrajectory, "/panda_arm_controller/joint_trajectory", 10)
     grip_pub = node.create_publisher(GripperCommand, "/panda_gripper/command", 10)
-
-    def call(srv_type, name, request, timeout=60.0):
-        client = node.create_client(srv_type, name)
-        if not client.wait_for_service(timeout_sec=timeout):
-            raise RuntimeError(f"service {name} not available")
-        future = client.call_async(request)
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} timed out")
-            time.sleep(0.001)
-        return future.result()
 
     sim_t = [0.0]
 
@@ -177,9 +159,7 @@ def main() -> int:
         assert rec.success, rec.message
     print("SCORES " + json.dumps({"required": required, "chosen": chosen, "scores": json.loads(res.scores_json)}),
           flush=True)
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown()
+    peer.close()
     return 0
 
 

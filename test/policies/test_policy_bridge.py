@@ -30,7 +30,7 @@ def test_display_reader_through_the_bridge(tmp_path, request):
         ["--ros-args", "-p", "system:=display_reader"] if name == "policy_bridge" else [])], env=env)
         for name in ("lab_sim", "balance", "referee", "policy_bridge")}
     try:
-        driver = Proc([sys.executable, str(REPO / "test" / "policies" / "bridge_episode.py"),
+        driver = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_episode.py"),
                        str(tmp_path / "ep"), "2"], env=env)
         lines = driver.wait_for("RESULT", timeout=500)
         driver.stop()
@@ -63,7 +63,7 @@ def test_unreachable_policy_server_is_an_error_status_not_a_crash(request):
     bridge = Proc([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
                    "-p", "system:=http", "-p", f"system_params_json:='{params}'"], env=env)  # YAML-quoted
     try:
-        probe = Proc([sys.executable, str(REPO / "test" / "policies" / "bridge_probe.py")], env=env)
+        probe = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_probe.py")], env=env)
         lines = probe.wait_for("PROBE", timeout=90)
         probe.stop()
         assert lines, probe.seen[-20:] + bridge.seen[-20:]
