@@ -128,7 +128,7 @@ def _geometry_reasons(payload: dict, contract: TaskContract) -> list[str]:
     for f in frames:
         if "object" in f and f["object"] not in contract.standards_g:
             reasons.append("geometry_object_unknown")
-        extra = sorted(set(f) - set(FRAME_KEYS) - {"candidates"})
+        extra = sorted(set(f) - set(FRAME_KEYS))
         if extra:
             reasons.append("geometry_frame_fields:" + ",".join(extra))
     return sorted(set(reasons))

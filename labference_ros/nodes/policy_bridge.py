@@ -352,8 +352,7 @@ class PolicyBridge(Node):
                 raise EvaluationValidityError("the referee never acknowledged the delivery")
             return
         ep["obs_ev"] = max(ep["obs_ev"], int(echo.evidence_version))
-        opened = json.loads(echo.detail_json or "{}").get("opened") if echo.detail_json else False
-        if self.support.awaited and opened:
+        if self.support.awaited and json.loads(echo.detail_json or "{}").get("opened", False):
             self.support.expect(int(echo.opportunity_id))
             ep["state"], ep["since"] = "support", time.monotonic()
         else:
