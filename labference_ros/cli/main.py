@@ -59,7 +59,8 @@ _add_recording_commands()
 @click.option("--compare", "candidate", metavar="CELL",
               help="Relative rule: the candidate cell, named by its tested system (e.g. scripted_expert) or by "
                    "FIELD=VALUE[,FIELD=VALUE] over tested_system, task_condition, observation_condition, "
-                   "intervention_mode, intervention_site. Needs --reference.")
+                   "intervention_mode, intervention_site, intervention_protocol (e.g. "
+                   "intervention_protocol=full_rollout). Needs --reference.")
 @click.option("--reference", "references", metavar="CELL", multiple=True,
               help="Relative rule: the reference cell (same syntax); repeat for one comparison per reference. "
                    "Over the task units both cells ran, 2,000 family-bootstrap draws, seed 240926: passes if the "
@@ -223,7 +224,8 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
 @click.option("--budget-s", type=float, default=None, help="Sim seconds per branch.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the gain table as JSON; name it oracle_gains.json inside a run directory and "
-                   "`labference report` shows it.")
+                   "`labference report` over that directory puts it in report.html and report.json "
+                   "(not in its terminal tables).")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
                             seed: int, budget_s: float | None, out_file: str | None) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the

@@ -43,15 +43,27 @@ def dumps(record: dict) -> str:
     return json.dumps(_clean(record), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write the whole file or leave the old one: a hidden tmp file beside it, fsync'd,
+    then renamed over it."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(_clean(data), sort_keys=True, indent=1, allow_nan=False))
-        f.write("\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    write_text_atomic(path, json.dumps(_clean(data), sort_keys=True, indent=1, allow_nan=False) + "\n")
+
+
+def known_sum(values):
+    """Sum, or None as soon as one value is unknown: unknown usage is unknown,
+    never a partial total (the agent's episode usage and the report's accounting)."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
 
 
 class RunRecords:
@@ -161,6 +173,17 @@ def amend_run_json(out_dir: str | Path, section: str, values: dict) -> None:
     write_json_atomic(path, data)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
+def read_jsonl(path: str | Path, tolerate_torn_tail: bool = False) -> list[dict]:
+    """One JSON object a line. tolerate_torn_tail: a last line that does not parse
+    (its writer was killed mid-line) is skipped; a bad line before it still raises."""
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        lines = [line for line in f if line.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            if tolerate_torn_tail and i == len(lines) - 1:
+                break
+            raise
+    return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from labference_ros.core.metrics import rate
 from labference_ros.core.populations import is_scored
+from labference_ros.core.records import known_sum
 
 PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
 REJECTION_SENSITIVITY_USD = 0.01  # per overload rejection (control protocol)
@@ -63,14 +64,6 @@ def overload_rejections(ep: dict) -> int | None:
     return _usage_value(ep, "overload_rejections")
 
 
-def _total(values):
-    """Sum, or None as soon as one value is unknown."""
-    values = list(values)
-    if any(v is None for v in values):
-        return None
-    return float(sum(values))
-
-
 def accounting(attempts) -> dict:
     attempts = list(attempts)
     outcomes = [outcome(a) for a in attempts]
@@ -80,7 +73,7 @@ def accounting(attempts) -> dict:
     costs = [cost(a) for a in attempts]
     calls = [_usage_value(a, "model_calls") for a in attempts]
     rejections = [overload_rejections(a) for a in attempts]
-    time_total, cost_total, rejection_total = _total(times), _total(costs), _total(rejections)
+    time_total, cost_total, rejection_total = known_sum(times), known_sum(costs), known_sum(rejections)
     sensitivity_total = (None if cost_total is None or rejection_total is None
                          else cost_total + REJECTION_SENSITIVITY_USD * rejection_total)
     return {
@@ -88,7 +81,7 @@ def accounting(attempts) -> dict:
         "success_rate": rate(passes, n),
         "time_total_s": time_total, "time_unknown": sum(t is None for t in times),
         "cost_total_usd": cost_total, "cost_unknown": sum(c is None for c in costs),
-        "model_calls": _total(calls),
+        "model_calls": known_sum(calls),
         "overload_rejections": rejection_total, "rejections_unknown": sum(r is None for r in rejections),
         "time_per_success_s": None if time_total is None else rate(time_total, passes),
         "cost_per_success_usd": None if cost_total is None else rate(cost_total, passes),

@@ -97,7 +97,8 @@ def load(roots) -> list[dict]:
     return eps
 
 
-def _unit(ep: dict) -> str:
+def unit(ep: dict) -> str:
+    """The attempt's task unit: instance#repeat (the instance alone without a repeat)."""
     run = ep.get("run") or {}
     rep = run.get("repeat")
     return f"{ep.get('instance_id') or ep['episode_id']}#{rep}" if rep is not None else \
@@ -109,15 +110,15 @@ def resolve(attempts) -> tuple[list[dict], dict]:
     the last attempt (unresolved). Returns (results, coverage)."""
     by_unit: dict[str, list[dict]] = {}
     for a in attempts:
-        a["unit"] = _unit(a)
+        a["unit"] = unit(a)
         by_unit.setdefault(a["unit"], []).append(a)
     results, duplicated, unresolved = [], [], []
-    for unit, group in sorted(by_unit.items()):
+    for u, group in sorted(by_unit.items()):
         good = [a for a in group if is_scored(a)]
         if len(good) > 1:
-            duplicated.append(unit)
+            duplicated.append(u)
         if not good:
-            unresolved.append(unit)
+            unresolved.append(u)
         results.append(good[0] if good else group[-1])
     return results, {"units": len(by_unit), "duplicated": duplicated, "unresolved": unresolved,
                      "retried": sorted(u for u, g in by_unit.items() if len(g) > 1)}

@@ -12,6 +12,8 @@ import html
 
 from labference_ros import __version__
 
+from .identity import cell_name
+
 UNAVAILABLE = "unavailable"
 
 CSS = """
@@ -76,10 +78,6 @@ def image(png: bytes | None, alt: str) -> str:
         return f'<p class="muted">{esc(alt)}: no plot (no data).</p>'
     data = base64.b64encode(png).decode("ascii")
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
-
-
-def cell_name(cell: dict) -> str:
-    return " / ".join(f"{k}={v}" for k, v in cell.items() if v not in (None, ""))
 
 
 # -- sections ------------------------------------------------------------------------
@@ -281,7 +279,26 @@ def oracle_section(g: dict) -> str:
         table(["condition", "N", "compatibility", "choice supported / base", "gain choice (eq. 3)",
                "done supported / base", "gain done (eq. 3)", "done bounds", "delivered / interventions",
                "agreement"], rows, numeric_from=3),
+        interface_errors_table((g["table"].get("base") or {}).get("interface_errors")),
         f"<p>joint-support interactions:</p><ul>{inter}</ul>" if inter else ""])
+
+
+def interface_errors_table(e: dict | None) -> str:
+    """The base system's interface errors measured at the checkpoints (oracle/diagnose.py
+    interface_errors): state readout error and the geometry errors of eq. 2."""
+    if e is None:
+        return ""
+    invalid, reports = e.get("geometry_invalid"), e.get("geometry_reports")
+    rows = [["state readout |error|, mean", num(e.get("readout_abs_error_g_mean"), " g"),
+             esc("base branches with a state readout")],
+            ["geometry e_p (eq. 2), mean", num(e.get("geometry_e_p_m_mean"), " m"),
+             esc("valid geometry reports")],
+            ["geometry e_v (eq. 2), mean", num(e.get("geometry_e_v_rad_mean"), " rad"),
+             esc("valid geometry reports")],
+            ["geometry reports invalid / all", ratio(invalid, reports),
+             esc("invalid: zero or non-finite, counted apart")]]
+    return table(["base system interface error at the checkpoints", "value", "over"],
+                 [[esc(r[0])] + r[1:] for r in rows], numeric_from=1)
 
 
 def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> str:

@@ -73,6 +73,12 @@ def _differing(ids: list[dict], names) -> dict:
     return out
 
 
+def cell_name(cell: dict, sep: str = " / ") -> str:
+    """A cell as text, FIELD=VALUE over its recorded fields (the report, the relative
+    rule, report.html and selector errors all name cells this way)."""
+    return sep.join(f"{k}={v}" for k, v in cell.items() if v not in (None, ""))
+
+
 def cell_key(ident: dict) -> tuple:
     return tuple(ident.get(f) for f in CELL)
 

@@ -2,12 +2,13 @@
 95 % intervals, one confusion matrix per cell, and the runtime split.
 
 `render` returns {file name: PNG bytes}; the HTML report embeds them as data
-URIs and `plot_report` also writes them next to report.json. An unavailable
+URIs and `write_plots` also writes them next to report.json. An unavailable
 estimate is drawn as no bar with the word "unavailable", never as 0.
 """
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import matplotlib
@@ -119,11 +120,20 @@ def render(rep: dict) -> dict[str, bytes]:
     return {name: png for name, png in out.items() if png is not None}
 
 
-def plot_report(rep: dict, out_dir: Path, images: dict[str, bytes] | None = None) -> list[str]:
-    """Write the plots as PNG files; returns their paths."""
+# The file names render() gives its plots: the report owns these in its output directory.
+PLOT_FILE = re.compile(r"(selection_completion|runtime|confusion_\d+)\.png")
+
+
+def write_plots(out_dir: Path, images: dict[str, bytes]) -> list[str]:
+    """Write the plots as PNG files and remove the report's plot files an earlier
+    report left in out_dir that this one does not have (all of them with plots off,
+    images={}), so the directory holds what report.json lists; returns the paths."""
     out_dir = Path(out_dir)
+    for old in out_dir.iterdir():
+        if PLOT_FILE.fullmatch(old.name) and old.name not in images and old.is_file():
+            old.unlink()
     written = []
-    for name, png in (render(rep) if images is None else images).items():
+    for name, png in images.items():
         path = out_dir / name
         path.write_bytes(png)
         written.append(str(path))

@@ -24,8 +24,8 @@ import numpy as np
 
 from . import accounting as acc
 from .bootstrap import DRAWS, SEED, Resampler
-from .episodes import resolve
-from .identity import CELL
+from .episodes import unit
+from .identity import CELL, cell_name
 
 LEVEL = "family"  # the protocol resamples task families
 SUCCESS_MARGIN = 0.03  # lower bound of the success difference must be above -3 percentage points
@@ -58,7 +58,7 @@ def select_cell(cells: dict[tuple, list], text: str) -> tuple:
     matches = [k for k in cells if all(str(dict(zip(CELL, k)).get(f)) == v for f, v in want.items())]
     if len(matches) == 1:
         return matches[0]
-    listing = "; ".join(", ".join(f"{f}={v}" for f, v in zip(CELL, k) if v not in (None, "")) for k in cells)
+    listing = "; ".join(cell_name(dict(zip(CELL, k)), ", ") for k in cells)
     what = "no cell" if not matches else f"{len(matches)} cells"
     raise CellSelectionError(f"{what} match {text!r}; cells: {listing or 'none'}")
 
@@ -66,9 +66,7 @@ def select_cell(cells: dict[tuple, list], text: str) -> tuple:
 def _tag(attempts, arm: str) -> list[dict]:
     """Shallow copies carrying their arm and unit (instance#repeat), so the two arms'
     attempts of one unit share a bootstrap cluster."""
-    copies = [dict(a, arm=arm) for a in attempts]
-    resolve(copies)  # sets "unit" on each copy
-    return copies
+    return [dict(a, arm=arm, unit=unit(a)) for a in attempts]
 
 
 def _sums(attempts) -> dict:
@@ -168,22 +166,24 @@ def relative_rule(candidate_attempts, reference_attempts, draws: int = DRAWS, se
     return out
 
 
-def compare_cells(cells: dict[tuple, list], candidate: str, reference: str,
-                  draws: int = DRAWS, seed: int = SEED) -> dict:
-    """The rule between two report cells named by selectors (see parse_selector)."""
+def select_pair(cells: dict[tuple, list], candidate: str, reference: str) -> tuple[tuple, tuple]:
+    """The two cell keys a comparison names; refuses a bad selector or the same cell twice."""
     ck, rk = select_cell(cells, candidate), select_cell(cells, reference)
     if ck == rk:
         raise CellSelectionError(f"{candidate!r} and {reference!r} name the same cell")
+    return ck, rk
+
+
+def compare_cells(cells: dict[tuple, list], candidate: str, reference: str,
+                  draws: int = DRAWS, seed: int = SEED) -> dict:
+    """The rule between two report cells named by selectors (see parse_selector)."""
+    ck, rk = select_pair(cells, candidate, reference)
     return {"candidate": dict(zip(CELL, ck)), "reference": dict(zip(CELL, rk)),
             "candidate_selector": candidate, "reference_selector": reference,
             **relative_rule(cells[ck], cells[rk], draws, seed)}
 
 
 # -- text ----------------------------------------------------------------------------
-def _cell_name(cell: dict) -> str:
-    return " / ".join(f"{k}={v}" for k, v in cell.items() if v not in (None, ""))
-
-
 def _bounds(iv: dict, pct: bool) -> str:
     f = (lambda x: f"{100 * x:+.1f} pp") if pct else (lambda x: f"{x:.3g}")
     if iv["lo"] is None:
@@ -194,7 +194,7 @@ def _bounds(iv: dict, pct: bool) -> str:
 
 def format_comparison(c: dict) -> str:
     m = c["metrics"]
-    lines = [f"== relative rule: {_cell_name(c['candidate'])}  vs  {_cell_name(c['reference'])}",
+    lines = [f"== relative rule: {cell_name(c['candidate'])}  vs  {cell_name(c['reference'])}",
              f"verdict        {c['verdict'].upper()}"
              + (f"  ({'; '.join(c['reasons'])})" if c["reasons"] else ""),
              f"paired units   {c['paired_units']} in {c['families']} famil{'y' if c['families'] == 1 else 'ies'}; "

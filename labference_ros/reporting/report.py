@@ -10,15 +10,15 @@ import json
 from pathlib import Path
 
 from labference_ros.core import populations as pop
-from labference_ros.core.records import write_json_atomic
+from labference_ros.core.records import write_json_atomic, write_text_atomic
 
 from . import accounting as acc
 from . import oracle_gains
 from .bootstrap import DRAWS, SEED, Resampler
 from .diagnose import attribution_counts
 from .episodes import load, registered_instances, resolve
-from .identity import CELL, group_checked
-from .relative import compare_cells
+from .identity import CELL, cell_name, group_checked
+from .relative import compare_cells, select_pair
 from .runtime import runtime
 
 REPORT_SCHEMA = 1
@@ -103,6 +103,8 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
     (reporting/relative.py); a selector matching no cell or several raises CellSelectionError."""
     attempts = load(roots)
     cells = group_checked(attempts)
+    for candidate, reference in comparisons:  # refuse a bad selector before any bootstrap
+        select_pair(cells, candidate, reference)
     out = []
     for key, eps in cells.items():
         dirs = sorted({e["output_dir"] for e in eps})
@@ -135,7 +137,7 @@ def ci(iv: dict, as_pct: bool = True) -> str:
 
 def format_cell(c: dict) -> str:
     m, a, iv, cov = c["metrics"], c["accounting"], c["intervals"], c["coverage"]
-    name = " / ".join(f"{k}={v}" for k, v in c["cell"].items() if v not in (None, ""))
+    name = cell_name(c["cell"])
     ch, first, comp, st = m["choice"]["all_decisions"], m["reach"][0], m["completion"], m["steps"]
     lines = [f"== {name}",
              f"coverage       units {cov['units']}, missing {len(cov['missing'])}, "
@@ -198,13 +200,11 @@ def write(rep: dict, out_dir: Path, plots: bool = True) -> list[str]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     images = plotting.render(rep) if plots else {}
-    written = plotting.plot_report(rep, out_dir, images)
+    written = plotting.write_plots(out_dir, images)
     rep = {**rep, "plots": written}
     write_json_atomic(out_dir / "report.json", rep)
     page = out_dir / "report.html"
-    tmp = page.with_name(f".{page.name}.tmp")
-    tmp.write_text(html_report.render(rep, images, plots_skipped=not plots), encoding="utf-8")
-    tmp.replace(page)
+    write_text_atomic(page, html_report.render(rep, images, plots_skipped=not plots))
     return [str(out_dir / "report.json"), str(page)] + written
 
 

@@ -5,15 +5,17 @@ What the records carry:
   inference   policy_actions.jsonl `chunk` records: `inference_wall_s`, the bridge's
               wall time of each call into the tested system, summed;
   motion      only a system that times its own physical execution reports it: the
-              `system_summary` record's `physical_execution_wall_s` (the agent);
+              `system_summary` record's `usage.physical_execution_wall_s` (the agent;
+              the policy bridge records {"record": "system_summary", **episode_summary()});
   waiting     the rest, wall - inference - motion (referee echoes, simulator
               advances outside commanded motion, stop hold), once all three are known.
 A part the records do not carry is None ("unavailable"), never 0 or a guess.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from labference_ros.core.records import read_jsonl
 
 from . import accounting as acc
 
@@ -28,34 +30,35 @@ UNAVAILABLE_WHY = {
 }
 
 
+def _motion(summary: dict) -> float | None:
+    """The system's own physical execution time from its summary: under `usage`
+    (EpisodeAccount.usage()); records written before that kept it at the top level."""
+    usage = summary.get("usage")
+    if isinstance(usage, dict) and usage.get("physical_execution_wall_s") is not None:
+        return usage["physical_execution_wall_s"]
+    return summary.get("physical_execution_wall_s")
+
+
 def split(wall_s: float | None, policy_records: list[dict] | None) -> dict:
     """One attempt's split from its wall time and its policy_actions.jsonl records."""
     chunks = [r for r in policy_records or [] if r.get("record") == "chunk"]
     inference = (sum(float(r["inference_wall_s"]) for r in chunks)
                  if chunks and all(r.get("inference_wall_s") is not None for r in chunks) else None)
     summaries = [r for r in policy_records or [] if r.get("record") == "system_summary"]
-    motion = summaries[-1].get("physical_execution_wall_s") if summaries else None
+    motion = _motion(summaries[-1]) if summaries else None
     waiting = None if None in (wall_s, inference, motion) else wall_s - inference - motion
     return {"wall": wall_s, "inference": inference, "motion": motion, "waiting": waiting}
 
 
 def read_policy_records(episode_dir) -> list[dict] | None:
-    """The episode's policy_actions.jsonl lines; None when the file is absent. A torn
-    last line (a killed bridge) is skipped."""
+    """The episode's policy_actions.jsonl lines; None when the file is absent or
+    unreadable. A torn last line (a killed bridge) is skipped."""
     if not episode_dir:
         return None
-    path = Path(episode_dir) / POLICY_LOG
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        return read_jsonl(Path(episode_dir) / POLICY_LOG, tolerate_torn_tail=True)
+    except (OSError, ValueError):  # ValueError: a bad line before the last one
         return None
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def attempt_split(ep: dict) -> dict:

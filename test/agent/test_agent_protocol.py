@@ -263,3 +263,43 @@ def test_a_request_in_flight_when_the_runtime_ends_is_charged_once(observed, ret
     else:
         assert rec["outcome"] == "in_flight_at_end" and rec["tokens_in"] is None and u["cost_usd"] is None
     assert len(system.account.calls) == 1
+    # The body went to the server either way: the leak scan covers it.
+    assert system.request_bodies == server.requests and len(server.requests) == 1
+
+
+def test_no_request_goes_out_once_the_runtime_has_ended_the_episode(observed):
+    """The runtime ends the episode after the worker's last checks, before it sends."""
+    _, obs = observed
+    with FakeChatServer([step(call("observe"))]) as server:
+        system, _ = agent(server)
+        system._past_deadline = lambda: bool(system.end_episode("completed")) and False
+        system.act(obs)
+    assert server.requests == [] and system.request_bodies == []
+    assert system.account.calls == [] and system.rounds == 0 and system.outcome == "completed"
+
+
+def test_a_reply_back_just_as_the_episode_ends_is_charged_once_and_the_record_stays_closed(
+        observed, tmp_path, monkeypatch):
+    """The runtime's end lands between the reply and its charge: the call is the end's
+    in_flight_at_end call, and the worker neither charges it again nor reopens the record."""
+    from labference_ros.policies.agent import driver
+
+    _, obs = observed
+    usage_of = driver.usage_of
+    with FakeChatServer([step(call("observe"))]) as server:
+        system, _ = agent(server, record_dir=str(tmp_path))
+
+        def usage_then_end(reply):
+            summary = system.end_episode("completed")
+            assert [c["outcome"] for c in summary["usage"]["calls"]] == ["in_flight_at_end"]
+            return usage_of(reply)
+
+        monkeypatch.setattr(driver, "usage_of", usage_then_end)
+        system.act(obs)
+    assert [c.outcome for c in system.account.calls] == ["in_flight_at_end"] and system.account.actions == []
+    assert system._log is None and system.request_bodies == server.requests
+    lines = [json.loads(l) for l in (tmp_path / "agent_s-1.jsonl").read_text().splitlines()]
+    assert [l["kind"] for l in lines] == ["model_call", "summary"]
+    assert lines[0]["outcome"] == "in_flight_at_end"
+    system._record({"kind": "action"})  # anything the worker finishes later is not written
+    assert system._log is None and len((tmp_path / "agent_s-1.jsonl").read_text().splitlines()) == 2

@@ -1,15 +1,19 @@
 """report.html: self-contained, opens in headless Chromium, escapes record text, shows
 unavailable values as unavailable; the runtime split takes only what the records carry."""
 import json
+from types import SimpleNamespace
 
 from click.testing import CliRunner
 
 from browser import assert_self_contained_page, needs_chromium
 from labference_ros.cli.main import main
+from labference_ros.oracle.diagnose import interface_errors
+from labference_ros.policies import make
+from labference_ros.policies.agent.accounting import ActionRecord
 from labference_ros.reporting import html_report
 from labference_ros.reporting.oracle_gains import gains_record
 from labference_ros.reporting.report import build
-from labference_ros.reporting.runtime import split, summarize
+from labference_ros.reporting.runtime import read_policy_records, split, summarize
 from synthetic import episode, write_output_dir
 
 
@@ -26,9 +30,15 @@ def _arm_dir(root, system, cost, wall, failing=(), n=8):
 
 
 def _oracle_gains(path):
+    # The base row's interface errors as diagnose_oracle measures them on its base branches.
+    base = [SimpleNamespace(readout_abs_error_g=2.5, geometry_error={"valid": True, "e_p_m": 0.0125,
+                                                                     "e_v_rad": 0.03}),
+            SimpleNamespace(readout_abs_error_g=None, geometry_error={"valid": False, "e_p_m": None,
+                                                                      "e_v_rad": None})]
     result = {"system": "misreader", "design": "checkpoint_continuation",
               "population": [{"checkpoint_id": "c0", "status": "verified", "reason": ""}],
-              "table": {"base": {"N": 1, "compatibility": "compatible", "mean_choice_correct": 0.0},
+              "table": {"base": {"N": 1, "compatibility": "compatible", "mean_choice_correct": 0.0,
+                                 "interface_errors": interface_errors(base)},
                         "replace:state": {"N": 1, "compatibility": "compatible", "unresolved": 0,
                                           "gain_choice_correct": 1.0, "choice_correct_supported": 1,
                                           "choice_correct_base": 0, "gain_completed": 0.0,
@@ -80,12 +90,24 @@ def test_record_text_is_escaped_and_unavailable_is_never_zero(tmp_path):
 
 def test_no_plots_writes_the_page_without_images(tmp_path):
     d = _arm_dir(tmp_path, "cheap", cost=0.01, wall=5.0)
+    # An earlier report's plots in the same directory, and a file the report does not own.
+    for name in ("selection_completion.png", "runtime.png", "confusion_0.png", "confusion_12.png", "photo.png"):
+        (d / name).write_bytes(b"\x89PNG stale")
     res = CliRunner().invoke(main, ["report", str(d), "--no-plots"])
     assert res.exit_code == 0, res.output
     page = (d / "report.html").read_text()
     assert "<img" not in page and "plots skipped (--no-plots)" in page
-    assert not list(d.glob("*.png"))
+    assert [p.name for p in d.glob("*.png")] == ["photo.png"]
     assert json.loads((d / "report.json").read_text())["plots"] == []
+
+
+def _agent_system_summary(wall_s: float) -> dict:
+    """The policy bridge's system_summary line for an agent episode whose one pick took
+    wall_s: the driver's own end-of-episode summary, recorded as the bridge records it."""
+    system = make("agent", agent_model="m")
+    system.account.actions.append(ActionRecord(1, "pick", {"object": "std_50"}, ok=True, moved=True,
+                                               physical=True, sim_s=2.0, wall_s=wall_s))
+    return {"record": "system_summary", **system.end_episode("completed")}
 
 
 def test_runtime_split_takes_only_recorded_parts():
@@ -93,11 +115,40 @@ def test_runtime_split_takes_only_recorded_parts():
               {"record": "receipt"}]
     plain = split(30.0, chunks)
     assert plain == {"wall": 30.0, "inference": 2.0, "motion": None, "waiting": None}
-    timed = split(30.0, chunks + [{"record": "system_summary", "physical_execution_wall_s": 20.0}])
+    timed = split(30.0, chunks + [_agent_system_summary(20.0)])
     assert timed == {"wall": 30.0, "inference": 2.0, "motion": 20.0, "waiting": 8.0}
+    # Records from before the summary kept its usage: the time at the top level.
+    old = split(30.0, chunks + [{"record": "system_summary", "physical_execution_wall_s": 20.0}])
+    assert old == timed
     assert split(None, None) == {"wall": None, "inference": None, "motion": None, "waiting": None}
     s = summarize([plain, split(10.0, None)])
     assert s["inference"]["n"] == 1 and s["inference"]["mean_s"] == 2.0
     assert s["wall"]["mean_s"] == 20.0
     assert s["motion"]["mean_s"] is None and "does not record its motion" in s["motion"]["unavailable"]
     assert s["not_inference"] == {"mean_s": 28.0, "n": 1}
+
+
+def test_agent_motion_time_reaches_the_report_and_a_torn_last_line_is_skipped(tmp_path):
+    d = _arm_dir(tmp_path, "agent", cost=0.01, wall=5.0, n=2)
+    for k, ep in enumerate(sorted((d / "episodes").iterdir())):
+        with open(ep / "policy_actions.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"episode_id": ep.name, **_agent_system_summary(3.0)}) + "\n")
+            if k == 0:
+                f.write('{"record": "chunk", "inference_wa')  # the bridge was killed mid-line
+    assert read_policy_records(d / "episodes" / "missing") is None
+    (cell,) = build([d], draws=50)["cells"]
+    rt = cell["runtime"]
+    assert rt["motion"]["n"] == 2 and rt["motion"]["mean_s"] == 3.0
+    assert rt["inference"]["mean_s"] == 1.25 and rt["waiting"]["mean_s"] == 0.75
+
+
+def test_oracle_gain_table_shows_the_base_interface_errors(tmp_path):
+    d = _arm_dir(tmp_path, "misreader", cost=0.01, wall=5.0, n=2)
+    _oracle_gains(d / "oracle_gains.json")
+    page = html_report.render(build([d], draws=50), {})
+    section = page.split("Oracle gain tables", 1)[1]
+    assert "replace:state" in section and "incompatible_interface" in section
+    for label, value in (("state readout |error|, mean", "2.5 g"), ("geometry e_p (eq. 2), mean", "0.0125 m"),
+                         ("geometry e_v (eq. 2), mean", "0.03 rad"), ("geometry reports invalid / all", "1 / 2")):
+        row = section.split(label + "</td>", 1)[1].split("</tr>", 1)[0]
+        assert value in row, (label, row)

@@ -1,8 +1,9 @@
 """The control protocol's relative rule on hand-built paired arms with known outcomes."""
 import pytest
 
-from labference_ros.reporting.relative import (CellSelectionError, compare_cells, parse_selector,
-                                               relative_rule)
+from labference_ros.reporting.identity import CELL
+from labference_ros.reporting.relative import (CellSelectionError, compare_cells, format_comparison,
+                                               parse_selector, relative_rule)
 from synthetic import episode
 
 
@@ -115,9 +116,10 @@ def test_the_same_inputs_give_the_same_intervals():
 
 
 def test_cells_are_selected_by_system_or_fields_and_ambiguity_is_refused():
-    cells = {("a", "basic", "full", "none", None): _arm("a", 3, range(3), cost=0.5),
-             ("b", "basic", "full", "none", None): _arm("b", 3, range(3)),
-             ("b", "hard", "full", "none", None): _arm("b", 3, range(3))}
+    assert len(CELL) == 6  # the keys below follow identity.CELL
+    cells = {("a", "basic", "full", "none", None, None): _arm("a", 3, range(3), cost=0.5),
+             ("b", "basic", "full", "none", None, None): _arm("b", 3, range(3)),
+             ("b", "hard", "full", "none", None, None): _arm("b", 3, range(3))}
     assert parse_selector("a") == {"tested_system": "a"}
     c = compare_cells(cells, "a", "tested_system=b,task_condition=basic")
     assert c["candidate"]["tested_system"] == "a" and c["reference"]["task_condition"] == "basic"
@@ -127,3 +129,16 @@ def test_cells_are_selected_by_system_or_fields_and_ambiguity_is_refused():
         compare_cells(cells, "zzz", "a")
     with pytest.raises(CellSelectionError, match="FIELD"):
         parse_selector("colour=red")
+
+
+def test_a_full_rollout_cell_is_selected_by_its_intervention_protocol():
+    cells = {("a", "basic", "full", "none", None, None): _arm("a", 3, range(3), cost=0.5),
+             ("a", "basic", "full", "replace", "state", "full_rollout"): _arm("a", 3, range(3))}
+    with pytest.raises(CellSelectionError, match="2 cells"):
+        compare_cells(cells, "a", "a")
+    c = compare_cells(cells, "tested_system=a,intervention_mode=none", "intervention_protocol=full_rollout")
+    assert c["candidate"]["intervention_protocol"] is None
+    assert c["reference"] == {"tested_system": "a", "task_condition": "basic", "observation_condition": "full",
+                              "intervention_mode": "replace", "intervention_site": "state",
+                              "intervention_protocol": "full_rollout"}
+    assert "intervention_protocol=full_rollout" in format_comparison(c)

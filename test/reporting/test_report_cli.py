@@ -1,6 +1,7 @@
 """`labference report` and `labference diagnose` over synthetic launcher output."""
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from labference_ros.cli.main import main
@@ -84,3 +85,27 @@ def test_runner_errors_in_summary_count_as_error_attempts_in_their_cell(tmp_path
     assert len(cells) == 1  # the record-less attempt joins the scripted/basic cell
     a = accounting(next(iter(cells.values())))
     assert (a["attempts"], a["PASS"], a["ERROR"]) == (3, 1, 2) and a["time_per_success_s"] == 3.0
+
+
+def test_a_bad_compare_selector_is_refused_before_any_cell_is_bootstrapped(tmp_path, monkeypatch):
+    from labference_ros.reporting import report
+    from labference_ros.reporting.relative import CellSelectionError
+
+    def no_bootstrap(*args, **kwargs):
+        raise AssertionError("a cell was bootstrapped before the selectors were checked")
+
+    d = _dir(tmp_path)
+    monkeypatch.setattr(report, "cell_report", no_bootstrap)
+    with pytest.raises(CellSelectionError, match="no cell"):
+        build([d], comparisons=[("scripted", "nosuchsystem")])
+    with pytest.raises(CellSelectionError, match="same cell"):
+        build([d], comparisons=[("scripted", "tested_system=scripted")])
+
+
+def test_compare_help_names_every_cell_field():
+    from labference_ros.reporting.identity import CELL
+
+    res = CliRunner().invoke(main, ["report", "--help"])
+    assert res.exit_code == 0, res.output
+    compare = " ".join(res.output.split("--compare", 1)[1].split("--reference", 1)[0].split())
+    assert all(field in compare for field in CELL), compare

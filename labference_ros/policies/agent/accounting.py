@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from labference_ros.core.records import known_sum
+
 
 @dataclass(frozen=True)
 class PriceTable:
@@ -44,7 +46,9 @@ class CallRecord:
     retry_wait_s: float
     request_bytes: int
     cost_usd: float | None
-    outcome: str  # "plan", "final", "malformed", "after_deadline", "failed" (no usable reply)
+    # "plan", "final", "malformed", "after_deadline", "failed" (no usable reply),
+    # "in_flight_at_end" (still out when the runtime ended the episode; usage unknown)
+    outcome: str
 
     def to_dict(self) -> dict:
         return dict(asdict(self), kind="model_call")
@@ -67,12 +71,6 @@ class ActionRecord:
         return dict(asdict(self), kind="action")
 
 
-def _known_sum(values):
-    """Sum, or None as soon as one value is unknown (never a partial total)."""
-    values = list(values)
-    return None if any(v is None for v in values) else sum(values)
-
-
 @dataclass
 class EpisodeAccount:
     calls: list[CallRecord] = field(default_factory=list)
@@ -93,12 +91,12 @@ class EpisodeAccount:
             "actions": len(self.actions),
             "physical_actions": sum(a.physical for a in self.actions),
             "overload_rejections": sum(c.overload_rejections for c in calls),
-            "tokens_in": _known_sum(c.tokens_in for c in calls),
-            "tokens_out": _known_sum(c.tokens_out for c in calls),
-            "cost_usd": _known_sum(c.cost_usd for c in calls),
+            "tokens_in": known_sum(c.tokens_in for c in calls),
+            "tokens_out": known_sum(c.tokens_out for c in calls),
+            "cost_usd": known_sum(c.cost_usd for c in calls),
             "model_wait_s": sum(c.elapsed_s for c in calls),
-            "model_computation_s": _known_sum(c.model_computation_s for c in calls),
-            "communication_s": _known_sum(c.communication_s for c in calls),
+            "model_computation_s": known_sum(c.model_computation_s for c in calls),
+            "communication_s": known_sum(c.communication_s for c in calls),
             "retry_wait_s": sum(c.retry_wait_s for c in calls),
             "physical_execution_wall_s": sum(a.wall_s for a in self.actions),
             "physical_execution_sim_s": sum(a.sim_s for a in self.actions),

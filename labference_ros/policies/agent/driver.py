@@ -126,21 +126,30 @@ class AgentSystem(TestedSystem):
         self.finished = False
         self.stop_reason: str | None = None  # the runtime is ending the episode
         self.call_started: float | None = None  # a model request is out (worker thread)
-        self._handoff = threading.Lock()  # call_started vs finished, across the two threads
+        # finished vs call_started, the call's charge and the record file, across the
+        # worker thread (act) and the runtime's (end_episode); reentrant for _settle.
+        self._handoff = threading.RLock()
         self.outcome = ""
         self.turn_elapsed_s: float | None = None  # wall time of the turn, set at its end
         self.final_text = ""
         self._log = None
 
-    def _record(self, entry: dict) -> None:
+    def _record(self, entry: dict, closing: bool = False) -> None:
+        """Append to agent_<session>.jsonl. Once the episode has ended only _end
+        writes (closing=True): whatever the worker thread finishes later was
+        accounted by _end (a request still out is its in_flight_at_end call), and
+        the closed record is never reopened."""
         if not self.params["record_dir"]:
             return
-        if self._log is None:
-            d = pathlib.Path(self.params["record_dir"])
-            d.mkdir(parents=True, exist_ok=True)
-            self._log = open(d / f"agent_{self.session_id or 'episode'}.jsonl", "a", encoding="utf-8")
-        self._log.write(json.dumps(entry, sort_keys=True) + "\n")
-        self._log.flush()
+        with self._handoff:
+            if self.finished and not closing:
+                return
+            if self._log is None:
+                d = pathlib.Path(self.params["record_dir"])
+                d.mkdir(parents=True, exist_ok=True)
+                self._log = open(d / f"agent_{self.session_id or 'episode'}.jsonl", "a", encoding="utf-8")
+            self._log.write(json.dumps(entry, sort_keys=True) + "\n")
+            self._log.flush()
 
     # hooks for the graph ---------------------------------------------------------
     def set_output_dir(self, path) -> None:
@@ -178,20 +187,18 @@ class AgentSystem(TestedSystem):
             rec = CallRecord(self.rounds, None, None, waited, waited, None, None, 0, 0.0, 0, None,
                              "in_flight_at_end")
             self.account.calls.append(rec)
-            self._record(rec.to_dict())
+            self._record(rec.to_dict(), closing=True)
         if self.running is not None:  # ended by the runtime mid-motion: keep the attempt
             cid, rec, wall0, _ = self.running
             rec.wall_s, rec.moved, rec.error = self.clock() - wall0, True, f"interrupted: {outcome}"
             self.account.actions.append(rec)
-            self._record(rec.to_dict())
+            self._record(rec.to_dict(), closing=True)
             self.cursor = self.running = None
         for cid, _, _ in self.pending:  # never dispatched
             self._tool_reply(cid, {"ok": False, "executed": False, "error": f"turn ended: {outcome}"})
         self.pending = []
-        self._record(dict(self.episode_summary(), kind="summary"))
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._record(dict(self.episode_summary(), kind="summary"), closing=True)
+        self.close()
 
     def episode_summary(self) -> dict:
         """The episode's summary; its `usage` becomes run.json's `usage`."""
@@ -230,9 +237,10 @@ class AgentSystem(TestedSystem):
         return out
 
     def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        with self._handoff:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
     # chunks -------------------------------------------------------------------
     def _state_row(self, obs: PolicyObservation) -> np.ndarray:
@@ -298,21 +306,21 @@ class AgentSystem(TestedSystem):
         if self.attach:  # images from observe calls, after all tool replies
             self.messages.append({"role": "user", "content": self.attach})
             self.attach = []
-        self.rounds += 1
         request = {"messages": self.messages, "tools": TOOLS, "tool_choice": "auto",
                    self.params["max_tokens_field"]: int(self.params["max_tokens"])}
         if self.params["temperature"] is not None:  # None: leave it to the server
             request["temperature"] = float(self.params["temperature"])
-        self.call_started = self.clock()
+        with self._handoff:  # nothing goes out once the runtime has ended the episode
+            if self.finished:
+                return
+            self.rounds += 1
+            self.call_started = self.clock()
         try:
             reply, timing = self.client.complete(request)
         except ModelCallFailed as e:  # charged with unknown usage, then the episode is invalid
-            if not self._call_returned():
-                self.request_bodies += e.timing.bodies
-                self._charge(e.timing, None, None, "failed")
+            self.request_bodies += e.timing.bodies  # sent, whoever charges the call
+            self._settle(e.timing, None, None, "failed")
             raise
-        if self._call_returned():  # the runtime ended the episode meanwhile and charged it
-            return
         self.request_bodies += timing.bodies
         msg = reply["choices"][0]["message"]
         calls = msg.get("tool_calls") or []
@@ -326,7 +334,8 @@ class AgentSystem(TestedSystem):
                 errors.append(err)
         outcome = ("after_deadline" if late else "malformed" if errors
                    else "plan" if calls else "final")
-        self._charge(timing, *usage_of(reply), outcome)
+        if not self._settle(timing, *usage_of(reply), outcome):
+            return  # the runtime ended the episode meanwhile and charged it as in flight
         assistant = {"role": "assistant", "content": msg.get("content") or ""}
         if calls:
             assistant["tool_calls"] = calls
@@ -347,22 +356,24 @@ class AgentSystem(TestedSystem):
             return
         self.pending = parsed
 
-    def _call_returned(self) -> bool:
-        """The request is back; True when the episode had already ended without it."""
-        with self._handoff:
-            self.call_started = None
-            return self.finished
-
-    def _charge(self, timing, tokens_in, tokens_out, outcome: str) -> None:
-        """Account one model call; its charged time splits into model computation
-        (server-reported), communication and the overload retry wait."""
+    def _settle(self, timing, tokens_in, tokens_out, outcome: str) -> bool:
+        """The request is back: account it, in one step with clearing call_started,
+        so _end either sees it out (and charges it as in flight) or finds it charged.
+        False when the episode had already ended without it (nothing is charged
+        twice). The charged time splits into model computation (server-reported),
+        communication and the overload retry wait."""
         model_s = timing.model_s
         communication_s = None if model_s is None else timing.elapsed_s - model_s - timing.retry_wait_s
         rec = CallRecord(self.rounds, tokens_in, tokens_out, timing.latency_s, timing.elapsed_s, model_s,
                          communication_s, timing.overload_rejections, timing.retry_wait_s,
                          timing.request_bytes, self.prices.cost(tokens_in, tokens_out), outcome)
-        self.account.calls.append(rec)
-        self._record(rec.to_dict())
+        with self._handoff:
+            self.call_started = None
+            if self.finished:
+                return False
+            self.account.calls.append(rec)
+            self._record(rec.to_dict())
+        return True
 
     # tools --------------------------------------------------------------------
     def _halt(self, obs: PolicyObservation) -> None:
