@@ -12,6 +12,11 @@ grace period.
 A worker that belongs to an external scheduler outlives a killed runner; there
 the chunk watches its own Dask task and stops the launcher the same way once
 the scheduler cancels it (the runner's client disconnected).
+
+The launcher's whole environment comes with the job, built by the runner before
+any worker started: a Dask worker's own environment differs from the runner's
+(its nanny sets OMP_NUM_THREADS, PYTHONHASHSEED, ...), and the launcher must
+see the same one whichever engine runs it.
 """
 from __future__ import annotations
 
@@ -24,12 +29,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from labference_ros.rosenv import loopback_environ
-
 PR_SET_PDEATHSIG = 1
 CANCEL_POLL_S = 1.0
 STOP_GRACE_S = 30.0
 LOG_NAME = "launcher.log"
+
+
+def _resolve_prctl():
+    """libc's prctl, looked up here in the parent: loading a library after fork in a
+    multithreaded worker can deadlock on the loader's lock."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_PRCTL = _resolve_prctl()
 
 
 @dataclass(frozen=True)
@@ -37,16 +55,16 @@ class ChunkJob:
     command: list[str]
     attempt_dir: str
     ros_domain_id: int
+    env: dict[str, str]  # the launcher's whole environment (ROS_DOMAIN_ID = ros_domain_id)
 
 
 def _die_with_parent(parent_pid: int):
     def set_parent_death_signal() -> None:
         # Runs in the child before exec. PDEATHSIG follows the thread that forked,
         # which is the chunk's own thread and lives as long as the launcher runs.
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        except OSError:
-            pass
+        if _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            os.write(2, b"labference campaign: prctl(PR_SET_PDEATHSIG) failed; launcher not started\n")
+            os._exit(125)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)
     return set_parent_death_signal
@@ -94,13 +112,17 @@ def run_chunk(job: ChunkJob) -> dict:
         # a second launcher into an attempt that already began.
         logf = open(attempt / LOG_NAME, "x", encoding="utf-8")
     except FileExistsError:
-        return {**where, "rc": -1, "wall_s": None, "error": "attempt already started elsewhere; not rerun"}
-    env = loopback_environ({**os.environ, "ROS_DOMAIN_ID": str(job.ros_domain_id)})
+        # Its first launcher may still be stopping (its worker died): hold its domain back.
+        return {**where, "rc": -1, "wall_s": None, "error": "attempt already started elsewhere; not rerun",
+                "launcher_may_live": True}
     t0 = time.monotonic()
     with logf:
+        if _PRCTL is None:
+            return {**where, "rc": -1, "wall_s": 0.0,
+                    "error": "cannot start launcher: no prctl here to tie it to this process"}
         try:
             proc = subprocess.Popen(job.command, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=env, preexec_fn=_die_with_parent(os.getpid()))
+                                    env=job.env, preexec_fn=_die_with_parent(os.getpid()))
         except OSError as exc:
             return {**where, "rc": -1, "wall_s": time.monotonic() - t0, "error": f"cannot start launcher: {exc}"}
         cancelled = False

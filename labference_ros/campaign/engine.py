@@ -17,6 +17,17 @@ from collections.abc import Iterator
 from .chunk import ChunkJob, run_chunk
 
 LOOPBACK = "127.0.0.1"
+WORKERS_START_S = 300  # a local cluster's workers all registered, or refuse to run
+
+
+class NoWorkers(RuntimeError):
+    """The engine has nothing to run chunks on."""
+
+
+def failed_attempt(what: str, exc: BaseException) -> dict:
+    """run_chunk's result for a chunk that raised or whose worker was lost: a failed
+    attempt. Its launcher may have started and may still be stopping."""
+    return {"rc": -1, "wall_s": None, "error": f"{what}: {exc!r}", "launcher_may_live": True}
 
 
 class InProcessEngine:
@@ -26,16 +37,20 @@ class InProcessEngine:
     description = "in-process"
 
     def __init__(self):
-        self._jobs: dict[int, ChunkJob] = {}
+        self._jobs: dict[str, ChunkJob] = {}
 
-    def submit(self, job: ChunkJob, key: str) -> int:
-        handle = len(self._jobs)
-        self._jobs[handle] = job
-        return handle
+    def submit(self, job: ChunkJob, key: str) -> str:
+        self._jobs[key] = job
+        return key
 
-    def wait_any(self, handles) -> list[tuple[object, dict]]:
+    def wait_any(self, handles, timeout: float | None = None) -> list[tuple[object, dict]]:
+        # Runs the chunk to its end here: nothing else runs meanwhile, so no timeout applies.
         handle = next(iter(handles))
-        return [(handle, run_chunk(self._jobs.pop(handle)))]
+        try:
+            result = run_chunk(self._jobs.pop(handle))
+        except Exception as exc:  # noqa: BLE001 - recorded as the attempt's failure, as on a worker
+            result = failed_attempt("chunk failed", exc)
+        return [(handle, result)]
 
 
 class DaskEngine:
@@ -45,19 +60,23 @@ class DaskEngine:
         self.client, self.slots, self.description = client, slots, description
 
     def submit(self, job: ChunkJob, key: str):
-        # pure=False and no retries: a chunk is an attempt, never silently repeated.
-        return self.client.submit(run_chunk, job, key=key, pure=False, retries=0)
+        # A key of its own (the attempt) and no retries: a chunk is an attempt, never silently repeated.
+        return self.client.submit(run_chunk, job, key=key, retries=0)
 
-    def wait_any(self, handles) -> list[tuple[object, dict]]:
+    def wait_any(self, handles, timeout: float | None = None) -> list[tuple[object, dict]]:
+        """Results of the chunks done first; [] when none is done within `timeout` seconds."""
         from distributed import wait
 
-        done = wait(list(handles), return_when="FIRST_COMPLETED").done
+        try:
+            done = wait(list(handles), timeout=timeout, return_when="FIRST_COMPLETED").done
+        except TimeoutError:
+            return []
         out = []
         for future in done:
             try:
                 out.append((future, future.result()))
             except (Exception, concurrent.futures.CancelledError) as exc:  # a worker died, the task was lost
-                out.append((future, {"rc": -1, "wall_s": None, "error": f"worker failed: {exc!r}"}))
+                out.append((future, failed_attempt("worker failed", exc)))
         return out
 
 
@@ -72,6 +91,7 @@ def local_cluster(workers: int) -> Iterator:
         with LocalCluster(host=LOOPBACK, dashboard_address=None, n_workers=workers, threads_per_worker=1,
                           processes=True, scheduler_kwargs={"dashboard_address": f"{LOOPBACK}:0"},
                           silence_logs=40) as cluster, Client(cluster) as client:
+            client.wait_for_workers(workers, timeout=WORKERS_START_S)
             yield client
 
 
@@ -87,7 +107,7 @@ def open_engine(workers: int | None = None, scheduler: str | None = None) -> Ite
             threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
             slots = workers or threads
             if slots < 1:
-                raise RuntimeError(f"scheduler {scheduler} has no workers")
+                raise NoWorkers(f"scheduler {scheduler} has no workers")
             yield DaskEngine(client, slots, f"scheduler {scheduler}, {slots} slot(s)")
         return
     workers = workers or 1

@@ -9,11 +9,14 @@ order whichever worker runs it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-# ROS 2 allows domain ids 0..232 on Linux (higher ones overflow the UDP port range).
-MAX_ROS_DOMAIN_ID = 232
+# DDS ports exist for domains 0..232, but on Linux ROS 2 advises 0..101: higher
+# domains can take ports from the ephemeral range (32768..60999) that other
+# programs get at random (docs.ros.org, Concepts, "About Domain ID").
+MAX_ROS_DOMAIN_ID = 101
 ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 
 
@@ -54,41 +57,64 @@ def launch_command(launcher: list[str], lock: dict, arm: dict, chunk_file: str, 
     return [*launcher, lock["launch_file"], *(f"{k}:={v}" for k, v in args.items())]
 
 
+def base_domain_id(text: str) -> int:
+    """The runner's ROS_DOMAIN_ID (the first worker slot's domain), refused unless a whole number."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"ROS_DOMAIN_ID must be a whole number 0..{MAX_ROS_DOMAIN_ID}, got {text!r}; "
+                         f"set one or unset it (default 42)") from None
+
+
 def domain_ids(base: int, slots: int) -> list[int]:
     """One ROS domain per concurrent chunk: base, base + 1, ... (refused past the ROS limit)."""
     if slots < 1:
         raise ValueError(f"need at least one worker slot, got {slots}")
     if base < 0 or base + slots - 1 > MAX_ROS_DOMAIN_ID:
-        raise ValueError(f"ROS domains {base}..{base + slots - 1} exceed 0..{MAX_ROS_DOMAIN_ID}; "
-                         f"set a lower ROS_DOMAIN_ID or use fewer workers")
+        raise ValueError(f"ROS domains {base}..{base + slots - 1} exceed 0..{MAX_ROS_DOMAIN_ID} (higher ones can "
+                         f"collide with ephemeral ports on Linux); set a lower ROS_DOMAIN_ID or use fewer workers")
     return [base + k for k in range(slots)]
 
 
 class SlotPool:
     """Worker slots, each owning one ROS domain; a chunk holds its slot until it ends,
-    so no two chunks running at the same time share a domain."""
+    so no two chunks running at the same time share a domain.
 
-    def __init__(self, domains: list[int]):
+    A chunk whose launcher may still be stopping (its worker died) gives its domain
+    back held: no chunk gets it until `hold_s` seconds later."""
+
+    def __init__(self, domains: list[int], clock: Callable[[], float] = time.monotonic):
         self._free = list(domains)
+        self._held: dict[int, float] = {}  # domain -> when it is free again
+        self._clock = clock
+
+    def _release_due(self) -> None:
+        now = self._clock()
+        for domain, until in list(self._held.items()):
+            if until <= now:
+                del self._held[domain]
+                self._free.append(domain)
+        self._free.sort()
 
     def __bool__(self) -> bool:
+        self._release_due()
         return bool(self._free)
 
     def take(self) -> int:
+        self._release_due()
         return self._free.pop(0)
 
-    def give_back(self, domain: int) -> None:
-        if domain in self._free:
+    def give_back(self, domain: int, hold_s: float = 0.0) -> None:
+        if domain in self._free or domain in self._held:
             raise ValueError(f"domain {domain} given back twice")
-        self._free.append(domain)
-        self._free.sort()
+        if hold_s > 0:
+            self._held[domain] = self._clock() + hold_s
+        else:
+            self._free.append(domain)
+            self._free.sort()
 
-
-# Fields of a scores.json that name the attempt rather than describe the result
-# (episode ids carry the launcher's chunk index), left out when comparing runs.
-ATTEMPT_FIELDS = frozenset({"episode_id"})
-
-
-def comparable_scores(scores: dict) -> dict:
-    """A scores.json without the fields that identify the attempt, for comparing two runs."""
-    return {k: v for k, v in scores.items() if k not in ATTEMPT_FIELDS}
+    def seconds_to_release(self) -> float | None:
+        """Until the next held domain is free again; None when none is held."""
+        if not self._held:
+            return None
+        return max(0.0, min(self._held.values()) - self._clock())

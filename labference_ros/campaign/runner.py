@@ -19,7 +19,8 @@ directories; workers just run launchers (chunk.run_chunk). Chunks are cut
 from the locked order before any worker starts, so which worker runs a chunk,
 and when it finishes, changes nothing in its results. Each running chunk holds
 a ROS domain of its own (ROS_DOMAIN_ID + worker slot), discovery stays on
-localhost.
+localhost. A chunk whose launcher may outlive its result (its worker died)
+leaves its domain unused for DOMAIN_HOLD_S, while that launcher stops.
 """
 from __future__ import annotations
 
@@ -35,14 +36,22 @@ from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 from labference_ros.rosenv import loopback_environ
 
-from .chunk import ChunkJob
+from .chunk import STOP_GRACE_S, ChunkJob
 from .engine import open_engine
 from .lock import LockMismatch, verify
-from .plan import Chunk, SlotPool, comparable_scores, domain_ids, launch_command, next_attempt_name, pending_chunks
+from .plan import (Chunk, SlotPool, base_domain_id, domain_ids, launch_command, next_attempt_name,
+                   pending_chunks)
 
 LAUNCHER_ENV = "LABFERENCE_LAUNCHER"
 LIST_SCHEMA = 1
 LEDGER = "campaign.jsonl"
+# How long a domain whose launcher may still be stopping stays unused: a launcher
+# stops its nodes within its grace period (10 s) of SIGTERM; twice a chunk's own
+# grace period leaves a wide margin.
+DOMAIN_HOLD_S = 2 * STOP_GRACE_S
+# Fields of a scores.json that name the attempt rather than describe the result
+# (episode ids carry the launcher's chunk index), left out when comparing runs.
+ATTEMPT_FIELDS = frozenset({"episode_id"})
 
 
 def default_launcher() -> list[str]:
@@ -124,6 +133,11 @@ def coverage(lock: dict) -> dict:
     return report
 
 
+def comparable_scores(scores: dict) -> dict:
+    """A scores.json without the fields that identify the attempt, for comparing two runs."""
+    return {k: v for k, v in scores.items() if k not in ATTEMPT_FIELDS}
+
+
 def final_scores(lock: dict) -> dict[str, dict[str, dict]]:
     """arm_id -> instance_id -> its final scores.json without attempt-naming fields
     (what two runs of one lock must agree on, whoever ran which chunk)."""
@@ -155,15 +169,39 @@ def _open_output_dir(lock: dict) -> Path:
     return out_dir
 
 
+def _missing(attempt: Path, instances: list[str]) -> list[str]:
+    """The attempt's instances without a run.json (never started): ERROR rows in the accounting."""
+    seen = _seen_instances(attempt)
+    return [i for i in instances if i not in seen]
+
+
 def _mark_interrupted(out_dir: Path, log) -> None:
     """Close the ledger entries of attempts a killed runner left open; their records stay."""
-    for attempt in unfinished_attempts(ledger_records(out_dir)):
+    records = ledger_records(out_dir)
+    started = {r["attempt"]: r for r in records if r.get("record") == "attempt_start"}
+    for attempt in unfinished_attempts(records):
         info_path = Path(attempt) / "attempt.json"
-        info = _read(info_path)
-        if info and info.get("status") == "running":
-            write_json_atomic(info_path, {**info, "status": "interrupted"})
-        _ledger(out_dir, {"record": "attempt_interrupted", "attempt": attempt})
-        log(f"  {Path(attempt).parent.name}/{Path(attempt).name}: interrupted by an earlier run (kept)")
+        info = _read(info_path) or {}
+        missing = _missing(Path(attempt), info.get("instances") or started[attempt].get("instances") or [])
+        if info.get("status") == "running":
+            write_json_atomic(info_path, {**info, "status": "interrupted", "missing": missing})
+        _ledger(out_dir, {"record": "attempt_interrupted", "attempt": attempt, "missing": missing})
+        log(f"  {Path(attempt).parent.name}/{Path(attempt).name}: interrupted by an earlier run (kept), "
+            f"{len(missing)} without a record")
+
+
+def identity_hint(arm: dict) -> dict:
+    """The arm's cell (from its launch arguments), so an attempt that dies before any
+    run.json still counts in its cell. Refuses a support argument that names no support."""
+    support = str(arm["args"].get("support", "none"))
+    try:
+        identity = intervention_identity(parse_launch_support(support), FULL_ROLLOUT)
+    except ValueError as exc:
+        raise ValueError(f"arm {arm['arm_id']}: support:={support} is not a support condition ({exc})") from None
+    return {"tested_system": arm["system"], "task_condition": arm["condition"],
+            "observation_condition": arm["args"].get("observation"),
+            "intervention_mode": identity["mode"], "intervention_site": identity.get("site"),
+            "intervention_protocol": identity.get("protocol")}
 
 
 def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
@@ -177,10 +215,15 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
     diff = verify(lock)
     if diff:
         raise LockMismatch(diff)
+    # Everything a launch needs is checked before anything is written or started.
+    hints = {arm["arm_id"]: identity_hint(arm) for arm in lock["arms"]}
+    # The launchers' environment, taken before any cluster starts: a local Dask
+    # cluster's nannies write OMP_NUM_THREADS, PYTHONHASHSEED, ... into this process too.
+    base_env = loopback_environ(os.environ)
+    base_domain = base_domain_id(base_env["ROS_DOMAIN_ID"])
     launcher = launcher or default_launcher()
     out_dir = _open_output_dir(lock)
     _mark_interrupted(out_dir, log)
-    base_domain = int(loopback_environ()["ROS_DOMAIN_ID"])
     done = {arm["arm_id"]: finished(out_dir / arm["arm_id"]) for arm in lock["arms"]}
     for arm in lock["arms"]:
         left = sum(1 for i in arm["instances"] if i["instance_id"] not in done[arm["arm_id"]])
@@ -197,19 +240,30 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
         while queue or running:
             while queue and slots:
                 chunk, domain = queue.pop(0), slots.take()
-                attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain)
+                env = {**base_env, "ROS_DOMAIN_ID": str(domain)}
+                attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain, env,
+                                                    hints[chunk.arm["arm_id"]])
                 running[engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")] = \
                     (attempt, info)
-            for handle, result in engine.wait_any(running):
+            # Chunks wait only for domains held back: wake when the first is free again.
+            wake = slots.seconds_to_release() if queue else None
+            if not running:
+                time.sleep(wake)
+                continue
+            for handle, result in engine.wait_any(running, timeout=wake):
                 attempt, info = running.pop(handle)
-                slots.give_back(info["ros_domain_id"])
+                hold = DOMAIN_HOLD_S if result.get("launcher_may_live") else 0.0
+                slots.give_back(info["ros_domain_id"], hold_s=hold)
                 _end_attempt(out_dir, attempt, info, result, log)
+                if hold:
+                    log(f"  ROS domain {info['ros_domain_id']} unused for {hold:.0f} s: "
+                        f"the launcher of {attempt.parent.name}/{attempt.name} may still be stopping")
     cov = coverage(lock)
     _ledger(out_dir, {"record": "coverage", **cov})
     return cov
 
 
-def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: int):
+def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: int, env: dict, hint: dict):
     """Name and fill the attempt directory here, in the coordinator: workers never race for names."""
     arm = chunk.arm
     arm_dir = out_dir / arm["arm_id"]
@@ -221,22 +275,16 @@ def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: in
                                       "arm": arm["arm_id"], "lock_sha256": lock["lock_sha256"]},
                                       "instances": list(chunk.instances)}, sort_keys=True, indent=1) + "\n")
     cmd = launch_command(launcher, lock, arm, str(chunk_file), len(chunk.instances), str(attempt))
-    # The arm's cell, so an attempt that dies before any run.json still counts in its cell.
-    support = intervention_identity(parse_launch_support(str(arm["args"].get("support", "none"))), FULL_ROLLOUT)
-    hint = {"tested_system": arm["system"], "task_condition": arm["condition"],
-            "observation_condition": arm["args"].get("observation"),
-            "intervention_mode": support["mode"], "intervention_site": support.get("site"),
-            "intervention_protocol": support.get("protocol")}
     info = {"arm": arm["arm_id"], "identity_hint": hint, "instances": chunk.instance_ids, "command": cmd,
             "ros_domain_id": domain, "status": "running"}
     write_json_atomic(attempt / "attempt.json", info)
     _ledger(out_dir, {"record": "attempt_start", "attempt": str(attempt), "instances": chunk.instance_ids,
                       "ros_domain_id": domain})
-    return attempt, info, ChunkJob(command=cmd, attempt_dir=str(attempt), ros_domain_id=domain)
+    return attempt, info, ChunkJob(command=cmd, attempt_dir=str(attempt), ros_domain_id=domain, env=env)
 
 
 def _end_attempt(out_dir: Path, attempt: Path, info: dict, result: dict, log) -> None:
-    missing = [i for i in info["instances"] if i not in _seen_instances(attempt)]
+    missing = _missing(attempt, info["instances"])
     rc = result.get("rc")
     info = {**info, "status": "done", "rc": rc, "wall_s": result.get("wall_s"), "missing": missing,
             "worker": result.get("worker"), "host": result.get("host")}

@@ -142,7 +142,7 @@ def campaign_lock(spec, output) -> None:
 def campaign_run(lock_file, launcher, workers, scheduler) -> None:
     """Run (or resume) the unfinished episodes of a locked campaign.
 
-    Each running chunk gets its own ROS domain ($ROS_DOMAIN_ID + worker slot, discovery on localhost);
+    Each running chunk gets its own ROS domain ($ROS_DOMAIN_ID + worker slot, at most 101; discovery on localhost);
     results do not depend on the number of workers. A killed run (even SIGKILL) takes its launchers
     with it; run again to resume.
     """
@@ -150,6 +150,7 @@ def campaign_run(lock_file, launcher, workers, scheduler) -> None:
     import shlex
     from pathlib import Path
 
+    from labference_ros.campaign.engine import NoWorkers
     from labference_ros.campaign.lock import LockMismatch, read_lock
     from labference_ros.campaign.runner import run_campaign
 
@@ -158,7 +159,7 @@ def campaign_run(lock_file, launcher, workers, scheduler) -> None:
                            workers=workers, scheduler=scheduler)
     except (LockMismatch, ValueError) as exc:
         raise click.ClickException(str(exc))
-    except OSError as exc:  # e.g. the scheduler cannot be reached
+    except (OSError, NoWorkers) as exc:  # e.g. the scheduler cannot be reached, or has no workers
         raise click.ClickException(f"cannot run the campaign: {exc}")
     click.echo(json.dumps(cov, indent=1, sort_keys=True))
     if not cov["complete"]:

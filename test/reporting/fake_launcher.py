@@ -8,7 +8,11 @@ the given list. Environment knobs:
   FAKE_WRONG_IDS    comma list: a wrong first choice (FAIL)
   FAKE_HANG_IDS     comma list: write its run.json and <FAKE_PID_DIR>/<id>.pid, then wait to be killed
   FAKE_EPISODE_S    seconds each episode takes (default 0), so concurrent chunks overlap
-  FAKE_ENV_LOG      file to append "start|end <attempt> <ROS_DOMAIN_ID> <discovery range>" lines to
+  FAKE_BARRIER_DIR  directory: each launcher marks its start there, then waits (up to FAKE_BARRIER_S,
+                    default 120, else exit 3) until FAKE_BARRIER_N (default 2) launchers have started,
+                    so that many chunks run at the same time by construction
+  FAKE_ENV_LOG      file to append one JSON line per launcher start and end to:
+                    {"event": "start"|"end", "attempt": <output_dir>, "env": <its whole environment>}
 """
 import json
 import os
@@ -32,6 +36,8 @@ def main(argv):
     hang = set(filter(None, os.environ.get("FAKE_HANG_IDS", "").split(",")))
     episode_s = float(os.environ.get("FAKE_EPISODE_S", "0"))
     _env_log("start", out)
+    if os.environ.get("FAKE_BARRIER_DIR") and not _barrier(Path(os.environ["FAKE_BARRIER_DIR"]), out.name):
+        return 3
     (out / "episodes").mkdir(parents=True, exist_ok=True)
     (out / "instances.json").write_text(json.dumps({"schema": 1, "instances": items}))
     for inst in items:
@@ -64,10 +70,29 @@ def main(argv):
     return 0
 
 
+def _barrier(directory, name):
+    """Mark this launcher started; True once FAKE_BARRIER_N have, False on timeout."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).touch()
+    n = int(os.environ.get("FAKE_BARRIER_N", "2"))
+    deadline = time.monotonic() + float(os.environ.get("FAKE_BARRIER_S", "120"))
+    while len(list(directory.iterdir())) < n:
+        if time.monotonic() > deadline:
+            print(f"fake launcher: fewer than {n} launchers started at once", file=sys.stderr)
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _env_log(event, out):
     if os.environ.get("FAKE_ENV_LOG"):
-        with open(os.environ["FAKE_ENV_LOG"], "a") as f:
-            f.write(f"{event} {out} {os.environ.get('ROS_DOMAIN_ID')} {os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE')}\n")
+        line = json.dumps({"event": event, "attempt": str(out), "env": dict(os.environ)}, sort_keys=True) + "\n"
+        # One write on an O_APPEND descriptor: concurrent launchers' lines never interleave.
+        fd = os.open(os.environ["FAKE_ENV_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
 
 
 if __name__ == "__main__":

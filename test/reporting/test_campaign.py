@@ -16,6 +16,14 @@ from labference_ros.reporting.episodes import load, resolve
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
 GIT = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
+# A ROS domain of this test run's own within what a campaign accepts (0..101 on Linux;
+# test/conftest.py picks one above that). A two-worker campaign uses it and the next.
+CAMPAIGN_DOMAIN = str(60 + os.getpid() % 40)
+
+
+@pytest.fixture(autouse=True)
+def campaign_domain(monkeypatch):
+    monkeypatch.setenv("ROS_DOMAIN_ID", CAMPAIGN_DOMAIN)
 
 
 def locked_campaign(tmp_path, items, chunk_size=2, arm=None) -> Path:
@@ -131,3 +139,31 @@ def test_lock_refuses_arm_args_the_launcher_or_campaign_owns(tmp_path, args, wor
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     with pytest.raises(ValueError, match=word):
         build_lock(tmp_path / "spec.yaml")
+
+
+def test_interrupted_attempt_counts_its_never_started_instances(campaign):
+    """Killed right after i2's run.json: i3 of the same chunk never got a directory, yet stays an ERROR row."""
+    tmp, lock_path, log = campaign
+    code = ("import sys; from labference_ros.campaign.lock import read_lock; "
+            "from labference_ros.campaign.runner import run_campaign; "
+            f"run_campaign(read_lock(sys.argv[1]), {FAKE!r}, log=lambda *_: None)")
+    killed = subprocess.run([sys.executable, "-c", code, str(lock_path)], env={**os.environ, "FAKE_KILL_AT": "i2"})
+    assert killed.returncode == -9 and _launched(log) == ["i0", "i1", "i2"]
+    lock = read_lock(lock_path)
+    assert run_campaign(lock, FAKE, log=lambda *_: None)["complete"]
+    killed_attempt = tmp / "runs" / "00-fake-basic" / "attempt-002"
+    info = json.loads((killed_attempt / "attempt.json").read_text())
+    assert info["status"] == "interrupted" and info["missing"] == ["i3"]
+    ledger = [json.loads(line) for line in (tmp / "runs" / "campaign.jsonl").read_text().splitlines()]
+    assert [r["missing"] for r in ledger if r["record"] == "attempt_interrupted"] == [["i3"]]
+    a = accounting(load([tmp / "runs"]))
+    assert (a["attempts"], a["PASS"], a["ERROR"]) == (8, 6, 2)
+
+
+def test_run_refuses_an_arm_whose_support_names_no_support_before_launching(tmp_path, monkeypatch):
+    items = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(2)]
+    lock = read_lock(locked_campaign(tmp_path, items, arm={"args": {"support": "replace:nowhere"}}))
+    monkeypatch.setenv("FAKE_LAUNCH_LOG", str(tmp_path / "launched.txt"))
+    with pytest.raises(ValueError, match=r"arm 00-fake-basic: support:=replace:nowhere is not a support condition"):
+        run_campaign(lock, FAKE, log=lambda *_: None)
+    assert not Path(lock["output_dir"]).exists() and _launched(tmp_path / "launched.txt") == []

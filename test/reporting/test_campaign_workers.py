@@ -13,15 +13,17 @@ from pathlib import Path
 
 import psutil
 import pytest
+from click.testing import CliRunner
 
+from labference_ros.campaign import chunk, engine, runner
 from labference_ros.campaign.engine import local_cluster
 from labference_ros.campaign.lock import read_lock
-from labference_ros.campaign.plan import (Chunk, SlotPool, comparable_scores, domain_ids, next_attempt_name,
-                                          pending_chunks)
-from labference_ros.campaign.runner import coverage, final_scores, ledger_records, run_campaign
+from labference_ros.campaign.plan import SlotPool, domain_ids, next_attempt_name, pending_chunks
+from labference_ros.campaign.runner import comparable_scores, coverage, final_scores, ledger_records, run_campaign
+from labference_ros.cli.main import main
 from labference_ros.reporting.accounting import accounting
 from labference_ros.reporting.episodes import load
-from test_campaign import FAKE, locked_campaign
+from test_campaign import FAKE, campaign_domain, locked_campaign  # noqa: F401 (campaign_domain: autouse fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ros"))
 from test_dds_loopback import _capture, _ip, needs_netns, sealed_netns  # noqa: E402,F401 (fixture)
@@ -29,6 +31,8 @@ from test_dds_loopback import _capture, _ip, needs_netns, sealed_netns  # noqa: 
 LABFERENCE = str(Path(sys.executable).with_name("labference"))
 ITEMS = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(6)]
 ARM = "00-fake-basic"
+# What a local cluster's nannies put into their workers' environment (and this process's).
+NANNY_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_", "PYTHONHASHSEED")
 
 
 def _quiet(*_):
@@ -48,6 +52,11 @@ def _poll(condition, timeout=120.0, what="condition"):
 
 def _launched(log: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
+
+
+def _env_events(log: Path) -> list[dict]:
+    """The fake launcher's start / end lines: event, attempt, its whole environment."""
+    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def _alive(pid: int) -> bool:
@@ -98,7 +107,6 @@ def test_chunks_follow_the_locked_order_whatever_is_finished():
     assert [(c.arm["arm_id"], c.instance_ids) for c in chunks] == [
         ("a", ["i0", "i2"]), ("a", ["i3", "i4"]), ("b", ["i0"])]
     assert pending_chunks(lock, {"a": [i["instance_id"] for i in ITEMS], "b": ["i0"]}) == []
-    assert isinstance(chunks[0], Chunk)
 
 
 def test_attempt_names_never_reuse_a_number():
@@ -121,9 +129,98 @@ def test_running_chunks_never_share_a_ros_domain():
         domain_ids(0, 0)
 
 
+def test_domains_stay_within_what_ros_advises_on_linux():
+    assert domain_ids(100, 2) == [100, 101]
+    with pytest.raises(ValueError, match="exceed 0..101.*ephemeral"):
+        domain_ids(99, 4)
+    with pytest.raises(ValueError, match="exceed"):
+        domain_ids(-1, 1)
+
+
+def test_a_domain_whose_launcher_may_live_is_held_back():
+    now = [0.0]
+    pool = SlotPool([40, 41], clock=lambda: now[0])
+    a, b = pool.take(), pool.take()
+    pool.give_back(a, hold_s=60)
+    assert not pool and pool.seconds_to_release() == 60
+    with pytest.raises(ValueError, match="twice"):
+        pool.give_back(a)
+    pool.give_back(b)
+    assert pool.take() == b and not pool
+    now[0] = 59.9
+    assert not pool
+    now[0] = 60.0
+    assert pool and pool.seconds_to_release() is None and pool.take() == a
+
+
 def test_comparable_scores_leave_out_only_the_attempt_name():
     scores = {"episode_id": "0001_i3", "status": "final", "t": 15.1, "native": {"correct": 1}}
     assert comparable_scores(scores) == {"status": "final", "t": 15.1, "native": {"correct": 1}}
+
+
+# -- one chunk -----------------------------------------------------------------------
+def test_the_launcher_gets_the_jobs_environment_and_nothing_else(tmp_path):
+    attempt = tmp_path / "attempt"
+    attempt.mkdir()
+    env = {"ROS_DOMAIN_ID": "7", "ONLY_THIS": "1"}
+    result = chunk.run_chunk(chunk.ChunkJob(command=["/usr/bin/env"], attempt_dir=str(attempt), ros_domain_id=7,
+                                            env=env))
+    assert result["rc"] == 0
+    assert sorted((attempt / "launcher.log").read_text().splitlines()) == ["ONLY_THIS=1", "ROS_DOMAIN_ID=7"]
+
+
+def test_a_launcher_that_would_not_die_with_its_worker_is_not_started(tmp_path, monkeypatch):
+    monkeypatch.setattr(chunk, "_PRCTL", lambda *args: -1)  # prctl(PR_SET_PDEATHSIG) fails
+    attempt, ran = tmp_path / "attempt", tmp_path / "ran"
+    attempt.mkdir()
+    job = chunk.ChunkJob(command=[sys.executable, "-c", f"open({str(ran)!r}, 'w')"], attempt_dir=str(attempt),
+                         ros_domain_id=7, env=dict(os.environ))
+    assert chunk.run_chunk(job)["rc"] != 0
+    assert not ran.exists() and "PR_SET_PDEATHSIG" in (attempt / "launcher.log").read_text()
+
+
+def test_a_chunk_that_raises_is_a_failed_attempt_and_its_domain_rests(fake_env, monkeypatch):
+    """In process as on a worker: the campaign goes on; the launcher's domain waits out its hold."""
+    lock = read_lock(locked_campaign(fake_env, ITEMS))
+    monkeypatch.setattr(runner, "DOMAIN_HOLD_S", 0.5)
+    real, calls = engine.run_chunk, []
+
+    def lost_first(job):
+        calls.append((time.monotonic(), job.ros_domain_id))
+        if len(calls) == 1:
+            raise RuntimeError("lost")
+        return real(job)
+
+    monkeypatch.setattr(engine, "run_chunk", lost_first)
+    logged = []
+    cov = run_campaign(lock, FAKE, log=logged.append, workers=1)
+    assert cov[ARM]["missing"] == ["i0", "i1"] and cov[ARM]["finished"] == 4
+    info = json.loads((Path(lock["output_dir"]) / ARM / "attempt-001" / "attempt.json").read_text())
+    assert info["rc"] == -1 and "RuntimeError('lost')" in info["error"] and info["missing"] == ["i0", "i1"]
+    assert len(calls) == 3 and calls[1][1] == calls[0][1]  # the only domain, once its hold was over
+    assert calls[1][0] - calls[0][0] >= 0.5
+    assert any("may still be stopping" in line for line in logged)
+
+
+def test_run_refuses_an_empty_ros_domain_id_cleanly(fake_env, monkeypatch):
+    lock_path = locked_campaign(fake_env, ITEMS)
+    monkeypatch.setenv("ROS_DOMAIN_ID", "")
+    res = CliRunner().invoke(main, ["campaign", "run", str(lock_path), "--launcher", " ".join(FAKE)])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+    assert "ROS_DOMAIN_ID must be a whole number" in res.output
+    assert not Path(read_lock(lock_path)["output_dir"]).exists() and _launched(fake_env / "launched.txt") == []
+
+
+def test_run_refuses_a_scheduler_without_workers_cleanly(fake_env):
+    from distributed import LocalCluster
+
+    lock_path = locked_campaign(fake_env, ITEMS)
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster:
+        res = CliRunner().invoke(main, ["campaign", "run", str(lock_path), "--scheduler", cluster.scheduler_address,
+                                        "--launcher", " ".join(FAKE)])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+    assert f"cannot run the campaign: scheduler {cluster.scheduler_address} has no workers" in res.output
 
 
 # -- the local cluster ---------------------------------------------------------------
@@ -144,12 +241,17 @@ def test_local_cluster_listens_only_on_loopback():
 def test_two_workers_give_the_scores_of_one_with_a_domain_per_running_chunk(fake_env, monkeypatch):
     lock = read_lock(locked_campaign(fake_env, ITEMS))
     monkeypatch.setenv("FAKE_WRONG_IDS", "i4")  # results that differ per instance
+    for name in NANNY_ENV:  # absent here (restored afterwards), so a launcher that sees them ran in a worker's env
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     assert run_campaign(lock, FAKE, log=_quiet, workers=1)["complete"]
     one = _set_aside(lock, "runs-one-worker")
+    one_envs = [e["env"] for e in _env_events(fake_env / "env.txt")]
     (fake_env / "launched.txt").unlink()
     (fake_env / "env.txt").unlink()
 
-    monkeypatch.setenv("FAKE_EPISODE_S", "0.5")  # chunks overlap, so domains must differ
+    # The first two chunks wait for each other: they overlap, on both workers, whatever the load.
+    monkeypatch.setenv("FAKE_BARRIER_DIR", str(fake_env / "barrier"))
     cov = run_campaign(lock, FAKE, log=_quiet, workers=2)
     assert cov["complete"] and cov[ARM]["attempts"] == 3
     assert final_scores(lock) == one and set(one[ARM]) == {f"i{k}" for k in range(6)}
@@ -165,9 +267,18 @@ def test_two_workers_give_the_scores_of_one_with_a_domain_per_running_chunk(fake
     assert len({i["worker"] for i in infos}) == 2  # both workers ran chunks
 
     # What each launcher saw: its attempt's domain, localhost discovery; overlapping ones differ.
-    events = [line.split() for line in (fake_env / "env.txt").read_text().splitlines()]
+    events = _env_events(fake_env / "env.txt")
+
+    # and otherwise the environment of a one-worker run, whatever the worker's own environment is.
+    def apart_from_domain(env):
+        return {k: v for k, v in env.items() if k not in ("ROS_DOMAIN_ID", "FAKE_BARRIER_DIR")}
+    assert len(one_envs) == 6 and not any(name in one_envs[0] for name in NANNY_ENV)
+    assert all(apart_from_domain(e["env"]) == apart_from_domain(one_envs[0]) for e in events)
+    assert all(apart_from_domain(env) == apart_from_domain(one_envs[0]) for env in one_envs)
+
     running, overlaps = {}, 0
-    for event, attempt, domain, discovery in events:
+    for event, attempt, domain, discovery in ((e["event"], e["attempt"], e["env"]["ROS_DOMAIN_ID"],
+                                               e["env"]["ROS_AUTOMATIC_DISCOVERY_RANGE"]) for e in events):
         assert discovery == "LOCALHOST"
         assert int(domain) == starts[attempt]["ros_domain_id"]
         if event == "start":
