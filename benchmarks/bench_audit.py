@@ -25,7 +25,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 def record_episode(out: pathlib.Path, mode: str) -> pathlib.Path:
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(200 + os.getpid() % 30)
+    env["ROS_DOMAIN_ID"] = str(43 + os.getpid() % 58)
     nodes = [subprocess.Popen([sys.executable, "-m", f"labference_ros.nodes.{n}"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for n in ("lab_sim", "balance", "referee", "recorder")]

@@ -43,7 +43,7 @@ def graph(instance, sim_seconds: float, camera_rate: float, chunk: float) -> tup
     from labference_ros.nodes.runtime import init_ros
 
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 50)
+    env["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 40)
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     procs = [subprocess.Popen([sys.executable, "-m", f"labference_ros.nodes.{n}", "--ros-args",
                                "-p", f"camera_rate:={camera_rate}"] if n == "lab_sim" else
