@@ -25,7 +25,7 @@ def generate_launch_description():
         DeclareLaunchArgument('seed', default_value='0',
                               description='Base seed of the task, layout and policy streams'),
         DeclareLaunchArgument('support', default_value='none',
-                              description="Full-rollout Oracle support, mode:site joined by '+', e.g. 'replace:state' or 'assist:state+replace:decision' (sites state, decision); none = the base system"),
+                              description="Full-rollout Oracle support, mode:site joined by '+', e.g. 'replace:state' or 'assist:state+replace:decision' (assist|replace at state and decision, assist at geometry); none = the base system"),
         DeclareLaunchArgument('output_dir', default_value='runs/{timestamp}',
                               description='Run directory; {timestamp} is replaced at start'),
         DeclareLaunchArgument('camera_rate', default_value='10',

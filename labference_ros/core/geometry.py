@@ -53,3 +53,11 @@ def body_axis(quaternion_wxyz) -> tuple[float, float, float]:
     """The body's +z axis in the world frame (a standard's directed up axis)."""
     w, x, y, z = (float(q) for q in quaternion_wxyz)
     return (2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y))
+
+
+def standard_frames(objects) -> list[dict]:
+    """Every standard's frame (body centre, directed up axis) from measured
+    objects: what geometry Assist may supply (no masses, no goal)."""
+    return [{"object": n, "position": [float(v) for v in o.position],
+             "axis": [float(v) for v in body_axis(o.orientation)]}
+            for n, o in sorted(objects.items()) if o.kind == "standard"]

@@ -20,8 +20,8 @@ ARGUMENTS = (
     LaunchArgument("condition", "basic", "Task condition of generated instances", choices=("basic", "extended")),
     LaunchArgument("seed", "0", "Base seed of the task, layout and policy streams"),
     LaunchArgument("support", "none", "Full-rollout Oracle support, mode:site joined by '+', e.g. "
-                   "'replace:state' or 'assist:state+replace:decision' (sites state, decision); "
-                   "none = the base system"),
+                   "'replace:state' or 'assist:state+replace:decision' (assist|replace at state and decision, "
+                   "assist at geometry); none = the base system"),
     LaunchArgument("output_dir", "runs/{timestamp}", "Run directory; {timestamp} is replaced at start"),
     LaunchArgument("camera_rate", "10", "Camera publishing rate in Hz of sim time"),
     LaunchArgument("image_width", "320", "Camera image width in pixels (all cameras)"),

@@ -11,8 +11,9 @@ import json
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
-from labference.msg import DeliveryReceipt, Intervention, LegalSet
+from labference.msg import DeliveryReceipt, Intervention, LegalSet, WorldState
 from labference_ros.core.operations import Operation
+from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.service import OracleService
 
@@ -29,9 +30,17 @@ class Oracle(Node):
         latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_iv = self.create_publisher(Intervention, "/oracle/interventions", latched)
         self.pub_receipts = self.create_publisher(DeliveryReceipt, "/oracle/receipts", latched)
+        # Created before the legal-set subscription: a world state and a legal set
+        # ready together are taken in this order.
+        if self.service.needs_world:  # geometry Assist: candidate frames at the opportunity's sim time
+            self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, QoSProfile(depth=200))
         if self.service.supports:
             self.create_subscription(LegalSet, "/referee/legal_set", self.on_legal, QoSProfile(depth=100))
         self.get_logger().info(f"support condition: {self.service.name}")
+
+    def on_world(self, msg: WorldState):
+        w = world_from_msg(msg)
+        self._publish(self.service.on_world(w.t, w.objects))
 
     def on_legal(self, msg: LegalSet):
         try:
@@ -39,19 +48,24 @@ class Oracle(Node):
         except ValueError:
             state = {}
         ops = [Operation(o.type, o.object, o.destination) for o in msg.operations]
-        for iv, receipt in self.service.on_opportunity_legal_set(
-                msg.episode_id, int(msg.opportunity_id), int(msg.evidence_version), ops, state):
+        self._publish(self.service.on_opportunity_legal_set(
+            msg.episode_id, int(msg.opportunity_id), int(msg.evidence_version), ops, state,
+            stamp_to_s(msg.header.stamp)))
+
+    def _publish(self, results):
+        for iv, receipt in results:
             # Stamped with the opportunity's sim time: the bridge delivers it at that handoff.
+            stamp = receipt["stamp"]
             if iv is not None:
                 m = Intervention()
-                m.header.stamp = msg.header.stamp
+                s_to_stamp(stamp, m.header.stamp)
                 m.episode_id, m.intervention_id = iv["episode_id"], iv["intervention_id"]
                 m.mode = Intervention.MODE_ASSIST if iv["mode"] == "assist" else Intervention.MODE_REPLACE
                 m.site, m.opportunity_id, m.evidence_version = iv["site"], iv["opportunity_id"], iv["evidence_version"]
                 m.payload_id, m.payload_json = receipt["payload_id"], json.dumps(iv["payload"], sort_keys=True)
                 self.pub_iv.publish(m)
             r = DeliveryReceipt()
-            r.header.stamp = msg.header.stamp
+            s_to_stamp(stamp, r.header.stamp)
             for k in RECEIPT_FIELDS:
                 setattr(r, k, receipt[k])
             self.pub_receipts.publish(r)

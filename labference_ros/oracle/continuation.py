@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from labference_ros.core.action_spec import validate_chunk
 from labference_ros.core.contract import contract_for
-from labference_ros.core.geometry import body_axis, geometry_errors
+from labference_ros.core.geometry import body_axis, geometry_errors, standard_frames
 from labference_ros.core.operations import Operation
 from labference_ros.core.referee import Referee
 import labference_ros.policies.diagnostic  # noqa: F401 -- registers misreader, unsteady_grasp
@@ -81,9 +81,7 @@ class _Oracle:
                 "axis": [float(v) for v in body_axis(o.orientation)]}
 
     def candidate_frames(self) -> list[dict]:
-        """Every standard's frame: what geometry Assist may supply (no masses, no goal)."""
-        objects = self.world.measure().objects
-        return [self.reference_frame(n) for n in sorted(objects) if objects[n].kind == "standard"]
+        return standard_frames(self.world.measure().objects)
 
     def handoff(self) -> None:
         opp = self.referee.book.current

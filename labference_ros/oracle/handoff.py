@@ -52,7 +52,7 @@ class SupportHandoff:
         self._opportunity = -1
         self._log: list[dict] = []
         self._supplied: list[dict] = []  # awaiting the system's first output after supply
-        self._seen_log = 0
+        self._seen_log = self._seen_geometry = 0
 
     # inputs (subscription callbacks) -------------------------------------------
     def on_intervention(self, msg) -> None:
@@ -112,9 +112,11 @@ class SupportHandoff:
             status, iv = self._referee[key], self._interventions[key]
             if status == "delivered":
                 self.system.supply(site, iv["mode"], iv["payload"])
-                self._supplied.append(iv)
-                # Only decisions taken after this delivery show its effect.
+                # A refreshed support supersedes one at the same site still awaiting an output.
+                self._supplied = [x for x in self._supplied if x["site"] != site] + [iv]
+                # Only decisions and localizations after this delivery show its effect.
                 self._seen_log = len(getattr(self.system, "interface_log", None) or ())
+                self._seen_geometry = len(getattr(self.system, "geometry_log", None) or ())
             self._log.append({"site": site, "opportunity_id": self._opportunity, "status": status,
                               "intervention_id": iv["intervention_id"], "payload": iv["payload"]})
         return all(stage == "done" for stage in self._stage.values())
@@ -127,21 +129,32 @@ class SupportHandoff:
         return out
 
     def outputs_after_act(self) -> list[dict]:
-        """Original and substituted outputs of the first decision after each
-        delivery (paper 6.3: a Replace keeps and scores the system's own output),
-        from the system's interface log when it keeps one."""
+        """Original and substituted outputs of the first output after each delivery
+        at its site (paper 6.3: a Replace keeps and scores the system's own output):
+        the next decision for state and decision support, the next localization for
+        geometry support. From the system's interface logs when it keeps them."""
         log = getattr(self.system, "interface_log", None)
         if log is None or not self._supplied:
             return []
         new, self._seen_log = log[self._seen_log:], len(log)
-        if not new:
-            return []
-        entry, out = new[0], []
+        geo = getattr(self.system, "geometry_log", None) or []
+        new_geo, self._seen_geometry = geo[self._seen_geometry:], len(geo)
+        out, waiting = [], []
         for iv in self._supplied:
-            own = entry.get("state_original") if iv["site"] == "state" else entry.get("operation_original")
-            used = entry.get("state_used") if iv["site"] == "state" else entry.get("operation_used")
+            if iv["site"] == "geometry":
+                if not new_geo:
+                    waiting.append(iv)
+                    continue
+                own, used = new_geo[0].get("original"), new_geo[0].get("used")
+            elif not new:
+                waiting.append(iv)
+                continue
+            elif iv["site"] == "state":
+                own, used = new[0].get("state_original"), new[0].get("state_used")
+            else:
+                own, used = new[0].get("operation_original"), new[0].get("operation_used")
             out.append({"intervention_id": iv["intervention_id"], "site": iv["site"], "mode": iv["mode"],
                         "original_output": own, "substituted_output": used,
-                        "first_subsequent_choice": entry.get("operation_used")})
-        self._supplied = []
+                        "first_subsequent_choice": new[0].get("operation_used") if new else None})
+        self._supplied = waiting
         return out

@@ -19,9 +19,9 @@ LABFERENCE = os.path.join(os.path.dirname(sys.executable), "labference")
 INSTANCE = generate("basic", 4, task_seed=1, layout_seed=100, policy_seed=0)[0]
 
 
-def _launch(tmp_path, name, *args):
-    instances = tmp_path / "instances.json"
-    write_instance_list(instances, [INSTANCE])
+def _launch(tmp_path, name, *args, instance=INSTANCE):
+    instances = tmp_path / f"{name}-instances.json"
+    write_instance_list(instances, [instance])
     out = tmp_path / name
     proc = subprocess.run([LABFERENCE, "launch", "weighing_sim.launch.py", f"instances:={instances}",
                            f"output_dir:={out}", *args], capture_output=True, text=True, timeout=900)
@@ -74,3 +74,30 @@ def test_an_action_only_system_gets_a_compatibility_status_and_no_support(tmp_pa
     assert run["intervention"]["compatibility"] == {"replace:state": "incompatible:action_only"}
     assert not [r for r in _jsonl(ep / "observations.jsonl") if r.get("kind") == "intervention"]
     assert json.loads((ep / "scores.json").read_text())["status"] == "final"
+
+
+@pytest.mark.slow
+def test_geometry_assist_over_topics_lets_the_mislocator_complete_its_transfer(tmp_path):
+    """The mislocator localizes every standard 3.5 cm wide and its grasp misses; with
+    every standard's frame supplied at each opportunity it snaps to the right one."""
+    instance = generate("basic", 4, task_seed=1, layout_seed=100, policy_seed=0)[2]  # requires std_50
+    base = _launch(tmp_path, "base", "system:=mislocator", "record:=false", instance=instance)
+    sup = _launch(tmp_path, "assisted", "system:=mislocator", "support:=assist:geometry", "record:=false",
+                  instance=instance)
+    base_scores = json.loads((base / "scores.json").read_text())
+    assert base_scores["executed"] is not True and base_scores["physically_complete"] is False
+    scores = json.loads((sup / "scores.json").read_text())
+    assert scores["first_choice_correct"] is True and scores["executed"] is True
+    assert scores["physically_complete"] is True
+    supplied = [r for r in _jsonl(sup / "policy_actions.jsonl") if r.get("record") == "support"
+                and r["status"] == "delivered"]
+    frames = supplied[0]["payload"]["candidates"]
+    assert sorted(f["object"] for f in frames) == ["std_10", "std_100", "std_20", "std_50"]
+    assert all(set(f) == {"object", "position", "axis"} for f in frames)  # frames only: no mass, no goal
+    # The frame it localized its target with is the supplied one, not its own.
+    (outcome,) = [r for r in _jsonl(sup / "policy_actions.jsonl") if r.get("record") == "support_outcome"
+                  and r["original_output"] is not None]  # one localization: the transfer of std_50
+    assert outcome["original_output"]["object"] == "std_50" and outcome["first_subsequent_choice"]["object"] == "std_50"
+    latest = next(r for r in supplied if r["intervention_id"] == outcome["intervention_id"])
+    assert outcome["substituted_output"] == next(f for f in latest["payload"]["candidates"] if f["object"] == "std_50")
+    assert outcome["original_output"]["position"] != outcome["substituted_output"]["position"]

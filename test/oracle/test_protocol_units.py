@@ -113,6 +113,28 @@ def test_topic_oracle_answers_every_support_once_per_opportunity():
     assert OracleService("none").on_opportunity_legal_set("ep", 1, 1, (add("std_10"),), ready) == []
     with pytest.raises(ValueError):
         OracleService("replace:skill")
+    with pytest.raises(ValueError):
+        OracleService("replace:geometry")  # needs the hook at the system's output: in-process only
+
+
+def test_topic_geometry_assist_waits_for_the_world_state_of_its_opportunity():
+    from types import SimpleNamespace
+
+    from labference_ros.oracle.service import OracleService
+    svc = OracleService("assist:geometry")
+    std = lambda x: SimpleNamespace(kind="standard", position=(x, 0.1, 0.02), orientation=(1, 0, 0, 0))  # noqa: E731
+    sample = SimpleNamespace(kind="sample", position=(0.5, 0.0, 0.1), orientation=(1, 0, 0, 0))
+    assert svc.on_world(0.5, {"std_10": std(0.3)}) == []
+    # The opportunity at t = 1.0 waits: no world state of that instant yet.
+    assert svc.on_opportunity_legal_set("ep", 1, 1, (add("std_10"),), {}, t=1.0) == []
+    (iv, receipt), = svc.on_world(1.0, {"std_10": std(0.4), "std_20": std(0.45), "sample": sample})
+    assert receipt["status"] == "delivered" and receipt["stamp"] == 1.0
+    assert [f["object"] for f in iv["payload"]["candidates"]] == ["std_10", "std_20"]  # standards only
+    assert iv["payload"]["candidates"][0]["position"] == [0.4, 0.1, 0.02]
+    assert iv["payload"]["candidates"][0]["axis"] == pytest.approx([0, 0, 1])
+    # A reset (sim time back to 0) drops the old episode's frames: nothing stale is ever supplied.
+    svc.on_world(0.0, {"std_10": std(0.9)})
+    assert svc.on_opportunity_legal_set("ep2", 1, 1, (add("std_10"),), {}, t=1.0) == []
 
 
 def test_joint_support_interaction_contrast():
