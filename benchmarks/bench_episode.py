@@ -22,13 +22,15 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from labference_ros.core.instances import generate, write_instance_list  # noqa: E402
 from raw_schedule import RawSchedule  # noqa: E402
+
+from labference_ros.tasks.weighing.instances import generate, write_instance_list  # noqa: E402
 
 
 def raw_episode(instance, camera_rate: float, size: tuple[int, int], control_hz: float = 50.0) -> tuple[float, float]:
     from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
-    from labference_ros.sim.motion import PickPlacePlanner, PickPlaceSettings, plan_to_pan
+    from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings
+    from labference_ros.tasks.weighing.moves import plan_to_pan
 
     t0 = time.perf_counter()
     b = MujocoBackend(RenderSettings(width=size[1], height=size[0]))

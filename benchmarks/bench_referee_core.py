@@ -13,10 +13,10 @@ import statistics
 import sys
 import time
 
-from labference_ros.core.contract import weighing_extended
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.referee import Referee
-from labference_ros.core.synthetic_world import SyntheticWorld
+from labference_ros.tasks.weighing.contract import weighing_extended
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.referee import Referee
+from labference_ros.tasks.weighing.synthetic_world import SyntheticWorld
 
 
 def stream():
@@ -57,7 +57,7 @@ def main(repeats: int = 5) -> None:
 
 def mujoco_step_us(steps: int = 2000) -> float:
     """Median cost of one physics step of the weighing scene (arm holding still)."""
-    from labference_ros.core.instances import generate
+    from labference_ros.tasks.weighing.instances import generate
     from labference_ros.sim.mujoco_backend import MujocoBackend
 
     backend = MujocoBackend()

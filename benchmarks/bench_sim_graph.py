@@ -19,9 +19,10 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from labference_ros.core.instances import generate  # noqa: E402
-from labference_ros.rosenv import loopback_environ  # noqa: E402
 from raw_schedule import RawSchedule  # noqa: E402
+
+from labference_ros.rosenv import loopback_environ  # noqa: E402
+from labference_ros.tasks.weighing.instances import generate  # noqa: E402
 
 
 def raw(instance, sim_seconds: float, camera_rate: float) -> tuple[float, int]:
@@ -51,10 +52,9 @@ def graph(instance, sim_seconds: float, camera_rate: float, chunk: float) -> tup
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for n in ("lab_sim", "balance")]
     rclpy = init_ros([])
+    from labference.srv import Advance, ResetEpisode
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import Image
-
-    from labference.srv import Advance, ResetEpisode
 
     node = rclpy.create_node("bench_driver")
     frames = [0]

@@ -18,11 +18,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
-from labference_ros.core.instance import WeighingInstance  # noqa: E402
-from labference_ros.core.layout import generate_layout  # noqa: E402
+from labference_ros.cell.panda_model import HOME_ARM_Q  # noqa: E402
 from labference_ros.sim.backend import CAMERA_NAMES  # noqa: E402
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings  # noqa: E402
-from labference_ros.sim.weighing_scene import HOME_ARM_Q  # noqa: E402
+from labference_ros.tasks.weighing.instance import WeighingInstance  # noqa: E402
+from labference_ros.tasks.weighing.layout import generate_layout  # noqa: E402
 
 
 def instance() -> WeighingInstance:

@@ -64,6 +64,7 @@ def generate_launch_description():
     referee = Node(
         package='labference', executable='referee', name='referee', output='screen',
         parameters=[{
+            'task': 'feedback_weighing',
         }],
         on_exit=Shutdown(reason='referee exited'),
     )
@@ -77,6 +78,7 @@ def generate_launch_description():
             'step_mode': ParameterValue(LaunchConfiguration('step_mode'), value_type=str),
             'camera_rate': ParameterValue(LaunchConfiguration('camera_rate'), value_type=float),
             'support': ParameterValue(LaunchConfiguration('support'), value_type=str),
+            'task': 'feedback_weighing',
         }],
         on_exit=Shutdown(reason='policy_bridge exited'),
     )
@@ -91,6 +93,7 @@ def generate_launch_description():
     recorder = Node(
         package='labference', executable='recorder', name='recorder', output='screen',
         parameters=[{
+            'task': 'feedback_weighing',
         }],
         on_exit=Shutdown(reason='recorder exited'),
     )
@@ -109,6 +112,7 @@ def generate_launch_description():
             'service_timeout_s': ParameterValue(LaunchConfiguration('service_timeout_s'), value_type=float),
             'record': ParameterValue(LaunchConfiguration('record'), value_type=bool),
             'support': ParameterValue(LaunchConfiguration('support'), value_type=str),
+            'task': 'feedback_weighing',
         }],
         on_exit=Shutdown(reason='episode_runner finished'),
     )

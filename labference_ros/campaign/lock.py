@@ -36,7 +36,14 @@ from pathlib import Path
 
 import yaml
 
-from labference_ros.core.contract import contract_for
+from labference_ros.graphs import graph_for
+from labference_ros.tasks import family as task_family
+
+
+def family_of_launch_file(launch_file: str):
+    """The task family whose graph a launch file starts."""
+    return task_family(graph_for(launch_file).task)
+
 
 LOCK_SCHEMA = 1
 DEFAULT_DEPENDENCIES = ("labference-ros", "numpy", "scipy", "mujoco", "click", "PyYAML", "msgpack")
@@ -105,7 +112,7 @@ def machine_info() -> dict:
 
 
 # -- task pack -------------------------------------------------------------------------
-def _instances_of(arm: dict, base: Path) -> tuple[list[dict], dict]:
+def _instances_of(family, arm: dict, base: Path) -> tuple[list[dict], dict]:
     if arm.get("instances"):
         path = (base / arm["instances"]).resolve()
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -114,14 +121,12 @@ def _instances_of(arm: dict, base: Path) -> tuple[list[dict], dict]:
     gen = dict(arm.get("generate") or {})
     if not gen:
         raise ValueError(f"arm {arm.get('system')}/{arm.get('condition')} has neither instances nor generate")
-    from labference_ros.core import instances as gen_mod
-
     seeds = {k: int(gen.get(k, 0)) for k in ("task_seed", "layout_seed", "policy_seed")}
     if gen.get("pairs"):
-        made = [i for pair in gen_mod.generate_pairs(arm["condition"], int(gen["n"]), **seeds) for i in pair]
+        made = [i for pair in family.generate_pairs(arm["condition"], int(gen["n"]), **seeds) for i in pair]
     else:
-        made = gen_mod.generate(arm["condition"], int(gen["n"]), **seeds)
-    return [json.loads(i.to_json()) for i in made], {"generate": gen, "generator": gen_mod.GENERATOR_VERSION}
+        made = family.generate(arm["condition"], int(gen["n"]), **seeds)
+    return [json.loads(i.to_json()) for i in made], {"generate": gen, "generator": family.generator_version}
 
 
 CAMPAIGN_ARGS = ("episodes", "system", "condition", "seed", "output_dir", "instances")
@@ -157,13 +162,14 @@ def build_lock(spec_path: Path) -> dict:
     spec, base = read_spec(spec_path), spec_path.parent
     arms, contracts = [], {}
     launch_file = spec.get("launch_file", "weighing_sim.launch.py")
+    family = family_of_launch_file(launch_file)
     for k, arm in enumerate(spec["arms"]):
         check_arm_args(arm, launch_file)
-        items, source = _instances_of(arm, base)
+        items, source = _instances_of(family, arm, base)
         ids = [i["instance_id"] for i in items]
         if len(set(ids)) != len(ids):
             raise ValueError(f"arm {arm_id(arm, k)}: duplicated instance ids in the locked list")
-        contracts[arm["condition"]] = contract_for(arm["condition"]).content_hash
+        contracts[arm["condition"]] = family.contract_for(arm["condition"]).content_hash
         arms.append({"arm_id": arm_id(arm, k), "system": arm["system"], "condition": arm["condition"],
                      "args": dict(arm.get("args") or {}), "instances_source": source,
                      "instances_sha256": canonical_sha256(items), "instances": items})
@@ -215,8 +221,9 @@ def verify(lock: dict) -> dict:
             now = sha256_file(Path(src["path"]))
             if now != src["sha256"]:
                 diff[f"instance_list:{src['path']}"] = (src["sha256"], now)
+    family = family_of_launch_file(lock.get("launch_file", "weighing_sim.launch.py"))
     for cond, h in lock["contracts"].items():
-        now = contract_for(cond).content_hash
+        now = family.contract_for(cond).content_hash
         if now != h:
             diff[f"contract:{cond}"] = (h, now)
     code = lock["code"]

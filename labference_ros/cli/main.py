@@ -238,7 +238,7 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
     from labference_ros.oracle.diagnose import DEFAULT_BUDGET_S, diagnose_oracle, format_table
 
     if new_instances:
-        from labference_ros.core.instances import generate
+        from labference_ros.tasks.weighing.instances import generate
         from labference_ros.oracle.checkpoints import population_from_instances, write_population
 
         write_population(population, population_from_instances(

@@ -7,11 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Object identities of the weighing family.
-STANDARD_MASSES_G: dict[str, int] = {"std_10": 10, "std_20": 20, "std_50": 50, "std_100": 100}
-STANDARDS: tuple[str, ...] = tuple(STANDARD_MASSES_G)
-SAMPLE = "sample"
-
 # Identities that can appear in contact lists besides object names.
 PAN = "pan"
 TABLE = "table"

@@ -160,6 +160,20 @@ def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
     }
 
 
+def episode_deadline(run_info: dict) -> float | None:
+    """The episode's sim-time budget from run.json (budgets.deadline_sim_s), if any."""
+    value = (run_info.get("budgets") or {}).get("deadline_sim_s")
+    return float(value) if value else None
+
+
+def task_family_name(run_info: dict) -> str:
+    """The task family that scored a recorded episode, from its contract id."""
+    contract_id = (run_info.get("task") or {}).get("contract_id") or ""
+    if not contract_id:
+        raise ValueError("run.json names no task contract (task.contract_id)")
+    return contract_id.split(".", 1)[0]
+
+
 def amend_run_json(out_dir: str | Path, section: str, values: dict) -> None:
     """Merge ``values`` into one section of an episode's run.json (atomically).
 

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labference_ros import __version__
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.instances import generate, read_instance_list, write_instance_list
 from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
+from labference_ros.tasks import family as task_family
 
 
 class PlanError(ValueError):
@@ -29,6 +28,7 @@ class RunSettings:
     step_mode: str
     camera_rate: float
     support: str = "none"  # Oracle support condition for full-rollout runs (launch argument)
+    task: str = "feedback_weighing"  # the task family (fixed by the graph description)
 
 
 def resolve_run_dir(output_dir: str, now: float | None = None) -> Path:
@@ -40,10 +40,11 @@ def resolve_run_dir(output_dir: str, now: float | None = None) -> Path:
     return path
 
 
-def plan_instances(settings: RunSettings) -> list[WeighingInstance]:
+def plan_instances(settings: RunSettings) -> list:
+    family = task_family(settings.task)
     if settings.instances:
         try:
-            items = read_instance_list(settings.instances)
+            items = family.read_instances(settings.instances)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise PlanError(f"cannot read instance list {settings.instances}: {exc}") from exc
         if not items:
@@ -51,23 +52,23 @@ def plan_instances(settings: RunSettings) -> list[WeighingInstance]:
         return items
     if settings.episodes < 1:
         raise PlanError(f"episodes must be at least 1, got {settings.episodes}")
-    return generate(settings.condition, settings.episodes, task_seed=settings.seed,
-                    layout_seed=settings.seed, policy_seed=settings.seed)
+    return family.generate(settings.condition, settings.episodes, task_seed=settings.seed,
+                           layout_seed=settings.seed, policy_seed=settings.seed)
 
 
-def write_plan(run_dir: Path, settings: RunSettings, instances: list[WeighingInstance]) -> Path:
+def write_plan(run_dir: Path, settings: RunSettings, instances: list) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "instances.json"
-    write_instance_list(path, instances, meta={"source": settings.instances or "generated",
+    task_family(settings.task).write_instances(path, instances, meta={"source": settings.instances or "generated",
                                                "system": settings.system, "seed": settings.seed})
     return path
 
 
-def episode_id(index: int, instance: WeighingInstance) -> str:
+def episode_id(index: int, instance) -> str:
     return f"{index:04d}_{instance.instance_id}"
 
 
-def run_json(settings: RunSettings, instance: WeighingInstance) -> str:
+def run_json(settings: RunSettings, instance) -> str:
     """Resolved settings for the episode's run.json. The referee passes these keys to
     core.records.run_info, so only its sections may appear (the run directory and
     episode index are in the runner's attempt.json)."""

@@ -5,9 +5,17 @@ from .graph import Graph
 
 
 def all_graphs() -> dict[str, Graph]:
-    from .weighing_sim import GRAPH as weighing_sim
+    """Every task family's graphs (each family lists its graph modules)."""
+    import importlib
 
-    return {g.name: g for g in (weighing_sim,)}
+    from labference_ros import tasks
+
+    found = {}
+    for name in tasks.available():
+        for module in tasks.family(name).graphs:
+            graph = importlib.import_module(module).GRAPH
+            found[graph.name] = graph
+    return found
 
 
 def graph_for(launch_name: str) -> Graph:

@@ -45,6 +45,7 @@ class Graph:
     package: str
     arguments: tuple[LaunchArgument, ...]
     nodes: tuple[NodeSpec, ...]
+    task: str = ""  # the task family its episodes belong to (labference_ros.tasks)
 
     @property
     def launch_file(self) -> str:

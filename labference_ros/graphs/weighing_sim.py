@@ -42,6 +42,8 @@ ARGUMENTS = (
 # (use_sim_time stays false): in sync mode physics advances only when the policy
 # bridge asks, so timers on /clock would wait for themselves. Sim time travels in
 # message stamps instead.
+TASK = "feedback_weighing"  # the task family (labference_ros.tasks) every task-aware node loads
+
 NODES = (
     NodeSpec("lab_sim", "lab_sim",
              parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
@@ -49,15 +51,15 @@ NODES = (
     NodeSpec("balance", "balance",
              parameters={}),
     NodeSpec("referee", "referee",
-             parameters={}),
+             parameters={"task": TASK}),
     NodeSpec("policy_bridge", "policy_bridge",
              parameters={"system": Param("system"), "system_params_json": Param("system_params"),
                          "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
                          "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
-                         "support": Param("support")}),
+                         "support": Param("support"), "task": TASK}),
     # Idle unless `support` names one: binds support to each opportunity the referee opens.
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
-    NodeSpec("recorder", "recorder", parameters={}),
+    NodeSpec("recorder", "recorder", parameters={"task": TASK}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),
@@ -65,10 +67,10 @@ NODES = (
                          "deadline_s": Param("deadline_s", float), "step_mode": Param("step_mode"),
                          "camera_rate": Param("camera_rate", float),
                          "service_timeout_s": Param("service_timeout_s", float),
-                         "record": Param("record", bool), "support": Param("support")},
+                         "record": Param("record", bool), "support": Param("support"), "task": TASK},
              ends_graph=True),
 )
 
 GRAPH = Graph(name="weighing_sim", package="labference",
               description="Feedback weighing in simulation: simulator, balance, referee, policy bridge, episode runner",
-              arguments=ARGUMENTS, nodes=NODES)
+              arguments=ARGUMENTS, nodes=NODES, task=TASK)

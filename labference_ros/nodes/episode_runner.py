@@ -59,19 +59,27 @@ CONNECTED_TOPICS = ("/evaluator/world_state", "/balance/wrench", "/balance/readi
 
 
 def make_node():
-    from rclpy.clock import Clock as SteadyClock, ClockType
+    from labference.msg import ScoreSnapshot
+    from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
+    from rclpy.clock import Clock as SteadyClock
+    from rclpy.clock import ClockType
     from rclpy.node import Node
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import String
     from tqdm import tqdm
 
-    from labference.msg import ScoreSnapshot
-    from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
     from labference_ros.core.summary import format_rate, format_table
     from labference_ros.episodes.attempts import Attempt, AttemptLog, parse_scores
-    from labference_ros.episodes.plan import (PlanError, RunSettings, episode_id, plan_instances,
-                                              resolve_run_dir, run_json, write_plan)
+    from labference_ros.episodes.plan import (
+        PlanError,
+        RunSettings,
+        episode_id,
+        plan_instances,
+        resolve_run_dir,
+        run_json,
+        write_plan,
+    )
     from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
 
     class EpisodeRunner(Node):
@@ -82,7 +90,7 @@ def make_node():
                 ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
                 ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
                 ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
-                ("support", "none"))}
+                ("support", "none"), ("task", "feedback_weighing"))}
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
             self.service_timeout_s = float(p["service_timeout_s"])

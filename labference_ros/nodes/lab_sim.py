@@ -21,8 +21,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.recognisers import support_classes
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
 from labference_ros.nodes.runtime import run_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES, CAMERA_NAMES

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 
+from labference.msg import DeliveryReceipt, Intervention, LegalSet, WorldState
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
-from labference.msg import DeliveryReceipt, Intervention, LegalSet, WorldState
 from labference_ros.core.operations import Operation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
@@ -25,8 +25,9 @@ class Oracle(Node):
     def __init__(self):
         super().__init__("oracle")
         cond = self.declare_parameter("condition", "none").value
-        task = self.declare_parameter("task_condition", "basic").value
-        self.service = OracleService(str(cond), str(task))
+        task_condition = self.declare_parameter("task_condition", "basic").value
+        task = self.declare_parameter("task", "feedback_weighing").value
+        self.service = OracleService(str(cond), str(task_condition), str(task))
         latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_iv = self.create_publisher(Intervention, "/oracle/interventions", latched)
         self.pub_receipts = self.create_publisher(DeliveryReceipt, "/oracle/receipts", latched)

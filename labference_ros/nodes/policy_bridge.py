@@ -30,13 +30,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, Intervention,
                             Operation, WorldState)
 from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
-from labference_ros.core.action_spec import validate_chunk, reference_joint_spec
-from labference_ros.core.instance import WeighingInstance
+from labference_ros.core.action_spec import reference_joint_spec, validate_chunk
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
+from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import EvaluationValidityError, EvaluatorView, make
+from labference_ros.tasks import family as task_family
 
 EPS = 1e-6
 # How long finish_episode waits for a model request in flight; below the episode
@@ -67,9 +68,11 @@ class PolicyBridge(Node):
             ("camera_rate", 10.0), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0),
-            ("agent_url", ""), ("agent_model", ""), ("support", "none")])
+            ("agent_url", ""), ("agent_model", ""), ("support", "none"),
+            ("task", "feedback_weighing")])
         v = {x.name: x.value for x in p}
         self.v = v
+        self.family = task_family(str(v["task"]))
         if v["step_mode"] not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
         self.spec = reference_joint_spec(float(v["control_rate_hz"]), int(v["max_chunk_length"]))
@@ -134,7 +137,7 @@ class PolicyBridge(Node):
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
         try:
-            instance = WeighingInstance.from_json(request.instance_json)
+            instance = self.family.instance_from_json(request.instance_json)
             self.system.reset(request.episode_id, instance.policy_seed)
         except EvaluationValidityError as exc:
             response.success, response.message = False, f"policy session reset failed: {exc}"
@@ -147,8 +150,7 @@ class PolicyBridge(Node):
         log = None
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            if hasattr(self.system, "set_output_dir"):
-                self.system.set_output_dir(out)
+            self.system.set_output_dir(out)
             log = open(out / "policy_actions.jsonl", "a", encoding="utf-8")
         self._close_log()
         self.latest.pop("world", None)
@@ -181,8 +183,7 @@ class PolicyBridge(Node):
         fut = ep.get("inference")
         if fut is None or fut.done():
             return
-        if hasattr(self.system, "stop_dispatch"):
-            self.system.stop_dispatch(reason)
+        self.system.stop_dispatch(reason)
         try:
             fut.result(timeout=FINISH_WAIT_S)
         except Exception:  # timeout or the system's own error: the episode is ending either way
@@ -193,9 +194,10 @@ class PolicyBridge(Node):
         if ep is None or ep["state"] in ("done", "error"):
             return
         ep["state"] = state
-        if hasattr(self.system, "end_episode"):
-            ep["system_summary"] = self.system.end_episode(reason)
-            self._record({"record": "system_summary", **ep["system_summary"]})
+        summary = self.system.end_episode(reason)
+        if summary is not None:
+            ep["system_summary"] = summary
+            self._record({"record": "system_summary", **summary})
         self._record({"record": "end", "state": state, "reason": reason, "t": ep["t"]})
         self._status(ep["id"], state, reason)
         self._close_log()
@@ -333,10 +335,10 @@ class PolicyBridge(Node):
             images[cam] = np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width, 3)
             stamps[cam] = stamp_to_s(m.header.stamp)
         js = self.latest["joints"]
-        calib = {}
+        # What a lab tells its systems: the world camera's calibration from the cell
+        # description (mount) and the delivered image (size), never from the simulator.
         front = images["front"]
-        from labference_ros.policies.camera import reference_calibration
-        calib["front"] = reference_calibration("front", front.shape[0], front.shape[1]).to_dict()
+        calib = {"front": world_camera_calibration("front", front.shape[0], front.shape[1]).to_dict()}
         return project_observation({
             "observation_id": f"{ep['id']}:obs{k:05d}", "episode_id": ep["id"], "sim_time": t,
             "evidence_version": ep["latest_ev"], "images": images, "image_stamps": stamps,
@@ -410,8 +412,6 @@ class PolicyBridge(Node):
 
     def _send_reports(self, ep):
         """Explicit operation reports go to the referee's separately scored track."""
-        if not hasattr(self.system, "drain_reports"):
-            return
         for r in self.system.drain_reports():
             op = r.get("operation") or {}
             # The bridge, not the system, knows which handoff the inference answered.

@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import importlib
 import json
-import struct
 import pathlib
+import struct
 import time
 
+from labference.msg import RefereeEvent
+from labference.srv import FinishEpisode, StartEpisode
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 
-from labference.msg import RefereeEvent
-from labference.srv import FinishEpisode, StartEpisode
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
 from labference_ros.recording.episode_meta import episode_custom_data
 from labference_ros.recording.topics import LATCHED_TOPICS, RECORDED_TOPICS, wanted
+from labference_ros.tasks import family as task_family
 
 
 def msg_class(msgtype: str):
@@ -48,6 +49,7 @@ def header_stamp_s(data: bytes) -> float:
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
+        self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
         self.write_videos = bool(self.declare_parameter("videos", True).value)
         self.finish_timeout_s = float(self.declare_parameter("finish_timeout_s", 5.0).value)
         self.bag: EpisodeBag | None = None
@@ -128,7 +130,7 @@ class Recorder(Node):
         self._close("superseded")
         out = pathlib.Path(request.output_dir)
         try:
-            meta = episode_custom_data(request.episode_id, request.instance_json, request.run_json, out)
+            meta = episode_custom_data(self.family, request.episode_id, request.instance_json, request.run_json, out)
             self.bag = EpisodeBag(out / "bag", meta)
         except Exception as exc:  # a bad request or an existing bag is reported, the node stays up
             response.success, response.message = False, f"cannot record {request.episode_id}: {exc}"

@@ -1,4 +1,4 @@
-"""referee: runs the task contract on measurements (core.referee.Referee), publishes
+"""referee: runs the task family's referee on measurements (tasks.<family>.referee), publishes
 events, legal sets, opportunities and live scores, and writes the run records."""
 from __future__ import annotations
 
@@ -11,14 +11,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
 from labference.srv import FinishEpisode, ReportOperation, StartEpisode
-from labference_ros.core.contract import contract_for
 from labference_ros.core.input_merge import InputMerger
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.records import RunRecords, final_status, run_info
-from labference_ros.core.referee import Referee, episode_deadline
+from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
+from labference_ros.tasks import family as task_family
 
 
 def operation_msg(op: dict | None) -> Operation:
@@ -33,6 +31,8 @@ def _num(x) -> float:
 class RefereeNode(Node):
     def __init__(self):
         super().__init__("referee")
+        # The task family whose referee scores this graph's episodes.
+        self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
         qos = QoSProfile(depth=500)
         # Deliveries and their echoes are latched: one published before the peer's
         # subscription matched (discovery can take seconds) still arrives.
@@ -50,7 +50,7 @@ class RefereeNode(Node):
         self.create_service(StartEpisode, "/referee/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish)
         self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
-        self.referee: Referee | None = None
+        self.referee = None  # the family's episode referee while one is scored
         self.records: RunRecords | None = None
         self.merger = InputMerger()
         self.last_t = 0.0
@@ -59,16 +59,16 @@ class RefereeNode(Node):
     def on_start(self, request, response):
         self._close_records("superseded")
         try:
-            instance = WeighingInstance.from_json(request.instance_json)
-            contract = contract_for(instance.condition)
+            instance = self.family.instance_from_json(request.instance_json)
+            contract = self.family.contract_for(instance.condition)
             extra = json.loads(request.run_json) if request.run_json else {}
             info = run_info(contract, instance, episode_id=request.episode_id, **extra)
             self.records = RunRecords(request.output_dir, info)
         except Exception as exc:  # a broken instance or profile is reported, never crashes the node
             response.success, response.message = False, f"cannot start episode: {exc}"
             return response
-        self.referee = Referee(contract, instance, episode_id=request.episode_id,
-                               session_id=request.episode_id, deadline_s=episode_deadline(info))
+        self.referee = self.family.make_referee(contract, instance, episode_id=request.episode_id,
+                                               session_id=request.episode_id, deadline_s=episode_deadline(info))
         self.merger = InputMerger()
         self.last_t = 0.0
         response.success, response.message = True, f"scoring {request.episode_id} with {contract.contract_id}"

@@ -18,10 +18,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.measurements import LEFT_FINGER, PAN, RIGHT_FINGER, STANDARDS
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.core.measurements import LEFT_FINGER, PAN, RIGHT_FINGER
+from labference_ros.tasks.weighing.objects import STANDARDS
 from labference_ros.core.operations import Operation
-from labference_ros.sim.motion import PlanningError, plan_to_pan, plan_to_table
+from labference_ros.skills.motion import PlanningError
+from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
 
 from .executor import ReferenceExecutor
 from .world import Snapshot, World

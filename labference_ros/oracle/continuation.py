@@ -13,17 +13,14 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 from labference_ros.core.action_spec import validate_chunk
-from labference_ros.core.contract import contract_for
-from labference_ros.core.geometry import body_axis, geometry_errors, standard_frames
+from labference_ros.core.geometry import body_axis, geometry_errors
 from labference_ros.core.operations import Operation
-from labference_ros.core.referee import Referee
-import labference_ros.policies.diagnostic  # noqa: F401 -- registers misreader, unsteady_grasp
+from labference_ros.core.system import EvaluatorView
 from labference_ros.policies import make
-from labference_ros.policies.base import EvaluatorView
 
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor
-from .supports import COMPATIBLE, Support, compatibility, condition_name, decision_rule, state_payload
+from .supports import COMPATIBLE, Support, compatibility, condition_name
 from .world import World
 
 DEFAULT_BUDGET_S = 25.0  # sim seconds after the handoff, same for every branch
@@ -58,7 +55,7 @@ class _Oracle:
     """Delivers one condition's supports at each registered handoff (a newly
     opened opportunity) and keeps a receipt per intervention."""
 
-    def __init__(self, condition, referee: Referee, world: World, system):
+    def __init__(self, condition, referee, world: World, system):
         self.condition, self.referee, self.world, self.system = condition, referee, world, system
         self.receipts: list[dict] = []
         self._done: set[tuple[int, str]] = set()
@@ -81,7 +78,7 @@ class _Oracle:
                 "axis": [float(v) for v in body_axis(o.orientation)]}
 
     def candidate_frames(self) -> list[dict]:
-        return standard_frames(self.world.measure().objects)
+        return self.world.family.geometry_frames(self.world.measure().objects)
 
     def handoff(self) -> None:
         opp = self.referee.book.current
@@ -92,9 +89,9 @@ class _Oracle:
                 continue  # skill and geometry replacement are checked when the system's output exists
             self._done.add((opp.id, s.site))
             if s.site == "state":
-                payload = state_payload(self.world)
+                payload = self.world.family.state_payload(self.world)
             elif s.site == "decision":
-                op = decision_rule(opp.legal_set)
+                op = self.world.family.decision_rule(opp.legal_set)
                 payload = {"operation": op.to_dict()}
             elif s.site == "geometry":
                 payload = {"candidates": self.candidate_frames()}
@@ -160,8 +157,9 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         world.restore(cp.snapshot)
         # The referee starts from the verified handoff, not the raw initialization.
         handoff_inst = replace(inst, initial_on_pan=tuple(sorted(cp.on_pan)))
-        referee = Referee(contract_for(inst.condition), handoff_inst, episode_id=f"{cp.spec.checkpoint_id}:{name}",
-                          deadline_s=cp.t + budget_s)
+        referee = world.family.make_referee(world.family.contract_for(inst.condition), handoff_inst,
+                                            episode_id=f"{cp.spec.checkpoint_id}:{name}", session_id="",
+                                            deadline_s=cp.t + budget_s)
         session = f"oracle-{cp.spec.checkpoint_id}"
         system.reset(session, inst.policy_seed)
         system.receive_prefix(list(cp.prefix_record))  # the same authorized history in every branch
@@ -261,7 +259,7 @@ def _evaluator_view(world) -> EvaluatorView:
                          on_pan=frozenset(n for n, o in m.objects.items() if "pan" in o.contacts), t=m.t)
 
 
-def _outcomes(res: BranchResult, referee: Referee) -> None:
+def _outcomes(res: BranchResult, referee) -> None:
     opps = referee.opportunities
     first = opps[0] if opps else None
     op = None
@@ -272,7 +270,7 @@ def _outcomes(res: BranchResult, referee: Referee) -> None:
     res.completed = bool(referee.z.physically_complete)
 
 
-def _executor_outcomes(attempts: list[dict], referee: Referee) -> None:
+def _executor_outcomes(attempts: list[dict], referee) -> None:
     """The executor's own success or failure: the referee's physical
     confirmation of the choice it realized (confirmed | failed | pending)."""
     for a in attempts:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from labference_ros.core.measurements import PAN
 from labference_ros.core.operations import Operation
-from labference_ros.sim.motion import PickPlacePlanner, PickPlaceSettings
+from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings
 
 
 class ReferenceExecutor:

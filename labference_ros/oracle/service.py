@@ -19,13 +19,12 @@ from __future__ import annotations
 import itertools
 import json
 
-from labference_ros.core.contract import contract_for
-from labference_ros.core.geometry import standard_frames
 from labference_ros.core.input_merge import key
 from labference_ros.core.operations import Operation
-from labference_ros.core.oracle_scope import payload_id, validate_intervention
+from labference_ros.tasks import family as task_family
+from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
 
-from .supports import condition_name, decision_rule, parse_launch_support
+from .supports import condition_name, parse_launch_support
 
 # Replace at geometry and skill needs a hook at the system's output (the in-process protocol).
 TOPIC_SUPPORTS = ("assist:state", "replace:state", "assist:decision", "replace:decision", "assist:geometry")
@@ -44,10 +43,11 @@ def topic_supports(condition: str):
 
 
 class OracleService:
-    def __init__(self, condition: str, task_condition: str = "basic"):
+    def __init__(self, condition: str, task_condition: str = "basic", task: str = "feedback_weighing"):
         self.supports = topic_supports(condition)
         self.name = condition_name(self.supports)
-        self.contract = contract_for(task_condition)
+        self.family = task_family(task)
+        self.contract = self.family.contract_for(task_condition)
         self.episode_id = ""
         self._sent: set[tuple[int, str]] = set()
         self._ids = itertools.count(1)
@@ -61,7 +61,7 @@ class OracleService:
             return []
         if self._frames and key(t) < max(self._frames):
             self._frames.clear()  # sim time went back: the simulator was reset for a new episode
-        self._frames[key(t)] = standard_frames(objects)
+        self._frames[key(t)] = self.family.geometry_frames(objects)
         while len(self._frames) > KEEP_WORLDS:
             del self._frames[min(self._frames)]
         ready = [w for w in self._waiting if key(w[5]) in self._frames]
@@ -107,8 +107,7 @@ class OracleService:
             out.append((iv if status == "delivered" else None, receipt))
         return out
 
-    @staticmethod
-    def _payload(site: str, ops: tuple[Operation, ...], state: dict, frames) -> dict | None:
+    def _payload(self, site: str, ops: tuple[Operation, ...], state: dict, frames) -> dict | None:
         if site == "geometry":
             return {"candidates": frames} if frames else None
         if site == "state":
@@ -116,5 +115,5 @@ class OracleService:
             if not state.get("reading_ready") or state.get("last_stable_reading_g") is None:
                 return None
             return {"displayed_g": float(state["last_stable_reading_g"]), "stable": True}
-        op = decision_rule(ops)
+        op = self.family.decision_rule(ops)
         return None if op is None else {"operation": op.to_dict()}

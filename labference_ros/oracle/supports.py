@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labference_ros.core.operations import Operation
-from labference_ros.core.oracle_scope import MODES
+from labference_ros.tasks.weighing.oracle_scope import MODES
 
 SITES = ("state", "decision", "geometry", "skill")
 COMPATIBLE = "compatible"
@@ -60,7 +59,7 @@ def intervention_identity(cond: tuple[Support, ...], protocol: str) -> dict:
 
 def compatibility(system, support: Support) -> str:
     """Capability preflight: 'compatible' or an explicit compatibility status."""
-    interfaces = system.interfaces() if hasattr(system, "interfaces") else None
+    interfaces = system.interfaces()
     if interfaces is None:
         return "incompatible:action_only"
     if support.site not in interfaces:
@@ -69,16 +68,3 @@ def compatibility(system, support: Support) -> str:
         return f"incompatible:{support.mode}_not_accepted_at_{support.site}"
     return COMPATIBLE
 
-
-def decision_rule(legal_set) -> Operation | None:
-    """Registered selection rule: the first physical legal operation in
-    canonical order, else the first legal one (Wait/Stop)."""
-    ops = sorted(legal_set)
-    physical = [o for o in ops if o.physical]
-    return (physical or ops or [None])[0]
-
-
-def state_payload(world) -> dict:
-    """What the display shows now: displayed load and stability indicator."""
-    r = world.reading
-    return {"displayed_g": float(r.displayed_g), "stable": bool(r.stable)}

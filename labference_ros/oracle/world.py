@@ -9,12 +9,13 @@ import copy
 import hashlib
 from dataclasses import dataclass, replace
 
-from labference_ros.core.balance import BalanceModel, BalanceParameters
-from labference_ros.core.instance import WeighingInstance
 from labference_ros.core.measurements import WorldMeasurement
 from labference_ros.core.observation import PolicyObservation, project_observation
-from labference_ros.policies.camera import calibration_from_model
+from labference_ros.sim.camera import calibration_from_model
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
+from labference_ros.tasks import family as task_family
+from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
+from labference_ros.tasks.weighing.instance import WeighingInstance
 
 FRONT_SIZE = (240, 320)  # display_reader localises at 320x240
 BALANCE_PERIOD_S = 0.01
@@ -33,6 +34,10 @@ class Snapshot:
 
 
 class World:
+    """A simulated weighing cell for matched continuations (the weighing family's world)."""
+
+    family = task_family("feedback_weighing")
+
     def __init__(self, instance: WeighingInstance):
         self.instance = instance
         self.backend = MujocoBackend(RenderSettings(sizes={"front": FRONT_SIZE}, visual_meshes=False))

@@ -1,6 +1,6 @@
-"""Tested-system adapters: scripted reference systems and remote policies."""
-from labference_ros.policies.base import (EvaluationValidityError, EvaluatorView, TestedSystem,
-                                          available, make, register)
+"""Tested-system adapters (remote policies, the agent) and the registry by name."""
+from labference_ros.policies.base import (EvaluationValidityError, EvaluatorView, TestedSystem, available,
+                                          make, register, system_class)
 
-__all__ = ["EvaluationValidityError", "EvaluatorView", "TestedSystem", "available", "make",
-           "register"]
+__all__ = ["EvaluationValidityError", "EvaluatorView", "TestedSystem", "available", "make", "register",
+           "system_class"]

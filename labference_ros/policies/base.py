@@ -1,97 +1,80 @@
-"""Tested systems: one interface, a registry by name, and the profile each
-run records in run.json.
+"""The tested-system registry: name -> "module:Class", imported on first use.
 
-A system is reset per episode (session id + policy seed) and asked for an
-action chunk [L x dim] per observation. Only systems registered as
-privileged are ever handed an EvaluatorView; the runtime checks the flag,
-not the system.
+Looking a system up imports only its own module (and what that module
+needs): `http` never pulls in MuJoCo or OpenCV. Entries come from three
+places, in this order of precedence:
+- the remote adapters below (http, openpi, agent);
+- every task family's reference systems (labference_ros.tasks);
+- the ``labference.systems`` entry-point group, so a user's own system plugs
+  in without editing the project (``my_policy = "my_pkg.policy:MyPolicy"``).
+``register`` adds a class at run time (tests, notebooks).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import importlib
+from importlib.metadata import entry_points
 from typing import Callable
 
-import numpy as np
+from labference_ros.core.action_spec import ActionSpec
+from labference_ros.core.system import EvaluationValidityError, EvaluatorView, TestedSystem
 
-from labference_ros.core.action_spec import ActionSpec, reference_joint_spec
-from labference_ros.core.observation import PolicyObservation
+ENTRY_POINT_GROUP = "labference.systems"
 
+REMOTE_SYSTEMS: dict[str, str] = {
+    "http": "labference_ros.policies.remote_http:HttpPolicy",
+    "openpi": "labference_ros.policies.openpi:OpenPiPolicy",
+    "agent": "labference_ros.policies.agent.driver:AgentSystem",
+}
 
-class EvaluationValidityError(RuntimeError):
-    """The evaluation itself failed (transport, server, protocol), not the
-    tested system's choice: the episode is invalid, not a policy failure."""
-
-
-@dataclass(frozen=True)
-class EvaluatorView:
-    """Evaluator state a privileged system may read: the resolved instance
-    and measured object positions with their support."""
-    instance: object  # core.instance.WeighingInstance
-    positions: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-    on_pan: frozenset[str] = frozenset()
-    t: float = 0.0
-
-
-class TestedSystem:
-    name: str = ""
-    privileged: bool = False
-    __test__ = False  # not a pytest class
-
-    def __init__(self, spec: ActionSpec | None = None, **params):
-        self.spec = spec or reference_joint_spec()
-        self.params = dict(params)
-        self.session_id = ""
-        self.policy_seed = 0
-
-    def reset(self, session_id: str, policy_seed: int) -> None:
-        """New episode: forget queued plans and episode memory."""
-        self.session_id, self.policy_seed = session_id, int(policy_seed)
-
-    def receive_prefix(self, prefix: list[dict]) -> None:
-        """A checkpoint's authorized history, after reset and before the first act:
-        per step the PolicyObservation delivered then and the operation carried out.
-        Stateless systems ignore it; stateful ones fold it into their memory."""
-
-    def act(self, observation: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-    def profile(self) -> dict:
-        """The policy profile recorded in run.json."""
-        return {"name": self.name, "privileged": self.privileged,
-                "action_spec": self.spec.to_dict(), "action_spec_hash": self.spec.content_hash,
-                "params": {k: v for k, v in sorted(self.params.items())},
-                "implementation": f"{type(self).__module__}.{type(self).__qualname__}"}
-
-
-_REGISTRY: dict[str, type[TestedSystem]] = {}
+_RUNTIME: dict[str, type[TestedSystem]] = {}
 
 
 def register(name: str, privileged: bool = False) -> Callable[[type], type]:
-    """Class decorator: make a tested system available by name."""
+    """Class decorator: make a class available by name at run time."""
     def deco(cls: type[TestedSystem]) -> type[TestedSystem]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
+        if name in _RUNTIME and _RUNTIME[name] is not cls:
             raise ValueError(f"tested system {name!r} is already registered")
         cls.name, cls.privileged = name, privileged
-        _REGISTRY[name] = cls
+        _RUNTIME[name] = cls
         return cls
     return deco
 
 
+def entries() -> dict[str, str]:
+    """Every known system name with the "module:Class" it loads."""
+    from labference_ros import tasks
+
+    found = dict(REMOTE_SYSTEMS)
+    for family_name in tasks.available():
+        for name, target in tasks.family(family_name).reference_systems.items():
+            found.setdefault(name, target)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
 def available() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return sorted(set(entries()) | set(_RUNTIME))
+
+
+def system_class(name: str) -> type[TestedSystem]:
+    """The class registered as ``name``; imports its module on first use."""
+    if name in _RUNTIME:
+        return _RUNTIME[name]
+    known = entries()
+    if name not in known:
+        raise KeyError(f"unknown tested system {name!r}; registered: {available()}")
+    module_name, _, class_name = known[name].partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, TestedSystem)):
+        raise TypeError(f"{known[name]} (tested system {name!r}) is not a TestedSystem subclass")
+    cls.name = name
+    return cls
 
 
 def make(name: str, spec: ActionSpec | None = None, **params) -> TestedSystem:
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown tested system {name!r}; registered: {sorted(_REGISTRY)}")
-    return _REGISTRY[name](spec=spec, **params)
+    return system_class(name)(spec=spec, **params)
 
 
-def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators.
-    from labference_ros.policies import agent, diagnostic, openpi, remote_http, scripted  # noqa: F401
+__all__ = ["ENTRY_POINT_GROUP", "EvaluationValidityError", "EvaluatorView", "TestedSystem", "available",
+           "entries", "make", "register", "system_class"]

@@ -16,8 +16,8 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
 
 from labference_ros.core.observation import PolicyObservation
+from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies import msgpack_numpy
-from labference_ros.policies.base import EvaluationValidityError, TestedSystem, register
 
 DEFAULT_KEYS = {
     "front": "observation/exterior_image_1_left",
@@ -29,8 +29,8 @@ DEFAULT_KEYS = {
 }
 
 
-@register("openpi")
 class OpenPiPolicy(TestedSystem):
+    name = "openpi"
     def __init__(self, spec=None, **params):
         params.setdefault("host", "127.0.0.1")
         params.setdefault("port", 8000)

@@ -17,11 +17,11 @@ import urllib.request
 import numpy as np
 
 from labference_ros.core.observation import PolicyObservation, request_dict
-from labference_ros.policies.base import EvaluationValidityError, TestedSystem, register
+from labference_ros.core.system import EvaluationValidityError, TestedSystem
 
 
-@register("http")
 class HttpPolicy(TestedSystem):
+    name = "http"
     def __init__(self, spec=None, **params):
         params.setdefault("url", "http://127.0.0.1:8000")
         params.setdefault("act_path", "/act")

@@ -12,10 +12,8 @@ import pathlib
 import time
 from dataclasses import dataclass, field
 
-from labference_ros.core.contract import contract_for
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.referee import episode_deadline
-from labference_ros.core.records import final_status, read_jsonl
+from labference_ros.core.records import episode_deadline, final_status, read_jsonl, task_family_name
+from labference_ros.tasks import family as task_family
 
 from .bag_reader import BagError, EpisodeBagReader, resolve_bag
 from .compare import Finding, compare_stream, field_diffs, normalise, split_by_file
@@ -90,15 +88,20 @@ def _audit(result: AuditResult, path) -> None:
     custom = reader.custom
     episode_id = custom.get("episode_id") or run.get("episode_id", "")
     result.episode_id = episode_id
-    instance = WeighingInstance.from_json(custom.get("instance_json") or json.dumps(run["instance"]))
-    result.findings += _identity(run, custom, instance, episode_id)
+    try:
+        family = task_family(task_family_name(run))
+    except (KeyError, ValueError) as exc:
+        raise BagError(f"{records_dir / 'run.json'}: {exc}") from None
+    instance = family.instance_from_json(custom.get("instance_json") or json.dumps(run["instance"]))
+    contract = family.contract_for(instance.condition)
+    result.findings += _identity(run, custom, instance, contract, episode_id)
 
     inputs = read_inputs(reader, episode_id)
     if inputs.dropped_before_reset:
         result.notes.append(f"{inputs.dropped_before_reset} world states before the last simulator reset ignored")
     finish = _finish(custom, online["events.jsonl"], inputs, result)
     reports = [r for r in online["observations.jsonl"] if r.get("record") == "report"]
-    records = rebuild(inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run))
+    records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run))
     final = normalise(records[-1])
     rebuilt = split_by_file(records[:-1])
 
@@ -119,9 +122,8 @@ def _audit(result: AuditResult, path) -> None:
                      "opportunities": sum(1 for r in flat if r["record"] == "opportunity")}
 
 
-def _identity(run: dict, custom: dict, instance: WeighingInstance, episode_id: str) -> list[Finding]:
+def _identity(run: dict, custom: dict, instance, contract, episode_id: str) -> list[Finding]:
     out = []
-    contract = contract_for(instance.condition)
     pairs = [("episode_id", run.get("episode_id"), episode_id),
              ("task.contract_hash", (run.get("task") or {}).get("contract_hash"), contract.content_hash),
              ("instance", run.get("instance"), json.loads(instance.to_json()))]

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import pathlib
 
-from labference_ros.core.contract import contract_for
-from labference_ros.core.instance import WeighingInstance
+from labference_ros.tasks.base import TaskFamily
 
 
-def episode_custom_data(episode_id: str, instance_json: str, run_json: str, output_dir: pathlib.Path) -> dict:
+def episode_custom_data(family: TaskFamily, episode_id: str, instance_json: str, run_json: str,
+                        output_dir: pathlib.Path) -> dict:
     if not episode_id:
         raise ValueError("episode_id is empty")
-    instance = WeighingInstance.from_json(instance_json)
-    contract = contract_for(instance.condition)
+    instance = family.instance_from_json(instance_json)
+    contract = family.contract_for(instance.condition)
     run = json.loads(run_json) if run_json else {}
     policy = run.get("policy") or {}
     return {

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labference_ros.core.contract import contract_for
 from labference_ros.core.input_merge import InputMerger
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.referee import Referee
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, stamp_to_s, world_from_msg
+from labference_ros.tasks.base import TaskFamily
 
 WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
                                            "/policy/action_chunks")
@@ -77,11 +75,11 @@ def _typed(reader):
         yield topic, t, msg, types.get(topic, "")
 
 
-def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, finish: tuple[float, str],
+def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, finish: tuple[float, str],
             reports: list[dict], deadline_s: float | None = None) -> list[dict]:
-    """Every record the referee emits for these inputs, final scores last."""
-    referee = Referee(contract_for(instance.condition), instance, episode_id=episode_id, session_id=episode_id,
-                      deadline_s=deadline_s)
+    """Every record the family's referee emits for these inputs, final scores last."""
+    referee = family.make_referee(family.contract_for(instance.condition), instance, episode_id=episode_id,
+                                  session_id=episode_id, deadline_s=deadline_s)
     merger = InputMerger()
     for w in inputs.worlds:
         merger.add_world(w)
@@ -111,7 +109,7 @@ def rebuild(inputs: BagInputs, instance: WeighingInstance, episode_id: str, fini
     return out
 
 
-def _side_input(referee: Referee, entry, last_t: float) -> list[dict]:
+def _side_input(referee, entry, last_t: float) -> list[dict]:
     _t, _order, _i, _kind, x = entry
     # The request's opportunity/evidence ids are not recorded; a stale_* reason
     # is reproduced by binding to an id that cannot match.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labference_ros.core.instance import WeighingInstance
+from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.core.measurements import WorldMeasurement
 
 ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))

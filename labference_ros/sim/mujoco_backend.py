@@ -9,16 +9,32 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from labference_ros.core.instance import WeighingInstance
+from labference_ros.cell import display_layout as dl
+from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, GRIPPER_CTRL_RANGE, GRIPPER_KP, HOME_ARM_Q, PANDA_PREFIX
 from labference_ros.core.measurements import (
-    BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, SAMPLE, STANDARDS, TABLE,
-    ObjectMeasurement, WorldMeasurement)
-from labference_ros.sim import display_layout as dl
-from labference_ros.sim import weighing_scene as scene
+    BALANCE_BODY,
+    LEFT_FINGER,
+    PAN,
+    RIGHT_FINGER,
+    ROBOT,
+    TABLE,
+    ObjectMeasurement,
+    WorldMeasurement,
+)
 from labference_ros.sim.backend import (
-    ARM_JOINT_NAMES, CAMERA_NAMES, FINGER_JOINT_NAMES, CommandCheck, GripperState, JointState,
-    SimBackend, Wrench)
+    ARM_JOINT_NAMES,
+    CAMERA_NAMES,
+    FINGER_JOINT_NAMES,
+    CommandCheck,
+    GripperState,
+    JointState,
+    SimBackend,
+    Wrench,
+)
 from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
+from labference_ros.tasks.weighing import scene as scene
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARDS
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # includes ctrl and the warm start
 BLOB_MAGIC = b"LFSIM1"
@@ -75,9 +91,9 @@ class MujocoBackend(SimBackend):
         self._check_sensing_axis()
         self._empty_wrench = self._measure_empty_pan()
         mujoco.mj_resetData(m, d)
-        d.qpos[self._arm_qadr] = scene.HOME_ARM_Q
+        d.qpos[self._arm_qadr] = HOME_ARM_Q
         d.qpos[self._finger_qadr] = 0.04
-        d.ctrl[:7] = scene.HOME_ARM_Q
+        d.ctrl[:7] = HOME_ARM_Q
         d.ctrl[7] = 0.04
         self._gripper = _GripperCommand()
         self._display = (float("nan"), False)
@@ -108,11 +124,11 @@ class MujocoBackend(SimBackend):
                 body_identity[b] = PAN
             elif name.startswith("balance"):
                 body_identity[b] = BALANCE_BODY
-            elif name == f"{scene.PANDA_PREFIX}left_finger":
+            elif name == f"{PANDA_PREFIX}left_finger":
                 body_identity[b] = LEFT_FINGER
-            elif name == f"{scene.PANDA_PREFIX}right_finger":
+            elif name == f"{PANDA_PREFIX}right_finger":
                 body_identity[b] = RIGHT_FINGER
-            elif name.startswith(scene.PANDA_PREFIX):
+            elif name.startswith(PANDA_PREFIX):
                 body_identity[b] = ROBOT
             else:
                 body_identity[b] = TABLE  # world: table top (floor is not collidable)
@@ -193,8 +209,8 @@ class MujocoBackend(SimBackend):
         half = width / 2.0
         # Grasp: a servo preloaded past the expected width squeezes with
         # `force` N per finger (the tendon splits its force over two fingers).
-        final = half - 2.0 * force / scene.GRIPPER_KP if grasp else half
-        lo, hi = scene.GRIPPER_CTRL_RANGE
+        final = half - 2.0 * force / GRIPPER_KP if grasp else half
+        lo, hi = GRIPPER_CTRL_RANGE
         self._gripper = _GripperCommand(
             target_width=width, grasp=grasp, force=force if grasp else 0.0,
             epsilon_inner=epsilon_inner, epsilon_outer=epsilon_outer,
@@ -302,7 +318,7 @@ class MujocoBackend(SimBackend):
         opt = mujoco.MjvOption()
         if not self.render_settings.visual_meshes:
             opt.geomgroup[2], opt.geomgroup[3] = 0, 1
-        r.update_scene(self.data, camera=scene.CAMERA_MODEL_NAMES[camera_name], scene_option=opt)
+        r.update_scene(self.data, camera=CAMERA_MODEL_NAMES[camera_name], scene_option=opt)
         return r.render()
 
     # checkpoints ---------------------------------------------------------------

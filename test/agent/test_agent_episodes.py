@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from labference_ros.core.instances import generate
+from labference_ros.tasks.weighing.instances import generate
 from labference_ros.core.observation import EvaluatorSecrets
 from labference_ros.policies import make
 from closed_loop import run_episode

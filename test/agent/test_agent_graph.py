@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from labference_ros.cli.main import main
-from labference_ros.core.instances import generate, write_instance_list
+from labference_ros.tasks.weighing.instances import generate, write_instance_list
 from labference_ros.policies.agent.accounting import PriceTable
 from labference_ros.reporting.report import build
 from fake_openai import FakeChatServer, call, step

@@ -1,10 +1,10 @@
 """Shared builders for the referee core tests (synthetic streams only)."""
 from __future__ import annotations
 
-from labference_ros.core.contract import contract_for
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.referee import Referee
-from labference_ros.core.synthetic_world import SyntheticWorld
+from labference_ros.tasks.weighing.contract import contract_for
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.referee import Referee
+from labference_ros.tasks.weighing.synthetic_world import SyntheticWorld
 
 
 def instance(target=180.0, sample=130.0, goal=("std_50",), start=(), condition="basic", iid="i0"):

@@ -1,6 +1,6 @@
 from dataclasses import replace
 
-from labference_ros.core.contract import contract_for, weighing_basic, weighing_extended
+from labference_ros.tasks.weighing.contract import contract_for, weighing_basic, weighing_extended
 
 
 def test_contracts_declare_versions_and_stable_hashes():

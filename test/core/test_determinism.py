@@ -1,7 +1,8 @@
 """The referee depends only on its inputs: online and replay agree exactly."""
-from labference_ros.core.contract import weighing_extended
-from labference_ros.core.referee import Referee
 from referee_streams import episode, instance
+
+from labference_ros.tasks.weighing.contract import weighing_extended
+from labference_ros.tasks.weighing.referee import Referee
 
 
 def _script():

@@ -1,8 +1,8 @@
 import itertools
 from collections import Counter
 
-from labference_ros.core import instances as gen
-from labference_ros.core.measurements import STANDARD_MASSES_G
+from labference_ros.tasks.weighing import instances as gen
+from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 
 
 def test_basic_instances_balanced_and_exactly_one_standard_completes():

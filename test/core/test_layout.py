@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from labference_ros.core.layout import (
+from labference_ros.tasks.weighing.layout import (
     BALANCE, MIN_OBJECT_SPACING, TABLE_X, TABLE_Y, generate_layout, pan_slot)
-from labference_ros.core.measurements import SAMPLE, STANDARDS
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARDS
 
 
 def test_same_seed_same_layout_and_seeds_differ():

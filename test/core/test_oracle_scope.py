@@ -1,9 +1,9 @@
 """Unsupported interventions are rejected before delivery (paper 8.5)."""
 import pytest
 
-from labference_ros.core.contract import weighing_basic
+from labference_ros.tasks.weighing.contract import weighing_basic
 from labference_ros.core.operations import add
-from labference_ros.core.oracle_scope import payload_id, validate_intervention
+from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
 
 C = weighing_basic()
 LEGAL = (add("std_50"),)

@@ -1,7 +1,8 @@
 """Protocol tests of paper 8.5 plus the 4.2 failure cases, on synthetic streams."""
-from labference_ros.core.metrics import p_state
-from labference_ros.core.instances import pairs_of
 from referee_streams import episode, instance, ops
+
+from labference_ros.core.metrics import p_state
+from labference_ros.tasks.weighing.instances import pairs_of
 
 
 def test_duplicate_queries_of_unchanged_evidence_keep_one_opportunity():

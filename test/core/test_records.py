@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from labference_ros.core.contract import weighing_basic
+from labference_ros.tasks.weighing.contract import weighing_basic
 from labference_ros.core.records import RunRecords, read_jsonl, run_info, stop_early
 from referee_streams import episode
 

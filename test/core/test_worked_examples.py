@@ -3,9 +3,9 @@ import itertools
 
 import pytest
 
-from labference_ros.core.contract import weighing_extended
+from labference_ros.tasks.weighing.contract import weighing_extended
 from labference_ros.core.operations import STOP_OP, WAIT_OP, Operation, add, remove
-from labference_ros.core.task_state import Goal, initial_state, legal_set, operation_for_grasp, update, PhysicalEvidence, ConfirmedEvent
+from labference_ros.tasks.weighing.task_state import Goal, initial_state, legal_set, operation_for_grasp, update, PhysicalEvidence, ConfirmedEvent
 from referee_streams import episode, instance, ops
 
 

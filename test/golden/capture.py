@@ -17,12 +17,11 @@ import pathlib
 import subprocess
 import sys
 
-from labference_ros.core.records import read_jsonl
+from labference_ros.core.records import episode_deadline, read_jsonl
 from labference_ros.recording import replay
-from labference_ros.recording.audit import _finish, AuditResult
+from labference_ros.recording.audit import AuditResult, _finish
 from labference_ros.recording.bag_reader import EpisodeBagReader
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.referee import episode_deadline
+from labference_ros.tasks import family
 
 HERE = pathlib.Path(__file__).resolve().parent
 # scores.json fields that depend on the machine, not on the seeds.
@@ -40,13 +39,14 @@ def capture_episode(episode_dir: pathlib.Path) -> dict:
     run = json.loads((episode_dir / "run.json").read_text())
     custom = reader.custom
     episode_id = custom.get("episode_id") or run["episode_id"]
-    instance = WeighingInstance.from_json(custom.get("instance_json") or json.dumps(run["instance"]))
+    weighing = family("feedback_weighing")
+    instance = weighing.instance_from_json(custom.get("instance_json") or json.dumps(run["instance"]))
     inputs = replay.read_inputs(reader, episode_id)
     events = read_jsonl(episode_dir / "events.jsonl")
     finish = _finish(custom, events, inputs, AuditResult(bag=episode_dir))
     reports = [r for r in read_jsonl(episode_dir / "observations.jsonl") if r.get("record") == "report"]
     deadline = episode_deadline(run)
-    expected = replay.rebuild(inputs, instance, episode_id, finish, reports, deadline_s=deadline)
+    expected = replay.rebuild(weighing, inputs, instance, episode_id, finish, reports, deadline_s=deadline)
     return {"episode_id": episode_id, "instance_json": instance.to_json(), "deadline_s": deadline,
             "finish": list(finish), "reports": reports,
             "worlds": [dataclasses.asdict(w) for w in inputs.worlds],

@@ -14,7 +14,7 @@ import pytest
 from labference_ros.core.input_merge import Delivery
 from labference_ros.core.measurements import BalanceMeasurement, ObjectMeasurement, WorldMeasurement
 from labference_ros.recording.replay import BagInputs, rebuild
-from labference_ros.core.instance import WeighingInstance
+from labference_ros.tasks import family
 
 HERE = pathlib.Path(__file__).resolve().parent / "weighing"
 EPISODES = sorted(HERE.glob("*.json.gz"))
@@ -49,11 +49,12 @@ def test_golden_set_is_present():
 def test_recorded_inputs_give_identical_records(path):
     with gzip.open(path, "rt") as f:
         golden = json.load(f)
+    weighing = family("feedback_weighing")
     inputs = BagInputs(worlds=[_world(w) for w in golden["worlds"]],
                        readings=[(t, BalanceMeasurement(**r)) for t, r in golden["readings"]],
                        deliveries=[Delivery(**d) for d in golden["deliveries"]])
-    instance = WeighingInstance.from_json(golden["instance_json"])
-    records = rebuild(inputs, instance, golden["episode_id"], tuple(golden["finish"]),
+    instance = weighing.instance_from_json(golden["instance_json"])
+    records = rebuild(weighing, inputs, instance, golden["episode_id"], tuple(golden["finish"]),
                       golden["reports"], deadline_s=golden["deadline_s"])
     assert len(records) == len(golden["expected"])
     for i, (got, want) in enumerate(zip(records, golden["expected"])):

@@ -10,7 +10,7 @@ import signal
 
 import psutil
 
-from labference_ros.core.instances import read_instance_list
+from labference_ros.tasks.weighing.instances import read_instance_list
 from launch_helpers import launch_with_fakes
 
 
@@ -110,8 +110,8 @@ def test_unreadable_instance_list_fails_before_any_episode(tmp_path):
 
 def test_run_json_is_accepted_by_the_records_run_info():
     # The referee hands run_json's sections to core.records.run_info as keywords.
-    from labference_ros.core.contract import contract_for
-    from labference_ros.core.instances import generate
+    from labference_ros.tasks.weighing.contract import contract_for
+    from labference_ros.tasks.weighing.instances import generate
     from labference_ros.core.records import run_info
     from labference_ros.episodes.plan import RunSettings, run_json
 

@@ -3,12 +3,12 @@ systems (issue 6 acceptance). basic-1-0000..0003 require std_10, std_20,
 std_50, std_100; samples 150, 160, 150, 60 g."""
 import pytest
 
-from labference_ros.core.instances import generate
 from labference_ros.oracle import continuation
 from labference_ros.oracle.checkpoints import population_from_instances, prepare
 from labference_ros.oracle.continuation import run_branch
 from labference_ros.oracle.diagnose import diagnose_oracle, format_table
 from labference_ros.oracle.supports import parse_condition
+from labference_ros.tasks.weighing.instances import generate
 
 INSTANCES = generate("basic", 4, task_seed=1, layout_seed=100, policy_seed=0)
 
@@ -110,7 +110,7 @@ def test_a_refused_support_leaves_the_branch_identical_to_base(checkpoint, monke
     so the supported branch is the base branch step by step."""
     leak = lambda world: {"displayed_g": world.reading.displayed_g, "stable": True,  # noqa: E731
                           "sample_mass_g": 150.0}
-    monkeypatch.setattr(continuation, "state_payload", leak)
+    monkeypatch.setattr(continuation.World.family, "state_payload", leak)
     base = run_branch(checkpoint, "misreader", (), trace=True)
     sup = run_branch(checkpoint, "misreader", parse_condition("replace:state"), trace=True)
     assert sup.receipts and all(r["status"] == "rejected_scope" for r in sup.receipts)
@@ -150,7 +150,7 @@ def test_every_branch_hands_the_prefix_to_its_reset_system(monkeypatch):
     params = {"preference": "std_20"}
     informed = run_branch(cp, "fixed_preference", (), params=params, budget_s=8.0)
     monkeypatch.setattr(TestedSystem, "receive_prefix", lambda self, prefix: None)
-    monkeypatch.delattr("labference_ros.policies.scripted.PickPlaceSystem.receive_prefix")
+    monkeypatch.delattr("labference_ros.tasks.weighing.systems.scripted.PickPlaceSystem.receive_prefix")
     amnesiac = run_branch(cp, "fixed_preference", (), params=params, budget_s=8.0)
     assert informed.status == amnesiac.status == "ok"
     assert informed.choice is None  # nothing left to do: it already moved std_20

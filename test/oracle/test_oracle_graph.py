@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from labference_ros.core.instances import generate, write_instance_list
+from labference_ros.tasks.weighing.instances import generate, write_instance_list
 
 LABFERENCE = os.path.join(os.path.dirname(sys.executable), "labference")
 # The sample reads 150 g; the misreader decodes "150" as "160" and so misjudges the residual.

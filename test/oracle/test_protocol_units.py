@@ -4,17 +4,16 @@ import json
 
 import pytest
 
-from labference_ros.core.contract import weighing_basic
-from labference_ros.core.instances import generate
 from labference_ros.core.operations import add
-from labference_ros.core.oracle_scope import validate_intervention
 from labference_ros.oracle.checkpoints import (CheckpointSpec, population_from_instances, prepare,
                                                read_population, write_population)
 from labference_ros.oracle.continuation import BranchResult, run_branch
 from labference_ros.oracle.gains import condition_row
 from labference_ros.oracle.supports import COMPATIBLE, Support, compatibility, parse_condition
 from labference_ros.policies import make
-import labference_ros.policies.diagnostic  # noqa: F401
+from labference_ros.tasks.weighing.contract import weighing_basic
+from labference_ros.tasks.weighing.instances import generate
+from labference_ros.tasks.weighing.oracle_scope import validate_intervention
 
 INSTANCE = generate("basic", 1, task_seed=1, layout_seed=100, policy_seed=0)[0]
 

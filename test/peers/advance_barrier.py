@@ -12,8 +12,9 @@ def main() -> int:
     peer = PeerSession("advance_barrier")
     from labference.msg import GripperCommand
     from labference.srv import Advance, ResetEpisode
-    from labference_ros.core.instances import generate
+
     from labference_ros.msgconv import s_to_stamp
+    from labference_ros.tasks.weighing.instances import generate
 
     node = peer.node
     grip = node.create_publisher(GripperCommand, "/panda_gripper/command", 10)

@@ -15,7 +15,8 @@ def main() -> int:
     out_dir, index = sys.argv[1], int(sys.argv[2])
     peer = PeerSession("bridge_episode")
     from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
-    from labference_ros.core.instances import generate
+
+    from labference_ros.tasks.weighing.instances import generate
 
     status = peer.bridge_status()
     instance = generate("basic", index + 1, task_seed=1, layout_seed=100, policy_seed=0)[index]

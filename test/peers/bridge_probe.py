@@ -13,7 +13,8 @@ from peer_session import PeerSession
 def main() -> int:
     peer = PeerSession("bridge_probe")
     from labference.srv import StartEpisode
-    from labference_ros.core.instances import generate
+
+    from labference_ros.tasks.weighing.instances import generate
 
     status = peer.bridge_status()
     instance = generate("basic", 1, task_seed=1, layout_seed=100, policy_seed=0)[0]

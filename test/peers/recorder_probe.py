@@ -49,7 +49,8 @@ def hashes(bag_dir: str) -> None:
 
 def start(out_dir: str) -> None:
     from labference.srv import StartEpisode
-    from labference_ros.core.instances import generate
+
+    from labference_ros.tasks.weighing.instances import generate
 
     rclpy = init_ros([])
     node = rclpy.create_node("recorder_probe")

@@ -27,18 +27,18 @@ def main() -> int:
     mode, out_dir = argv[0], argv[1]
     task_seed = int(argv[2]) if len(argv) > 2 else 3
     peer = PeerSession("weighing_driver")
-    from builtin_interfaces.msg import Duration, Time
+    from builtin_interfaces.msg import Duration
+    from labference.msg import GripperCommand, ScoreSnapshot, WorldState
+    from labference.srv import Advance, FinishEpisode, ResetEpisode, StartEpisode
     from rclpy.qos import QoSProfile
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from labference.msg import GripperCommand, ScoreSnapshot, WorldState
-    from labference.srv import Advance, FinishEpisode, ResetEpisode, StartEpisode
-    from labference_ros.core.instances import generate
-    from labference_ros.core.layout import pan_slot
-    from labference_ros.core.measurements import STANDARDS
     from labference_ros.msgconv import s_to_stamp, world_from_msg
     from labference_ros.sim.backend import ARM_JOINT_NAMES
-    from labference_ros.sim.motion import PickPlacePlanner, plan_to_pan
+    from labference_ros.skills.motion import PickPlacePlanner
+    from labference_ros.tasks.weighing.moves import plan_to_pan
+    from labference_ros.tasks.weighing.instances import generate
+    from labference_ros.tasks.weighing.objects import STANDARDS
 
     node, call = peer.node, peer.call
     latest = {}

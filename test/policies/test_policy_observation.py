@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from labference_ros.core.contract import weighing_basic
+from labference_ros.tasks.weighing.contract import weighing_basic
 from labference_ros.core.observation import (EvaluatorSecrets, delivery_receipt, find_leaks,
                                              image_spans, project_observation, serialize_request)
-from labference_ros.sim.display_decode import decode_display
+from labference_ros.perception.display_decode import decode_display
 from sim_observation import settled_observation
 
 

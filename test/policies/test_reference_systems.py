@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from labference_ros.core.instances import generate, generate_pairs
-from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, STANDARD_MASSES_G
+from labference_ros.tasks.weighing.instances import generate, generate_pairs
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER
+from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 from labference_ros.policies import available, make
 from closed_loop import run_episode
 from sim_observation import settled_observation

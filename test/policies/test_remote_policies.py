@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from labference_ros.core.action_spec import validate_chunk
-from labference_ros.core.contract import weighing_basic
+from labference_ros.tasks.weighing.contract import weighing_basic
 from labference_ros.core.observation import EvaluatorSecrets, find_leaks, image_spans
 from labference_ros.policies import EvaluationValidityError, make
 from labference_ros.policies import msgpack_numpy

@@ -434,7 +434,7 @@ def test_capture_sees_a_campaign_whose_scheduler_is_off_loopback(sealed_netns, f
 @pytest.mark.timeout(1500)
 def test_real_episodes_score_the_same_on_one_and_two_workers(tmp_path, monkeypatch):
     """Two scripted_expert episodes through `labference launch`, one per chunk."""
-    from labference_ros.core.instances import generate
+    from labference_ros.tasks.weighing.instances import generate
 
     monkeypatch.delenv("LABFERENCE_LAUNCHER", raising=False)
     items = [json.loads(i.to_json()) for i in generate("basic", 2, task_seed=0, layout_seed=0, policy_seed=0)]

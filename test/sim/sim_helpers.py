@@ -1,5 +1,5 @@
 """Drive the balance model from the simulated load cell, as the balance node does."""
-from labference_ros.core.balance import BalanceModel, BalanceParameters
+from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
 
 BALANCE_PERIOD_S = 0.01  # the node's wrench rate in these tests
 
@@ -22,8 +22,8 @@ def run_balance(backend, balance: BalanceModel, seconds: float):
 
 def make_instance(layout_seed: int = 3, sample_mass_g: float = 130.0,
                   initial_on_pan: tuple[str, ...] = ()):
-    from labference_ros.core.instance import WeighingInstance
-    from labference_ros.core.layout import generate_layout
+    from labference_ros.tasks.weighing.instance import WeighingInstance
+    from labference_ros.tasks.weighing.layout import generate_layout
     return WeighingInstance(
         instance_id=f"test-{layout_seed}-{sample_mass_g}", condition="basic", task_seed=1,
         layout_seed=layout_seed, policy_seed=0, target_g=180.0, sample_mass_g=sample_mass_g,

@@ -2,11 +2,12 @@
 import numpy as np
 import pytest
 
-from labference_ros.core.layout import BALANCE, pan_slot
-from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, SAMPLE
-from labference_ros.sim.motion import PickPlacePlanner, execute_plan
+from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER
+from labference_ros.tasks.weighing.objects import SAMPLE
+from labference_ros.skills.motion import PickPlacePlanner, execute_plan
 from labference_ros.sim.mujoco_backend import MujocoBackend
-from labference_ros.sim.weighing_scene import STANDARD_SHAPES
+from labference_ros.tasks.weighing.scene import STANDARD_SHAPES
 from sim_helpers import balance_for, make_instance, run_balance
 
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER
-from labference_ros.sim.motion import PickPlacePlanner, execute_plan, plan_to_pan
+from labference_ros.skills.motion import PickPlacePlanner, execute_plan
+from labference_ros.tasks.weighing.moves import plan_to_pan
 from labference_ros.sim.mujoco_backend import MujocoBackend
 from sim_helpers import make_instance
 

@@ -3,12 +3,12 @@ import math
 
 import numpy as np
 import pytest
+from sim_helpers import make_instance
 
+from labference_ros.cell.panda_model import HOME_ARM_Q
 from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
 from labference_ros.sim.mujoco_backend import MujocoBackend
-from labference_ros.sim.weighing_scene import HOME_ARM_Q
-from sim_helpers import make_instance
 
 GOOD = list(HOME_ARM_Q)
 

@@ -1,12 +1,13 @@
 """The readout shows exactly the balance model's value, and the camera can read it."""
 import math
 
-from labference_ros.core.layout import BALANCE, pan_slot
-from labference_ros.sim.display_decode import decode_display
-from labference_ros.sim.display_layout import display_text, text_value
-from labference_ros.sim.mujoco_backend import MujocoBackend
-from labference_ros.sim.weighing_scene import STANDARD_SHAPES
 from sim_helpers import balance_for, make_instance, run_balance
+
+from labference_ros.cell.display_layout import display_text, text_value
+from labference_ros.perception.display_decode import decode_display
+from labference_ros.sim.mujoco_backend import MujocoBackend
+from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
+from labference_ros.tasks.weighing.scene import STANDARD_SHAPES
 
 
 def test_decoded_display_equals_balance_model_value():

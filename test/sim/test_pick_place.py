@@ -2,9 +2,11 @@
 import numpy as np
 import pytest
 
-from labference_ros.core.layout import pan_slot
-from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, SAMPLE, STANDARD_MASSES_G
-from labference_ros.sim.motion import PickPlacePlanner, execute_plan, plan_to_pan, plan_to_table
+from labference_ros.tasks.weighing.layout import pan_slot
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G
+from labference_ros.skills.motion import PickPlacePlanner, execute_plan
+from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
 from labference_ros.sim.mujoco_backend import MujocoBackend
 from sim_helpers import balance_for, make_instance, run_balance
 

@@ -2,10 +2,10 @@
 import mujoco
 import numpy as np
 
-from labference_ros.core.measurements import SAMPLE, STANDARDS
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARDS
 from labference_ros.sim.backend import CAMERA_NAMES
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
-from labference_ros.sim.weighing_scene import STANDARD_SHAPES
+from labference_ros.tasks.weighing.scene import STANDARD_SHAPES
 from sim_helpers import make_instance
 
 

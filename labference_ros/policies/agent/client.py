@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable
 
-from labference_ros.policies.base import EvaluationValidityError
+from labference_ros.core.system import EvaluationValidityError
 
 # Bodies that identify a capacity rejection (not a bad request or a quota error).
 OVERLOAD_BODY = re.compile(rb"overload|high demand|server is busy|temporarily unavailable|"

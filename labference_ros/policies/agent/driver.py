@@ -19,19 +19,17 @@ import time
 import cv2
 import numpy as np
 
-from labference_ros.core.layout import BALANCE, pan_slot
 from labference_ros.core.observation import PolicyObservation, find_leaks
-from labference_ros.policies.agent.accounting import (ActionRecord, CallRecord, EpisodeAccount,
-                                                      PriceTable)
+from labference_ros.core.system import TestedSystem
+from labference_ros.perception.vision import CameraCalibration, estimate_scene
+from labference_ros.policies.agent.accounting import ActionRecord, CallRecord, EpisodeAccount, PriceTable
 from labference_ros.policies.agent.client import ChatClient, ModelCallFailed, usage_of
 from labference_ros.policies.agent.faults import FAULT_MESSAGE, FaultSchedule
 from labference_ros.policies.agent.skills import Skills
-from labference_ros.policies.agent.tools import (JSON_CONTRACT, PHYSICAL, TOOLS, check_call,
-                                                 schema_hash)
-from labference_ros.policies.base import TestedSystem, register
-from labference_ros.policies.plan_replay import PlanCursor
-from labference_ros.policies.vision import CameraCalibration, estimate_scene
-from labference_ros.sim.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
+from labference_ros.policies.agent.tools import JSON_CONTRACT, PHYSICAL, TOOLS, check_call, schema_hash
+from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
+from labference_ros.skills.plan_replay import PlanCursor
+from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
 
 SYSTEM_PROMPT = (
     "You control a Franka Panda arm next to a laboratory balance. Use the tools to look "
@@ -65,8 +63,8 @@ def _strings(value):
             yield from _strings(v)
 
 
-@register("agent")
 class AgentSystem(TestedSystem):
+    name = "agent"
     # Injectable for tests: the turn deadline and charged times use this clock.
     clock = staticmethod(time.monotonic)
     sleep = staticmethod(time.sleep)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .contract import TaskContract
-from .operations import OPERATION_TYPES, Operation
+from labference_ros.core.operations import OPERATION_TYPES, Operation
+from labference_ros.tasks.weighing.contract import TaskContract
 
 MODES = ("assist", "replace")
 COORDINATE_KEYS = ("position", "orientation", "pose", "x", "y", "z", "xyz", "quaternion", "coordinates",

@@ -1,9 +1,10 @@
-"""Scripted pick-and-place for the weighing scene (differential IK with mink).
+"""Pick-and-place motion on the cell's robot model (differential IK with mink).
 
 The planner turns "move this object from here to there" into a time-stamped
 list of 7 arm joint targets at a fixed rate plus Franka-style gripper events;
 a scripted controller (or the lab_sim node) replays them. Grasps are top-down
-with the fingers closing along world y, as the layout assumes.
+with the fingers closing along world y; object sizes come from the cell
+description. No simulator: a real rig plans with the same code.
 """
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ import mink
 import mujoco
 import numpy as np
 
-from labference_ros.core.layout import BALANCE, pan_slot
-from labference_ros.sim import weighing_scene as scene
-from labference_ros.sim.backend import SimBackend
+from labference_ros.cell.description import weighing_cell
+from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
 
 TOP_DOWN = np.diag([1.0, -1.0, -1.0])  # TCP z down, fingers close along world y
 
@@ -75,7 +75,7 @@ def robot_model() -> mujoco.MjModel:
     spec = mujoco.MjSpec()
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST  # as the child's
     frame = spec.worldbody.add_frame(pos=[0, 0, 0])
-    frame.attach_body(scene.panda_spec().worldbody.first_body(), scene.PANDA_PREFIX, "")
+    frame.attach_body(panda_spec().worldbody.first_body(), PANDA_PREFIX, "")
     return spec.compile()
 
 
@@ -84,14 +84,14 @@ class PickPlacePlanner:
         self.settings = settings or PickPlaceSettings()
         self.model = robot_model()
         m = self.model
-        self._arm_qadr = np.array([m.joint(n).qposadr[0] for n in scene.ARM_JOINTS])
-        self._finger_qadr = np.array([m.joint(n).qposadr[0] for n in scene.FINGER_JOINTS])
+        self._arm_qadr = np.array([m.joint(n).qposadr[0] for n in ARM_JOINTS])
+        self._finger_qadr = np.array([m.joint(n).qposadr[0] for n in FINGER_JOINTS])
         self.configuration = mink.Configuration(m)
-        self.tcp_task = mink.FrameTask(scene.GRIP_SITE, "site", position_cost=1.0,
+        self.tcp_task = mink.FrameTask(GRIP_SITE, "site", position_cost=1.0,
                                        orientation_cost=0.5, lm_damping=1e-3)
         self.posture_task = mink.PostureTask(m, cost=1e-3)
         self.limits = [mink.ConfigurationLimit(m),
-                       mink.VelocityLimit(m, {n: 2.0 for n in scene.ARM_JOINTS})]
+                       mink.VelocityLimit(m, {n: 2.0 for n in ARM_JOINTS})]
 
     # kinematics ----------------------------------------------------------------
     def _set_q(self, arm_q) -> None:
@@ -102,7 +102,7 @@ class PickPlacePlanner:
 
     def tcp_pose(self, arm_q) -> tuple[np.ndarray, np.ndarray]:
         self._set_q(arm_q)
-        T = self.configuration.get_transform_frame_to_world(scene.GRIP_SITE, "site")
+        T = self.configuration.get_transform_frame_to_world(GRIP_SITE, "site")
         return T.translation(), T.rotation().as_matrix()
 
     def _track(self, arm_q, waypoints: np.ndarray) -> np.ndarray:
@@ -119,7 +119,7 @@ class PickPlacePlanner:
                                   solver="daqp", damping=1e-3, limits=self.limits)
                 self.configuration.integrate_inplace(v, dt)
             out[i] = self.configuration.q[self._arm_qadr]
-        reached = self.configuration.get_transform_frame_to_world(scene.GRIP_SITE, "site")
+        reached = self.configuration.get_transform_frame_to_world(GRIP_SITE, "site")
         err = float(np.linalg.norm(reached.translation() - waypoints[-1]))
         if err > self.settings.max_tcp_error:
             raise PlanningError(f"IK misses the waypoint {waypoints[-1]} by {err * 1000:.1f} mm")
@@ -152,7 +152,7 @@ class PickPlacePlanner:
         """Pick `object_name` whose body centre is at object_xyz and set it
         down standing at dest_xy on a surface at height dest_surface_z."""
         s = self.settings
-        shape = scene.object_shape(object_name)
+        shape = weighing_cell().objects[object_name]
         obj = np.asarray(object_xyz, float)
         grasp_z = obj[2] + shape.height / 2 - s.grasp_below_top
         grasp = np.array([obj[0], obj[1], grasp_z])
@@ -202,22 +202,11 @@ class PickPlacePlanner:
         return MotionPlan(dt=dt, arm_q=np.concatenate(rows), gripper_events=events, labels=labels)
 
 
-def plan_to_pan(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz,
-                balance_xy) -> MotionPlan:
-    """Standards go to their own pan slot; the sample to the pan centre."""
-    dest = pan_slot(object_name, balance_xy) if object_name.startswith("std_") else balance_xy
-    return planner.plan_pick_place(arm_q, object_name, object_xyz, dest, BALANCE.pan_top_z)
-
-
-def plan_to_table(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz,
-                  table_xy) -> MotionPlan:
-    return planner.plan_pick_place(arm_q, object_name, object_xyz, table_xy, 0.0)
-
-
-def execute_plan(backend: SimBackend, plan: MotionPlan, start: int = 0,
-                 stop: int | None = None) -> None:
+def execute_plan(backend, plan: MotionPlan, start: int = 0, stop: int | None = None) -> None:
     """Replay ticks [start, stop) of a plan open-loop: one arm target per
-    tick, gripper events at their times, plan.dt of sim time per tick."""
+    tick, gripper events at their times, plan.dt of sim time per tick.
+    ``backend``: anything with set_gripper, set_arm_targets and advance (a
+    simulator backend, or a driver of a real arm)."""
     stop = len(plan.arm_q) if stop is None else stop
     events = sorted(plan.gripper_events, key=lambda e: e.t)
     k = 0

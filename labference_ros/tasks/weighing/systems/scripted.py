@@ -1,6 +1,6 @@
 """Scripted reference systems for feedback weighing.
 
-All three plan top-down pick-and-place with sim/motion.py and hand the plan
+All three plan top-down pick-and-place with skills/motion.py and hand the plan
 out in chunks at the spec's control rate; they differ in what they know:
 
 - scripted_expert (privileged): reads the instance's goal set and the
@@ -17,15 +17,14 @@ import re
 
 import numpy as np
 
-from labference_ros.core.layout import pan_slot
-from labference_ros.core.measurements import STANDARD_MASSES_G
 from labference_ros.core.observation import PolicyObservation
-from labference_ros.policies.base import EvaluatorView, TestedSystem, register
-from labference_ros.policies.plan_replay import PlanCursor, plan_rows
-from labference_ros.policies.vision import CameraCalibration, estimate_scene
-from labference_ros.sim.display_decode import decode_display
-from labference_ros.sim.motion import (PickPlacePlanner, PickPlaceSettings, PlanningError, plan_to_pan,
-                                       plan_to_table)
+from labference_ros.core.system import EvaluatorView, TestedSystem
+from labference_ros.perception.display_decode import decode_display
+from labference_ros.perception.vision import CameraCalibration, estimate_scene
+from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
+from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
+from labference_ros.skills.plan_replay import PlanCursor, plan_rows
+from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 
 READING_TOLERANCE_G = 0.5  # "done" when the stable reading is this close to the target
 
@@ -130,8 +129,8 @@ class _PixelSystem(PickPlaceSystem):
         return name, scene.standards[name], scene.pan_centre, "pan"
 
 
-@register("display_reader")
 class DisplayReader(_PixelSystem):
+    name = "display_reader"
     def decide(self, obs, evaluator=None):
         t = obs.sim_time
         m = re.search(r"reading to (-?\d+(?:\.\d+)?) g", obs.instruction)
@@ -158,8 +157,8 @@ class DisplayReader(_PixelSystem):
         return self._transfer(obs, candidates[0], t)
 
 
-@register("fixed_preference")
 class FixedPreference(_PixelSystem):
+    name = "fixed_preference"
     def __init__(self, spec=None, **params):
         params.setdefault("preference", "std_50")
         if params["preference"] not in STANDARD_MASSES_G:
@@ -175,8 +174,9 @@ class FixedPreference(_PixelSystem):
         return self._transfer(obs, name, obs.sim_time)
 
 
-@register("scripted_expert", privileged=True)
 class ScriptedExpert(PickPlaceSystem):
+    name = "scripted_expert"
+    privileged = True
     def decide(self, obs, evaluator: EvaluatorView | None = None):
         if evaluator is None:
             raise ValueError("scripted_expert is privileged and needs the evaluator view")

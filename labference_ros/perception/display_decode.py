@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from labference_ros.sim import display_layout as dl
+from labference_ros.cell import display_layout as dl
 
 
 @dataclass(frozen=True)

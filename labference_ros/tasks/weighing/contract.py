@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-from .measurements import STANDARD_MASSES_G
+from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 
 CONTRACT_SCHEMA = 1
 

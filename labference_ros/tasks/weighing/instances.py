@@ -17,10 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from .contract import TaskContract, contract_for
-from .instance import WeighingInstance
-from .measurements import STANDARD_MASSES_G, STANDARDS
-from .task_state import Goal, initial_state, legal_set
+from labference_ros.tasks.weighing.contract import TaskContract, contract_for
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G, STANDARDS
+from labference_ros.tasks.weighing.task_state import Goal, initial_state, legal_set
 
 GENERATOR_VERSION = "weighing-instances-v1"
 LIST_SCHEMA = 1
@@ -29,7 +29,7 @@ LayoutFn = Callable[[int], dict]
 
 def default_layout_fn() -> LayoutFn | None:
     try:
-        from .layout import generate_layout
+        from labference_ros.tasks.weighing.layout import generate_layout
     except ImportError:  # layout module not available: instances carry no layout
         return None
     return generate_layout

@@ -13,9 +13,16 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from labference_ros.core.layout import BALANCE
-from labference_ros.core.measurements import STANDARDS
-from labference_ros.sim.weighing_scene import LABEL_COLOURS, SAMPLE_SHAPE, STANDARD_SHAPES
+from labference_ros.cell.description import weighing_cell
+
+# What the lab's cell description says: label colours, object shapes, the pan.
+# The labelled objects are the standards; the sample carries no label.
+CELL = weighing_cell()
+BALANCE = CELL.balance
+LABEL_COLOURS = CELL.label_colours()
+STANDARDS = tuple(LABEL_COLOURS)
+STANDARD_SHAPES = {name: CELL.objects[name] for name in STANDARDS}
+SAMPLE_SHAPE = CELL.objects["sample"]
 
 LABEL_LIFT = 0.0008  # the label disc's top above the standard's top face
 # Chromaticity (rgb / max) of each blob class under the scene's lighting.

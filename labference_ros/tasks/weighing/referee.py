@@ -13,24 +13,20 @@ import math
 from collections import Counter
 from dataclasses import replace
 
-from .contract import TaskContract
-from .instance import WeighingInstance
-from .measurements import PAN, SAMPLE, STANDARD_MASSES_G, STANDARDS, WorldMeasurement
-from .opportunities import Evidence, Opportunity, OpportunityBook
-from .operations import STOP, Operation, as_operation
-from .oracle_scope import validate_intervention
-from .recognisers import S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker, still, view_of
-from .scoring import episode_scores
-from .task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state, legal_set,
-                         operation_for_grasp, relation_satisfied, update)
+from labference_ros.core.measurements import PAN, WorldMeasurement
+from labference_ros.core.operations import STOP, Operation, as_operation
+from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
+from labference_ros.core.scoring import episode_scores
+from labference_ros.tasks.weighing.contract import TaskContract
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
+from labference_ros.tasks.weighing.oracle_scope import validate_intervention
+from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker, still,
+                                                      view_of)
+from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
+                                                      legal_set, operation_for_grasp, relation_satisfied, update)
 
 STOP_REASONS_EARLY = ("policy_stop", "policy_done")
-
-
-def episode_deadline(run_info: dict) -> float | None:
-    """The episode's sim-time budget from run.json (budgets.deadline_sim_s), if any."""
-    value = (run_info.get("budgets") or {}).get("deadline_sim_s")
-    return float(value) if value else None
 
 
 class Referee:

@@ -28,12 +28,11 @@ import re
 
 import numpy as np
 
-from labference_ros.core.measurements import STANDARD_MASSES_G
 from labference_ros.core.operations import STOP_OP, Operation, add
-from labference_ros.policies.base import register
-from labference_ros.policies.scripted import READING_TOLERANCE_G, _PixelSystem
-from labference_ros.sim.display_decode import decode_display
-from labference_ros.sim.motion import PickPlacePlanner, PickPlaceSettings
+from labference_ros.perception.display_decode import decode_display
+from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings
+from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
+from labference_ros.tasks.weighing.systems.scripted import READING_TOLERANCE_G, _PixelSystem
 
 DIGIT_CONFUSION = {"5": "6", "8": "9"}  # misreader's systematic decoding error
 
@@ -158,8 +157,8 @@ class HookedReader(_PixelSystem):
         return self._transfer(obs, op.object, t)
 
 
-@register("misreader")
 class Misreader(HookedReader):
+    name = "misreader"
     def decode_value(self, text: str, value: float) -> float:
         wrong = "".join(DIGIT_CONFUSION.get(c, c) for c in f"{value:g}")
         try:
@@ -168,8 +167,8 @@ class Misreader(HookedReader):
             return value
 
 
-@register("mislocator")
 class Mislocator(HookedReader):
+    name = "mislocator"
     def __init__(self, spec=None, **params):
         params.setdefault("bias_m", [0.0, 0.035, 0.0])  # a calibration error, metres in the world frame
         super().__init__(spec, **params)
@@ -178,8 +177,8 @@ class Mislocator(HookedReader):
         return tuple(float(a) + float(b) for a, b in zip(xyz, self.params["bias_m"]))
 
 
-@register("unsteady_grasp")
 class UnsteadyGrasp(HookedReader):
+    name = "unsteady_grasp"
     def __init__(self, spec=None, **params):
         params.setdefault("grasp_force", 1.0)  # N per finger: weak
         params.setdefault("grasp_offset_m", 0.006)  # off-centre: the standard tilts in the fingers

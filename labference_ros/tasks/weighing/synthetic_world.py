@@ -6,10 +6,9 @@ placements, hand pressure, disturbances) can be written in a few lines.
 """
 from __future__ import annotations
 
-from .instance import WeighingInstance
-from .measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, SAMPLE,
-                           STANDARD_MASSES_G, STANDARDS, TABLE, BalanceMeasurement, ObjectMeasurement,
-                           WorldMeasurement)
+from labference_ros.tasks.weighing.instance import WeighingInstance
+from labference_ros.core.measurements import BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE, BalanceMeasurement, ObjectMeasurement, WorldMeasurement
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 
 # Scripted resting places and the contacts they produce.
 _PLACE_CONTACTS = {

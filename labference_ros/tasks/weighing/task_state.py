@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .contract import TaskContract
-from .measurements import PAN, SAMPLE, STANDARDS, TABLE
-from .operations import STOP_OP, WAIT_OP, Operation, add, remove
+from labference_ros.tasks.weighing.contract import TaskContract
+from labference_ros.core.measurements import PAN, TABLE
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARDS
+from labference_ros.core.operations import STOP_OP, WAIT_OP, Operation, add, remove
 
 ELSEWHERE = "elsewhere"  # released and still, but not cleanly on the pan or the table
 LOCATIONS = (PAN, TABLE, ELSEWHERE)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from labference_ros.core.action_spec import ActionSpec
-from labference_ros.sim.motion import MotionPlan
+from labference_ros.skills.motion import MotionPlan
 
 
 def plan_rows(plan: MotionPlan, spec: ActionSpec) -> np.ndarray:

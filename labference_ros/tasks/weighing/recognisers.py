@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .contract import TaskContract
-from .measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE,
-                           ObjectMeasurement, WorldMeasurement)
-from .task_state import ELSEWHERE, ConfirmedEvent
+from labference_ros.tasks.weighing.contract import TaskContract
+from labference_ros.core.measurements import BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE, ObjectMeasurement, WorldMeasurement
+from labference_ros.tasks.weighing.task_state import ELSEWHERE, ConfirmedEvent
 
 ROBOT_IDS = frozenset({LEFT_FINGER, RIGHT_FINGER, ROBOT})
 

@@ -10,33 +10,12 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 
-from labference_ros.core.measurements import SAMPLE, STANDARDS
+from labference_ros.cell.description import weighing_cell
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARDS
 
-
-@dataclass(frozen=True)
-class BalanceGeometry:
-    # Housing around the pan, centred on the balance (x, y).
-    housing_half_x: float = 0.11
-    housing_half_y: float = 0.11
-    housing_height: float = 0.05
-    # Display ledge in front of the housing (+x side), facing away from the robot.
-    ledge_depth: float = 0.07
-    pan_radius: float = 0.09
-    pan_top_z: float = 0.065  # pan surface height above the table
-    # Where a standard is set down on the pan, relative to the pan centre.
-    # Fingers close along y, so slots sharing an x are 0.08 m apart in y.
-    slot_offsets: tuple[tuple[float, float], ...] = (
-        (-0.048, -0.040), (-0.048, 0.040), (0.048, -0.040), (0.048, 0.040))
-
-    @property
-    def footprint_half_x(self) -> tuple[float, float]:
-        """Extent behind (-x) and in front (+x) of the balance centre."""
-        return self.housing_half_x, self.housing_half_x + self.ledge_depth
-
-
-BALANCE = BalanceGeometry()
+# Balance housing, pan and pan slots: fixture geometry from the cell description.
+BALANCE = weighing_cell().balance
 LAYOUT_VERSION = "weighing-layout-v1"
 
 # Reachable table region for top-down grasps (Panda, base at origin).

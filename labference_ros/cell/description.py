@@ -1,0 +1,132 @@
+"""The lab cell as data (cell/*.yaml): robot joints, limits and home pose,
+camera mounts, fixture geometry, object shapes and label colours.
+
+Pure Python (PyYAML only): the simulator, the URDF generator, tested systems
+and a real rig's tools all read the same description.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+CELL_DIR = Path(__file__).resolve().parent
+CELL_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    model: str
+    prefix: str
+    arm_joints: tuple[str, ...]
+    finger_joints: tuple[str, ...]
+    home: tuple[float, ...]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    gripper_max_width: float
+    tcp_offset: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class CameraMount:
+    """A camera frame in its parent body: position plus either a look-at target
+    (optionally with the image x axis fixed) or an explicit quaternion (w, x, y, z).
+    MuJoCo convention: the camera looks along its -z axis, image up is +y."""
+    name: str
+    parent: str
+    position: tuple[float, float, float]
+    fovy_deg: float
+    look_at: tuple[float, float, float] | None = None
+    image_x_axis: tuple[float, float, float] | None = None
+    quaternion: tuple[float, float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class BalanceFixture:
+    housing_half_x: float
+    housing_half_y: float
+    housing_height: float
+    ledge_depth: float
+    ledge_height: float
+    display_tilt_deg: float
+    display_raise: float
+    pan_radius: float
+    pan_thickness: float
+    pan_top_z: float
+    slot_offsets: tuple[tuple[float, float], ...]
+    nominal_xy: tuple[float, float]
+
+    @property
+    def footprint_half_x(self) -> tuple[float, float]:
+        """Extent behind (-x) and in front (+x) of the balance centre."""
+        return self.housing_half_x, self.housing_half_x + self.ledge_depth
+
+    @property
+    def display_position(self) -> tuple[float, float, float]:
+        """The readout panel's centre in the balance frame."""
+        return (self.housing_half_x + self.ledge_depth / 2, 0.0, self.ledge_height + self.display_raise)
+
+
+@dataclass(frozen=True)
+class ObjectShape:
+    """An upright cylinder."""
+    name: str
+    radius: float
+    height: float
+    rgba: tuple[float, float, float, float]
+    label_rgb: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
+class TableDescription:
+    centre: tuple[float, float, float]
+    half_size: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class CellDescription:
+    name: str
+    robot: RobotDescription
+    table: TableDescription
+    cameras: dict[str, CameraMount]
+    balance: BalanceFixture
+    objects: dict[str, ObjectShape]
+
+    def label_colours(self) -> dict[str, tuple[int, int, int]]:
+        return {n: o.label_rgb for n, o in self.objects.items() if o.label_rgb is not None}
+
+
+def _tuple(value) -> tuple:
+    return tuple(_tuple(v) if isinstance(v, list) else v for v in value)
+
+
+def parse_cell(data: dict) -> CellDescription:
+    if data.get("schema") != CELL_SCHEMA:
+        raise ValueError(f"unsupported cell description schema {data.get('schema')!r} (expected {CELL_SCHEMA})")
+    robot = RobotDescription(**{k: _tuple(v) if isinstance(v, list) else v for k, v in data["robot"].items()})
+    table = TableDescription(**{k: _tuple(v) for k, v in data["table"].items()})
+    cameras = {}
+    for name, cam in data["cameras"].items():
+        fields = {k: _tuple(v) if isinstance(v, list) else v for k, v in cam.items()}
+        cameras[name] = CameraMount(name=name, **fields)
+    balance = BalanceFixture(**{k: _tuple(v) if isinstance(v, list) else v for k, v in data["balance"].items()})
+    objects = {}
+    for name, obj in data["objects"].items():
+        fields = {k: _tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
+        objects[name] = ObjectShape(name=name, **fields)
+    return CellDescription(name=data["name"], robot=robot, table=table, cameras=cameras, balance=balance,
+                           objects=objects)
+
+
+def load_cell(path: str | Path) -> CellDescription:
+    with open(path, encoding="utf-8") as f:
+        return parse_cell(yaml.safe_load(f))
+
+
+@lru_cache(maxsize=None)
+def weighing_cell() -> CellDescription:
+    """The feedback-weighing cell shipped with the package."""
+    return load_cell(CELL_DIR / "weighing_cell.yaml")

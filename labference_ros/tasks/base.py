@@ -1,0 +1,114 @@
+"""The interface between a task family and the rest of the system.
+
+A task family (paper section 4: centrifuge loading, feedback weighing,
+placement recall) is a package under ``labference_ros.tasks`` that exposes one
+``TaskFamily`` object named ``FAMILY``. It owns everything that depends on the
+task: its contracts, its resolved instances and their generator, its state
+update F and legal set U, its recognisers and physical predicates (inside its
+referee), the simulator scene, its reference systems and what each Oracle
+site may deliver. The shared layers (episode runner, referee node, replay
+audit, Oracle, campaigns, reports) reach a family only through this interface,
+looked up by the contract's task name (``labference_ros.tasks.family``), so a
+new family touches no shared file except the registry entry.
+
+The interface serves simulation and a real rig alike: nothing here needs a
+simulator except ``build_scene``, which only a simulator backend calls.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Instance(Protocol):
+    """A resolved instance: what the evaluator fixes before an episode."""
+
+    instance_id: str
+    condition: str
+    task_seed: int
+    layout_seed: int
+    policy_seed: int
+
+    def to_json(self) -> str: ...
+
+    @property
+    def layout_hash(self) -> str: ...
+
+    def public_instruction(self) -> str: ...
+
+
+class EpisodeReferee(Protocol):
+    """The physical-event scorer of one episode (pure: no clock, no randomness).
+    The online referee node, the replay audit and the Oracle's continuations
+    all drive it through these calls, in sim-time order."""
+
+    def step(self, measurement: Any) -> list[dict]: ...
+
+    def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]: ...
+
+    def report_operation(self, operation: Any, t: float, opportunity_id: int | None = None,
+                         evidence_version: int | None = None, source: str = "") -> list[dict]: ...
+
+    def check_intervention(self, intervention: dict, t: float) -> list[dict]: ...
+
+    def finish(self, t: float, reason: str = "episode_end") -> list[dict]: ...
+
+    def scores(self, t: float | None = None) -> dict: ...
+
+
+class TaskFamily:
+    """One task family. Subclasses set the class attributes and implement the
+    methods; defaults raise so a missing piece fails loudly, never silently."""
+
+    name: str = ""  # the contracts' task name, e.g. "feedback_weighing"
+    conditions: tuple[str, ...] = ()
+    # Tested systems this family ships (registry name -> "module:Class"), e.g. its
+    # privileged scripted expert and its diagnostic reference systems.
+    reference_systems: dict[str, str] = {}
+    # Modules of the graph descriptions that run this family (each exposes GRAPH).
+    graphs: tuple[str, ...] = ()
+
+    def contract_for(self, condition: str):
+        raise NotImplementedError
+
+    def instance_from_json(self, text: str) -> Instance:
+        raise NotImplementedError
+
+    def generate(self, condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list:
+        """n instances over balanced strata (separate task, layout and policy seeds)."""
+        raise NotImplementedError
+
+    # Version of the instance generator (campaign locks record it).
+    generator_version: str = ""
+
+    def generate_pairs(self, condition: str, n_pairs: int, task_seed: int, layout_seed: int,
+                       policy_seed: int) -> list[tuple]:
+        """Answer-changing pairs: same layout draw, disjoint legal sets at the scored choice."""
+        raise NotImplementedError
+
+    def read_instances(self, path) -> list:
+        """An instance-list file (as written by write_instances) back as instances."""
+        raise NotImplementedError
+
+    def write_instances(self, path, instances, meta: dict | None = None) -> None:
+        raise NotImplementedError
+
+    def make_referee(self, contract, instance: Instance, *, episode_id: str, session_id: str,
+                     deadline_s: float | None = None) -> EpisodeReferee:
+        raise NotImplementedError
+
+    def build_scene(self, instance: Instance):
+        """The simulator scene for an instance (a mujoco.MjSpec); imports the
+        simulator lazily so the rest of the family never needs it."""
+        raise NotImplementedError
+
+    def state_payload(self, world) -> dict:
+        """Oracle state site: the decision-relevant observable state, as seen."""
+        raise NotImplementedError
+
+    def decision_rule(self, legal_set):
+        """Oracle decision site: the one legal operation a Replace supplies."""
+        raise NotImplementedError
+
+    def geometry_frames(self, objects) -> list[dict]:
+        """Oracle geometry site: the frames a geometry report may name."""
+        raise NotImplementedError

@@ -1,0 +1,102 @@
+"""Feedback weighing (paper 4.2): bring the balance reading to a target by
+adding and removing labelled standards; the next operation depends on the
+reading the last one produced.
+
+Inner shape (every task family has the same one):
+  objects.py        object identities (standards, sample)
+  contract.py       versioned, hashed task contracts (basic, extended)
+  instance.py       the resolved instance; instances.py its generator (strata, pairs)
+  layout.py         nuisance placement from the layout seed
+  task_state.py     task state z_t, the update F and the legal set U
+  recognisers.py    behaviour recognisers and physical confirmation predicates
+  referee.py        the episode scorer: recognisers + F + U + opportunities + scoring
+  balance.py        the balance model (eqs. 8-9), an evaluator measurement
+  oracle_scope.py   what each Oracle site may deliver for this family
+  scene.py          the MuJoCo scene builder (simulator only)
+  systems/          reference tested systems (scripted expert, pixel readers, diagnostics)
+"""
+from __future__ import annotations
+
+from labference_ros.tasks.base import TaskFamily
+
+
+class WeighingFamily(TaskFamily):
+    name = "feedback_weighing"
+    conditions = ("basic", "extended")
+    reference_systems = {
+        "scripted_expert": "labference_ros.tasks.weighing.systems.scripted:ScriptedExpert",
+        "display_reader": "labference_ros.tasks.weighing.systems.scripted:DisplayReader",
+        "fixed_preference": "labference_ros.tasks.weighing.systems.scripted:FixedPreference",
+        "misreader": "labference_ros.tasks.weighing.systems.diagnostic:Misreader",
+        "mislocator": "labference_ros.tasks.weighing.systems.diagnostic:Mislocator",
+        "unsteady_grasp": "labference_ros.tasks.weighing.systems.diagnostic:UnsteadyGrasp",
+    }
+    graphs = ("labference_ros.graphs.weighing_sim",)
+
+    def contract_for(self, condition: str):
+        from labference_ros.tasks.weighing.contract import contract_for
+
+        return contract_for(condition)
+
+    def instance_from_json(self, text: str):
+        from labference_ros.tasks.weighing.instance import WeighingInstance
+
+        return WeighingInstance.from_json(text)
+
+    def generate(self, condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list:
+        from labference_ros.tasks.weighing.instances import generate
+
+        return generate(condition, n, task_seed, layout_seed, policy_seed)
+
+    def generate_pairs(self, condition: str, n_pairs: int, task_seed: int, layout_seed: int,
+                       policy_seed: int) -> list[tuple]:
+        from labference_ros.tasks.weighing.instances import generate_pairs
+
+        return generate_pairs(condition, n_pairs, task_seed, layout_seed, policy_seed)
+
+    @property
+    def generator_version(self) -> str:
+        from labference_ros.tasks.weighing.instances import GENERATOR_VERSION
+
+        return GENERATOR_VERSION
+
+    def read_instances(self, path) -> list:
+        from labference_ros.tasks.weighing.instances import read_instance_list
+
+        return read_instance_list(path)
+
+    def write_instances(self, path, instances, meta: dict | None = None) -> None:
+        from labference_ros.tasks.weighing.instances import write_instance_list
+
+        write_instance_list(path, instances, meta)
+
+    def make_referee(self, contract, instance, *, episode_id: str, session_id: str,
+                     deadline_s: float | None = None):
+        from labference_ros.tasks.weighing.referee import Referee
+
+        return Referee(contract, instance, episode_id=episode_id, session_id=session_id, deadline_s=deadline_s)
+
+    def build_scene(self, instance):
+        from labference_ros.tasks.weighing.scene import build_weighing_spec
+
+        return build_weighing_spec(instance)
+
+    def state_payload(self, world) -> dict:
+        # What the display shows now: displayed load and stability indicator.
+        r = world.reading
+        return {"displayed_g": float(r.displayed_g), "stable": bool(r.stable)}
+
+    def decision_rule(self, legal_set):
+        # Registered selection rule: the first physical legal operation in
+        # canonical order, else the first legal one (Wait/Stop).
+        ops = sorted(legal_set)
+        physical = [o for o in ops if o.physical]
+        return (physical or ops or [None])[0]
+
+    def geometry_frames(self, objects) -> list[dict]:
+        from labference_ros.core.geometry import standard_frames
+
+        return standard_frames(objects)
+
+
+FAMILY = WeighingFamily()
