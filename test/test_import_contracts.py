@@ -1,0 +1,35 @@
+"""The layer rules (.importlinter) hold, and the checker does fail on a violation."""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+LINT = pathlib.Path(sys.executable).parent / "lint-imports"
+
+
+def _lint(root: pathlib.Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT), "--config", str(root / ".importlinter"), "--no-cache"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_layer_contracts_hold():
+    result = _lint(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_a_tested_system_importing_the_simulator_breaks_a_contract(tmp_path):
+    shutil.copytree(REPO / "labference_ros", tmp_path / "labference_ros",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / ".importlinter", tmp_path / ".importlinter")
+    (tmp_path / "labference_ros" / "policies" / "peeking.py").write_text(
+        "from labference_ros.sim.mujoco_backend import MujocoBackend  # a leak the rules forbid\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0
+    assert "tested systems never import the simulator" in result.stdout
+    assert "labference_ros.policies.peeking -> labference_ros.sim.mujoco_backend" in result.stdout
