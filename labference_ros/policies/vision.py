@@ -172,3 +172,35 @@ def fit_balance(image: np.ndarray, calib: CameraCalibration, guess, search: floa
     # wide: its centre is the unbiased estimate.
     best = np.asarray(cands)[scores == scores.max()].mean(axis=0)
     return float(best[0]), float(best[1])
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """Where the standards seen in one front image stand: on the pan (body
+    centre at the pan height) or on the table."""
+    pan_centre: tuple[float, float] | None
+    on_pan: dict[str, tuple[float, float, float]]
+    on_table: dict[str, tuple[float, float, float]]
+
+
+def estimate_arrangement(image: np.ndarray, calib: CameraCalibration) -> Arrangement:
+    """Standards on the pan and on the table, from one front image.
+
+    A label is back-projected once at the height it would have on the pan:
+    if that lands inside the pan around the pan centre seen, the standard
+    stands on the pan; otherwise it is taken at table height. Without a pan
+    centre nothing can be placed on the pan."""
+    scene = estimate_scene(image, calib)
+    if scene.pan_centre is None:
+        return Arrangement(None, {}, dict(scene.standards))
+    cx, cy = scene.pan_centre
+    on_pan, on_table = {}, {}
+    for name, xyz in scene.standards.items():
+        u, v, _ = scene.blobs[name]
+        h = STANDARD_SHAPES[name].height
+        x, y = calib.on_plane(u, v, BALANCE.pan_top_z + h + LABEL_LIFT)
+        if math.hypot(x - cx, y - cy) <= BALANCE.pan_radius:
+            on_pan[name] = (x, y, BALANCE.pan_top_z + h / 2)
+        else:
+            on_table[name] = xyz
+    return Arrangement(scene.pan_centre, on_pan, on_table)
