@@ -26,7 +26,8 @@ from labference_ros.core.measurements import STANDARD_MASSES_G
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.policies.base import EvaluatorView, TestedSystem, register
 from labference_ros.policies.plan_replay import PlanCursor, plan_rows
-from labference_ros.policies.vision import CameraCalibration, estimate_arrangement, estimate_scene
+from labference_ros.policies.vision import (CameraCalibration, estimate_arrangement, estimate_scene,
+                                            quick_standards_on_pan)
 from labference_ros.policies.weighing_plan import corrections, estimate_goal, free_table_spot
 from labference_ros.sim.display_decode import decode_display
 from labference_ros.sim.motion import (PickPlacePlanner, PickPlaceSettings, PlanningError, plan_to_pan,
@@ -173,19 +174,24 @@ class DisplayReader(_PixelSystem):
         self.mode: str | None = None  # "basic" | "extended", fixed at the first stable reading
         self.transfers: dict[tuple[str, str], int] = {}
         self.looks = 0
+        self.pan_centre: tuple[float, float] | None = None
 
     def _initial_mode(self, obs) -> str:
         """Extended when a standard this system did not move stands on the pan."""
         if "front" not in obs.images or "front" not in obs.camera_calibration:
             return "basic"  # the basic path reports the missing camera itself
-        arrangement = self._arrangement(obs)
-        return "extended" if set(arrangement.on_pan) - set(self.moved) else "basic"
+        calib = CameraCalibration.from_dict(obs.camera_calibration["front"])
+        on_pan = quick_standards_on_pan(obs.images["front"], calib)
+        return "extended" if on_pan - set(self.moved) else "basic"
 
     def _arrangement(self, obs):
+        """What stands where; the pan centre is fitted once (the balance stays put)."""
         if "front" not in obs.images or "front" not in obs.camera_calibration:
             raise ValueError("needs the front camera and its calibration")
         calib = CameraCalibration.from_dict(obs.camera_calibration["front"])
-        return estimate_arrangement(obs.images["front"], calib)
+        seen = estimate_arrangement(obs.images["front"], calib, self.pan_centre)
+        self.pan_centre = seen.pan_centre
+        return seen
 
     def _unusable_look(self, **entry) -> None:
         self.looks += 1
