@@ -78,3 +78,35 @@ def run_refereed_episode(system, instance, budget_s: float = 60.0, after_finish_
     finally:
         system.close()
         world.close()
+
+
+def main(argv=None) -> int:
+    """Measure a system over a generated seed list, one line per episode:
+    .venv/bin/python test/policies/refereed_loop.py display_reader extended 8 0"""
+    import argparse
+    import os
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from labference_ros.core.instances import generate
+    from labference_ros.policies import make
+
+    ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    ap.add_argument("system")
+    ap.add_argument("condition", choices=("basic", "extended"))
+    ap.add_argument("episodes", type=int)
+    ap.add_argument("seed", type=int, help="task, layout and policy seed, as the graph's seed:=")
+    args = ap.parse_args(argv)
+    completed = legal = choices = 0
+    for inst in generate(args.condition, args.episodes, args.seed, args.seed, args.seed):
+        r = run_refereed_episode(make(args.system), inst)
+        completed += r.completed
+        choices += len(r.first_choices)
+        legal += sum(ok for _, _, ok in r.first_choices)
+        ops = " ".join(f"{c['type']}({c['object']}){'' if ok else '!'}" for _, c, ok in r.first_choices)
+        print(f"{inst.instance_id} complete={r.completed} first_choices: {ops}", flush=True)
+    print(f"completed {completed}/{args.episodes}; legal first choices {legal}/{choices}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
