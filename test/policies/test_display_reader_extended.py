@@ -16,12 +16,12 @@ from sim_observation import observation_source
 
 # The graph's population for condition:=extended seed:=0 starts with these.
 SEED_LIST = generate("extended", 8, task_seed=0, layout_seed=0, policy_seed=0)
-# Scored closed loop over 4 of them (3, 2, 3 and 4 corrections; about a
-# minute each): all 4 complete when measured, at least 3 must. The whole list
-# (8 of 8 completed, 21 of 21 first choices legal when measured):
+# Scored closed loop over 3 of them (3, 2 and 4 corrections; one to two
+# minutes each on 2 cores): all 3 complete when measured, at least 2 must.
+# The whole list (8 of 8 completed, 21 of 21 first choices legal when measured):
 #   .venv/bin/python test/policies/refereed_loop.py display_reader extended 8 0
-CLOSED_LOOP = [SEED_LIST[i] for i in (0, 1, 2, 4)]
-MIN_COMPLETED = 3
+CLOSED_LOOP = [SEED_LIST[i] for i in (0, 1, 4)]
+MIN_COMPLETED = 2
 
 def settled(instance):
     backend = make_backend()
