@@ -179,3 +179,76 @@ def fit_balance(image: np.ndarray, calib: CameraCalibration, guess, search: floa
     # wide: its centre is the unbiased estimate.
     best = np.asarray(cands)[scores == scores.max()].mean(axis=0)
     return float(best[0]), float(best[1])
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """Where the standards seen in one front image stand: on the pan (body
+    centre at the pan height) or on the table."""
+    pan_centre: tuple[float, float] | None
+    on_pan: dict[str, tuple[float, float, float]]
+    on_table: dict[str, tuple[float, float, float]]
+
+
+def _sample_pan_guess(blobs, calib: CameraCalibration) -> tuple[float, float] | None:
+    """The pan centre to within about the sample's jitter: where the sample's top is seen."""
+    if "sample" not in blobs:
+        return None
+    return calib.on_plane(blobs["sample"][0], blobs["sample"][1],
+                          BALANCE.pan_top_z + SAMPLE_SHAPE.height / 2)
+
+
+def _split_by_support(blobs, standards, calib: CameraCalibration, pan_centre) -> Arrangement:
+    """A label is back-projected once at the height it would have on the pan:
+    if that lands inside the pan around `pan_centre`, the standard stands on
+    the pan; otherwise it keeps its table-height estimate."""
+    if pan_centre is None:
+        return Arrangement(None, {}, dict(standards))
+    cx, cy = pan_centre
+    on_pan, on_table = {}, {}
+    for name, xyz in standards.items():
+        u, v, _ = blobs[name]
+        h = STANDARD_SHAPES[name].height
+        x, y = calib.on_plane(u, v, BALANCE.pan_top_z + h + LABEL_LIFT)
+        if math.hypot(x - cx, y - cy) <= BALANCE.pan_radius:
+            on_pan[name] = (x, y, BALANCE.pan_top_z + h / 2)
+        else:
+            on_table[name] = xyz
+    return Arrangement(pan_centre, on_pan, on_table)
+
+
+def estimate_arrangement(image: np.ndarray, calib: CameraCalibration,
+                         pan_centre: tuple[float, float] | None = None) -> Arrangement:
+    """Standards on the pan and on the table, from one front image. The pan
+    centre is fitted to the balance housing unless a known one is passed
+    (the balance does not move during an episode); without a pan centre
+    nothing is placed on the pan."""
+    if pan_centre is None:
+        scene = estimate_scene(image, calib)
+        return _split_by_support(scene.blobs, scene.standards, calib, scene.pan_centre)
+    scene = estimate_scene_without_pan(image, calib)
+    return _split_by_support(scene.blobs, scene.standards, calib, pan_centre)
+
+
+def estimate_scene_without_pan(image: np.ndarray, calib: CameraCalibration) -> SceneEstimate:
+    """estimate_scene without the housing fit (the costly part): the pan
+    centre is only the sample's position, good to about a centimetre."""
+    if image.shape[:2] != (calib.height, calib.width):
+        raise ValueError(f"image {image.shape[:2]} does not match calibration "
+                         f"{(calib.height, calib.width)}")
+    blobs = find_blobs(image)
+    standards = {}
+    for name in STANDARDS:
+        if name in blobs:
+            h = STANDARD_SHAPES[name].height
+            x, y = calib.on_plane(blobs[name][0], blobs[name][1], h + LABEL_LIFT)
+            standards[name] = (x, y, h / 2)
+    return SceneEstimate(standards, _sample_pan_guess(blobs, calib), blobs)
+
+
+def quick_standards_on_pan(image: np.ndarray, calib: CameraCalibration) -> frozenset:
+    """Which standards stand on the pan, judged around the sample (no housing
+    fit): the pan is 9 cm in radius and the sample within a centimetre of
+    its centre, while table standards stand well away from the balance."""
+    scene = estimate_scene_without_pan(image, calib)
+    return frozenset(_split_by_support(scene.blobs, scene.standards, calib, scene.pan_centre).on_pan)

@@ -7,7 +7,11 @@ out in chunks at the spec's control rate; they differ in what they know:
   measured object positions, and completes the task.
 - display_reader: pixels only. Reads the balance display, parses the target
   from the instruction, picks the standard whose mass equals the residual,
-  and finds it (and the pan) in the front camera.
+  and finds it (and the pan) in the front camera. When standards already
+  stand on the pan at its first stable reading (the extended condition), it
+  reads them from the image as well, infers the goal subset from reading,
+  visible standards and target, and removes and adds standards until the
+  arrangement is that subset (systems/weighing_plan.py).
 - fixed_preference: same perception, no reasoning: always transfers one
   standard (default std_50).
 """
@@ -20,13 +24,17 @@ import numpy as np
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.system import EvaluatorView, TestedSystem
 from labference_ros.perception.display_decode import decode_display
-from labference_ros.perception.vision import CameraCalibration, estimate_scene
+from labference_ros.perception.vision import (CameraCalibration, estimate_arrangement, estimate_scene,
+                                              quick_standards_on_pan)
 from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
-from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
 from labference_ros.skills.plan_replay import PlanCursor, plan_rows
+from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
+from labference_ros.tasks.weighing.systems.weighing_plan import corrections, estimate_goal, free_table_spot
 
 READING_TOLERANCE_G = 0.5  # "done" when the stable reading is this close to the target
+MAX_TRANSFERS_PER_MOVE = 2  # extended: attempts at one (standard, destination) before giving up
+MAX_LOOKS = 4  # extended: unusable looks (standard unseen, inconsistent reading) before giving up
 
 
 class PickPlaceSystem(TestedSystem):
@@ -142,6 +150,10 @@ class DisplayReader(_PixelSystem):
         reading = decode_display(obs.images["display"])
         if not (reading.ok and reading.value is not None and reading.stable):
             return None  # wait for a stable, readable display
+        if self.mode is None:
+            self.mode = self._initial_mode(obs)
+        if self.mode == "extended":
+            return self._decide_extended(obs, target, reading.value, t)
         residual = target - reading.value
         if abs(residual) <= READING_TOLERANCE_G:
             self._note(t=t, reading=reading.value, done=True)
@@ -155,6 +167,79 @@ class DisplayReader(_PixelSystem):
             self.finished = True  # nothing addable completes it: stop
             return None
         return self._transfer(obs, candidates[0], t)
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.mode: str | None = None  # "basic" | "extended", fixed at the first stable reading
+        self.transfers: dict[tuple[str, str], int] = {}
+        self.looks = 0
+        self.pan_centre: tuple[float, float] | None = None
+
+    def _initial_mode(self, obs) -> str:
+        """Extended when a standard this system did not move stands on the pan."""
+        if "front" not in obs.images or "front" not in obs.camera_calibration:
+            return "basic"  # the basic path reports the missing camera itself
+        calib = CameraCalibration.from_dict(obs.camera_calibration["front"])
+        on_pan = quick_standards_on_pan(obs.images["front"], calib)
+        return "extended" if on_pan - set(self.moved) else "basic"
+
+    def _arrangement(self, obs):
+        """What stands where; the pan centre is fitted once (the balance stays put)."""
+        if "front" not in obs.images or "front" not in obs.camera_calibration:
+            raise ValueError("needs the front camera and its calibration")
+        calib = CameraCalibration.from_dict(obs.camera_calibration["front"])
+        seen = estimate_arrangement(obs.images["front"], calib, self.pan_centre)
+        self.pan_centre = seen.pan_centre
+        return seen
+
+    def _unusable_look(self, **entry) -> None:
+        self.looks += 1
+        self._note(**entry)
+        if self.looks >= MAX_LOOKS:
+            self._note(t=entry["t"], gave_up="unusable looks")
+            self.finished = True
+
+    def _decide_extended(self, obs, target: float, reading_g: float, t: float):
+        """One correction per stable reading: the goal subset is re-derived
+        each time from the reading and the standards seen on the pan, so a
+        transfer that missed is simply still to do."""
+        seen = self._arrangement(obs)
+        if seen.pan_centre is None:
+            self._unusable_look(t=t, not_found="pan")
+            return None
+        goal = estimate_goal(target, reading_g, seen.on_pan)
+        entry = {"t": t, "target": target, "reading": reading_g, "on_pan": sorted(seen.on_pan),
+                 "sample_g": round(goal.sample_g, 3), "goal": list(goal.goal)}
+        if not goal.consistent:
+            self._unusable_look(**entry, error="no standard subset explains the reading")
+            return None
+        todo = corrections(goal.goal, seen.on_pan)
+        if not todo:
+            done = abs(target - reading_g) <= READING_TOLERANCE_G
+            self._note(**entry, done=done)
+            self.finished = True
+            return None
+        name, dest = todo[0]
+        if dest == "pan" and name not in seen.on_table:
+            self._unusable_look(**entry, not_found=name)
+            return None
+        tries = self.transfers.get((name, dest), 0)
+        if tries >= MAX_TRANSFERS_PER_MOVE:
+            self._note(**entry, gave_up=name, destination=dest)
+            self.finished = True
+            return None
+        if dest == "pan":
+            self._note(**entry, choice=name, destination=dest)
+            self.transfers[(name, dest)] = tries + 1
+            return name, seen.on_table[name], seen.pan_centre, "pan"
+        spot = free_table_spot(seen.pan_centre, list(seen.on_table.values()))
+        if spot is None:
+            self._note(**entry, gave_up=name, destination=dest, error="no free table spot")
+            self.finished = True
+            return None
+        self._note(**entry, choice=name, destination=dest, spot=spot)
+        self.transfers[(name, dest)] = tries + 1
+        return name, seen.on_pan[name], spot, "table"
 
 
 class FixedPreference(_PixelSystem):
