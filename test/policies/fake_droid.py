@@ -27,15 +27,14 @@ from labference_ros.core.observation import PolicyObservation
 from labference_ros.policies import make
 from labference_ros.policies.camera import reference_calibration
 
-VELOCITY_SCALE_RAD_S = 3.0
 OPEN_WIDTH_M = 0.08
 TIME_KEY = "observation/timestamp"
 
 
-def droid_actions(targets: np.ndarray, q: np.ndarray, rate_hz: float) -> np.ndarray:
+def droid_actions(targets: np.ndarray, q: np.ndarray, rate_hz: float, scale_rad_s: float) -> np.ndarray:
     """Absolute rows (7 joints rad, width m) -> DROID rows from state q."""
     steps = np.diff(np.vstack([q[None, :], targets[:, :7]]), axis=0)
-    velocity = steps * rate_hz / VELOCITY_SCALE_RAD_S
+    velocity = steps * rate_hz / scale_rad_s
     closure = 1.0 - targets[:, 7] / OPEN_WIDTH_M
     return np.column_stack([velocity, closure])
 
@@ -44,8 +43,9 @@ class FakeDroidServer:
     """mode: ok | no_actions | wrong_shape | nan."""
 
     def __init__(self, rate_hz: float = 50.0, chunk_len: int = 50, api_key: str | None = None,
-                 mode: str = "ok", metadata: dict | None = None):
+                 mode: str = "ok", metadata: dict | None = None, velocity_scale_rad_s: float = 3.0):
         self.rate_hz, self.chunk_len, self.api_key, self.mode = rate_hz, chunk_len, api_key, mode
+        self.velocity_scale_rad_s = velocity_scale_rad_s
         self.metadata = metadata or {"policy": "fake_droid", "action_horizon": chunk_len,
                                      "action_space": "joint_velocity"}
         self.requests: list[bytes] = []
@@ -93,7 +93,8 @@ class FakeDroidServer:
                                         "wrist": req["observation/wrist_image_left"]},
             image_stamps={}, joint_positions=q, gripper_width=OPEN_WIDTH_M * (1.0 - closure),
             instruction=req["prompt"], camera_calibration={"front": calib})
-        return droid_actions(np.asarray(model.act(obs), dtype=np.float64), q, self.rate_hz)
+        return droid_actions(np.asarray(model.act(obs), dtype=np.float64), q, self.rate_hz,
+                             self.velocity_scale_rad_s)
 
     def __enter__(self):
         self.thread.start()
