@@ -194,3 +194,12 @@ def test_malformed_droid_replies(settled, mode, outcome):
     verdict = policy.action_conversion.validate(chunk, 1, 1, obs.robot_state)
     assert verdict.status == REJECTED and verdict.reasons[0].startswith(outcome)
     json.dumps(verdict.record())
+
+
+def test_launch_refuses_a_bad_profile_before_anything_starts():
+    from labference_ros.launcher.arguments import LaunchArgumentError
+    from labference_ros.launcher.launch import launch
+
+    bad = json.dumps({"profile": "droid", "images": {"observation/exterior_image_1_left": "front"}})
+    with pytest.raises(LaunchArgumentError, match=r"system_params: camera\(s\) \['wrist', 'display'\] fill no"):
+        launch("weighing_sim.launch.py", ["system:=openpi", f"system_params:={bad}"])
