@@ -71,6 +71,10 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   # URDF parsing and frames (yourdfpy). Its trimesh[easy] extra would add some twenty mesh-tooling
   # packages the project never uses; the parts it needs (trimesh, lxml, six) are pinned in requirements.
   pip_install --no-deps yourdfpy==0.0.60 || { say "yourdfpy install failed"; exit 1; }
+  # OpenPI's own client, for the tests' stand-in servers (its msgpack_numpy and
+  # image_tools). It pins numpy<2, which the ROS wheels rule out; the modules
+  # used need only numpy, msgpack and pillow, so it goes in without dependencies.
+  pip_install --no-deps openpi-client==0.1.2 || { say "openpi-client install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
   rm -f "$VENV/.stamp-interfaces"

@@ -1,4 +1,4 @@
-"""`labference audit`, `labference videos` and `labference demos-from-bags`."""
+"""`labference audit`, `labference videos`, `labference demos-from-bags` and `labference demos`."""
 from __future__ import annotations
 
 import sys
@@ -55,25 +55,45 @@ def videos(bag: str, out_dir: str | None) -> None:
         click.echo(f"{cam}: {p} ({n} frames)")
 
 
+FORMATS = click.Choice(["hdf5", "lerobot"])
+FORMAT_HELP = ("hdf5: demonstrations.hdf5 + manifest + training index in <out>; lerobot: a LeRobot v3.0 "
+               "dataset (parquet frames, mp4 videos, meta/) in <out>/lerobot. Repeat for both.")
+
+
 @click.command("demos-from-bags")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", type=click.Path(), default=None, help="Output directory (default: RUN_DIR/demos).")
 @click.option("--val-fraction", default=0.1, show_default=True, help="Share of accepted episodes in the val split.")
-def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float) -> None:
+@click.option("--format", "formats", type=FORMATS, multiple=True, default=("hdf5",), show_default=True,
+              help=FORMAT_HELP)
+def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float, formats=("hdf5",)) -> None:
     """Convert every episode bag + records under RUN_DIR into HDF5 demonstrations,
-    a collection manifest and a training index."""
+    a collection manifest and a training index, and/or a LeRobot dataset."""
     import pathlib
 
     from labference_ros.recording.bag_reader import BagError
-    from labference_ros.recording.demos import convert_run
 
-    try:
-        summary = convert_run(pathlib.Path(run_dir), pathlib.Path(out_dir) if out_dir else None, val_fraction)
-    except BagError as exc:
-        _fail(str(exc))
-    click.echo(f"{summary['hdf5']}: {summary['episodes']} episodes, {summary['accepted']} accepted "
-               f"({summary['failed']} failed attempts kept in {summary['manifest']})")
-    click.echo(f"training index: {summary['index']}")
+    out = pathlib.Path(out_dir) if out_dir else pathlib.Path(run_dir) / "demos"
+    if "hdf5" in formats:
+        from labference_ros.recording.demos import convert_run
+
+        try:
+            summary = convert_run(pathlib.Path(run_dir), out, val_fraction)
+        except BagError as exc:
+            _fail(str(exc))
+        click.echo(f"{summary['hdf5']}: {summary['episodes']} episodes, {summary['accepted']} accepted "
+                   f"({summary['failed']} failed attempts kept in {summary['manifest']})")
+        click.echo(f"training index: {summary['index']}")
+    if "lerobot" in formats:
+        from labference_ros.recording.lerobot import ExportError, export_run
+
+        try:
+            summary = export_run(pathlib.Path(run_dir), out / "lerobot", overwrite=True)
+        except (BagError, ExportError) as exc:
+            _fail(str(exc))
+        click.echo(f"{summary['dataset']}: LeRobot v3.0 dataset, {summary['episodes']} episodes, "
+                   f"{summary['frames']} frames at {summary['fps']} fps "
+                   f"({len(summary['attempts']) - summary['episodes']} attempts not accepted)")
 
 
 @click.command()
@@ -84,9 +104,12 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float) -> N
 @click.option("--out", "out_dir", type=click.Path(), default="runs/demos-{timestamp}", show_default=True,
               help="Run directory; the HDF5 file, manifest and index go to <out>/demos.")
 @click.option("--val-fraction", default=0.1, show_default=True, help="Share of accepted episodes in the val split.")
-def demos(system: str, episodes: int, condition: str, seed: int, out_dir: str, val_fraction: float) -> None:
+@click.option("--format", "formats", type=FORMATS, multiple=True, default=("hdf5",), show_default=True,
+              help=FORMAT_HELP)
+def demos(system: str, episodes: int, condition: str, seed: int, out_dir: str, val_fraction: float,
+          formats=("hdf5",)) -> None:
     """Record N episodes of a system through the weighing graph (rosbags on), then
-    convert them into HDF5 demonstrations (demos-from-bags)."""
+    convert them into HDF5 demonstrations and/or a LeRobot dataset (demos-from-bags)."""
     import pathlib
     import time
 
@@ -98,7 +121,7 @@ def demos(system: str, episodes: int, condition: str, seed: int, out_dir: str, v
                                                  f"output_dir:={out}"))
     if code != 0:
         _fail(f"the recording run ended with exit status {code}; see {out}", code)
-    demos_from_bags.callback(str(out), None, val_fraction)
+    demos_from_bags.callback(str(out), None, val_fraction, formats)
 
 
 COMMANDS = (audit, videos, demos_from_bags, demos)

@@ -21,7 +21,8 @@ PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
 PANDA_HAND_MAX_WIDTH = 0.08
 
 REPRESENTATIONS = ("joint", "end_effector")
-MODES = ("absolute", "incremental")
+# velocity: arm rows are joint velocities, integrated by core.action_conversion.
+MODES = ("absolute", "incremental", "velocity")
 LIMIT_HANDLING = ("reject", "clip")
 
 
@@ -128,6 +129,9 @@ class ChunkVerdict:
     clipped_values: int = 0
     evidence_version: int = -1
     latest_evidence_version: int = -1
+    # A system with its own action convention: its rows as returned, before
+    # core.action_conversion turned them into `requested` (reference rows).
+    native: dict | None = None
 
     @property
     def accepted(self) -> bool:
@@ -137,11 +141,14 @@ class ChunkVerdict:
         """Log entry: requested and applied rows side by side."""
         def rows(a):
             return None if a is None else [[_num(x) for x in r] for r in a]
-        return {"status": self.status, "reasons": list(self.reasons),
-                "evidence_version": self.evidence_version,
-                "latest_evidence_version": self.latest_evidence_version,
-                "clipped_values": self.clipped_values,
-                "requested": rows(self.requested), "applied": rows(self.applied)}
+        entry = {"status": self.status, "reasons": list(self.reasons),
+                 "evidence_version": self.evidence_version,
+                 "latest_evidence_version": self.latest_evidence_version,
+                 "clipped_values": self.clipped_values,
+                 "requested": rows(self.requested), "applied": rows(self.applied)}
+        if self.native is not None:
+            entry["native"] = {**self.native, "requested": rows(self.native.get("requested"))}
+        return entry
 
 
 def _num(x: float):

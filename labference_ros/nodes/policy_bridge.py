@@ -30,7 +30,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, Intervention,
                             Operation, WorldState)
 from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
-from labference_ros.core.action_spec import reference_joint_spec, validate_chunk
+from labference_ros.core.action_conversion import identity
+from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
@@ -77,6 +78,11 @@ class PolicyBridge(Node):
             raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
         self.spec = reference_joint_spec(float(v["control_rate_hz"]), int(v["max_chunk_length"]))
         self.system = make(v["system"], spec=self.spec, **system_params(v))
+        # A system answering in its own convention (a profile's ActionSpec) is
+        # converted here, in one place, into the reference rows executed below.
+        self.conversion = getattr(self.system, "action_conversion", None) or identity(self.spec)
+        if self.conversion.reference != self.spec:
+            raise ValueError(f"{v['system']}: its action conversion targets another reference spec")
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
@@ -397,7 +403,7 @@ class PolicyBridge(Node):
         for entry in self.support.outputs_after_act():
             self._record({"record": "support_outcome", "t": ep["t"], **entry})
         current = np.concatenate([ep["obs"].joint_positions, [ep["obs"].gripper_width]])
-        verdict = validate_chunk(self.spec, chunk, ep["obs_ev"], ep["latest_ev"], current)
+        verdict = self.conversion.validate(chunk, ep["obs_ev"], ep["latest_ev"], current)
         cid = f"{ep['obs_id']}:chunk"
         self._publish_chunk(ep, cid, verdict)
         self._record({"record": "chunk", "chunk_id": cid, "observation_id": ep["obs_id"],

@@ -226,7 +226,10 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
                 if entry["operation_used"] is not None and opp is not None:
                     referee.report_operation(entry["operation_used"], world.t, opp.id, opp.evidence_version,
                                              source=system.name)
-        verdict = validate_chunk(spec, chunk, 0, 0)
+        # A system with its own action convention goes through the bridge's conversion.
+        conversion = getattr(system, "action_conversion", None)
+        verdict = (conversion.validate(chunk, 0, 0, obs.robot_state) if conversion is not None
+                   else validate_chunk(spec, chunk, 0, 0))
         rows = verdict.applied if verdict.accepted else [None]
         for row in rows:
             if row is not None:

@@ -3,12 +3,17 @@
 Spoken directly (openpi-client pins numpy<2): connect, receive the server's
 metadata message, then per step send a msgpack map of numpy arrays and
 receive a map holding "actions" [H x dim]. A text frame from the server is
-its error report. Camera and state keys are mapped by the `keys` param
-(defaults follow OpenPI's DROID example). Any transport or protocol failure
-raises EvaluationValidityError.
+its error report. The request layout and the reply's action convention
+come from a named profile (policies/openpi_profiles.py, system_params
+`profile`); the bridge converts the reply into the reference interface
+(core/action_conversion.py). An API key travels as OpenPI's
+"Authorization: Api-Key ..." header, read from the environment variable
+named by `api_key_env` and never stored in params or records. Any
+transport or protocol failure raises EvaluationValidityError.
 """
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 
 import numpy as np
@@ -18,15 +23,9 @@ from websockets.sync.client import connect
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies import msgpack_numpy
+from labference_ros.policies.openpi_profiles import ProfileError, build_profile
 
-DEFAULT_KEYS = {
-    "front": "observation/exterior_image_1_left",
-    "wrist": "observation/wrist_image_left",
-    "display": "observation/exterior_image_2_left",
-    "joint_positions": "observation/joint_position",
-    "gripper": "observation/gripper_position",
-    "prompt": "prompt",
-}
+ACTIONS_KEY = "actions"
 
 
 class OpenPiPolicy(TestedSystem):
@@ -37,8 +36,15 @@ class OpenPiPolicy(TestedSystem):
         params.setdefault("open_timeout_s", 5.0)
         params.setdefault("timeout_s", 30.0)
         params.setdefault("max_prompt_chars", 512)
-        params["keys"] = {**DEFAULT_KEYS, **params.get("keys", {})}
+        params.setdefault("profile", "joint_position")
+        params.setdefault("api_key_env", "")  # the variable's name; its value is read at connect time
         super().__init__(spec, **params)
+        try:
+            self.openpi_profile = build_profile(self.params, self.spec)
+        except ProfileError as e:
+            raise ValueError(f"openpi: {e}") from e
+        # The bridge validates replies through this conversion (native -> reference).
+        self.action_conversion = self.openpi_profile.actions
         self._conn = None
         self._stack = ExitStack()
         self.server_metadata: dict = {}
@@ -48,16 +54,27 @@ class OpenPiPolicy(TestedSystem):
     def uri(self) -> str:
         return f"ws://{self.params['host']}:{int(self.params['port'])}"
 
+    def _headers(self) -> dict | None:
+        var = self.params["api_key_env"]
+        if not var:
+            return None
+        key = os.environ.get(var, "")
+        if not key:
+            raise EvaluationValidityError(f"api_key_env names {var!r}, which is not set in the environment")
+        return {"Authorization": f"Api-Key {key}"}
+
     def _connect(self) -> None:
         self.close()
+        headers = self._headers()
         try:
             self._conn = self._stack.enter_context(connect(
-                self.uri, compression=None, max_size=None,
+                self.uri, compression=None, max_size=None, additional_headers=headers,
                 open_timeout=float(self.params["open_timeout_s"])))
             meta = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
-            raise EvaluationValidityError(f"OpenPI server {self.uri}: {e!r}") from e
+            # type and message only: a handshake error's repr could carry request headers
+            raise EvaluationValidityError(f"OpenPI server {self.uri}: {type(e).__name__}: {e}") from e
         self.server_metadata = self._decode(meta, "metadata")
 
     def _decode(self, frame, what: str) -> dict:
@@ -78,15 +95,17 @@ class OpenPiPolicy(TestedSystem):
         self._connect()
 
     def request(self, obs: PolicyObservation) -> dict:
-        k = self.params["keys"]
         prompt = obs.instruction
         if len(prompt) > int(self.params["max_prompt_chars"]):
             raise EvaluationValidityError(f"prompt of {len(prompt)} chars exceeds the declared limit")
-        req = {k[c]: img for c, img in obs.images.items() if c in k}
-        req[k["joint_positions"]] = obs.joint_positions.astype(np.float64)
-        req[k["gripper"]] = np.array([obs.gripper_width], dtype=np.float64)
-        req[k["prompt"]] = prompt
-        return req
+        return self.openpi_profile.request.build(obs)
+
+    def profile(self) -> dict:
+        """Adds the request layout, the reply's action convention and the
+        server's metadata (as last received) to the run.json profile."""
+        out = super().profile()
+        out["openpi"] = {**self.openpi_profile.describe(), "server_metadata": _jsonable(self.server_metadata)}
+        return out
 
     def act(self, observation: PolicyObservation, evaluator=None) -> np.ndarray:
         if self._conn is None:
@@ -98,9 +117,9 @@ class OpenPiPolicy(TestedSystem):
             frame = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
-            raise EvaluationValidityError(f"OpenPI server {self.uri}: {e!r}") from e
+            raise EvaluationValidityError(f"OpenPI server {self.uri}: {type(e).__name__}: {e}") from e
         reply = self._decode(frame, "reply")
-        actions = reply.get("actions")
+        actions = reply.get(ACTIONS_KEY)
         if actions is None:
             raise EvaluationValidityError(f"OpenPI reply has no 'actions' (keys: {sorted(map(str, reply))})")
         try:
@@ -116,3 +135,23 @@ class OpenPiPolicy(TestedSystem):
             except Exception:  # closing a broken socket must not mask the cause
                 pass
             self._stack = ExitStack()
+
+
+def _jsonable(value, depth: int = 0):
+    """Server metadata for run.json: arrays as lists (small ones) or a
+    shape/dtype note, bytes as their length."""
+    if depth > 8:
+        return repr(value)[:200]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.size <= 64 else {"ndarray": list(value.shape), "dtype": value.dtype.str}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": len(value)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)[:200]
