@@ -15,7 +15,7 @@ def generate_launch_description():
         DeclareLaunchArgument('system', default_value='scripted_expert',
                               description='Tested system (policy registry name): scripted_expert, display_reader, fixed_preference, http, openpi, agent'),
         DeclareLaunchArgument('system_params', default_value='{}',
-                              description='The tested system\'s parameters as JSON, e.g. \'{"preference": "std_20"}\' or \'{"url": "http://127.0.0.1:8000/act"}\''),
+                              description='The tested system\'s parameters as JSON, e.g. \'{"preference": "std_20"}\' or, for system:=http, \'{"url": "http://127.0.0.1:8000"}\' (the server\'s base URL: the client posts to url + act_path, default /act, and url + reset_path, default /reset)'),
         DeclareLaunchArgument('agent_url', default_value='',
                               description='system:=agent: base URL of an OpenAI-compatible chat-completions server'),
         DeclareLaunchArgument('agent_model', default_value='',

@@ -14,7 +14,9 @@ ARGUMENTS = (
     LaunchArgument("system", "scripted_expert", "Tested system (policy registry name): scripted_expert, "
                    "display_reader, fixed_preference, http, openpi, agent"),
     LaunchArgument("system_params", "{}", "The tested system's parameters as JSON, e.g. "
-                   "'{\"preference\": \"std_20\"}' or '{\"url\": \"http://127.0.0.1:8000/act\"}'"),
+                   "'{\"preference\": \"std_20\"}' or, for system:=http, '{\"url\": \"http://127.0.0.1:8000\"}' "
+                   "(the server's base URL: the client posts to url + act_path, default /act, and "
+                   "url + reset_path, default /reset)"),
     LaunchArgument("agent_url", "", "system:=agent: base URL of an OpenAI-compatible chat-completions server"),
     LaunchArgument("agent_model", "", "system:=agent: model name"),
     LaunchArgument("condition", "basic", "Task condition of generated instances", choices=("basic", "extended")),
