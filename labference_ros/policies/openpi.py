@@ -5,7 +5,10 @@ metadata message, then per step send a msgpack map of numpy arrays and
 receive a map holding "actions" [H x dim]. A text frame from the server is
 its error report. Camera and state keys are mapped by the `keys` param
 (defaults follow OpenPI's DROID example). Any transport or protocol failure
-raises EvaluationValidityError.
+raises EvaluationValidityError. Frames over max_reply_bytes are refused by
+the websocket layer from their header, msgpack arrays and binaries are
+bounded while decoding, and an actions array over max_reply_rows is refused
+before it is copied (policies/limits.py).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from websockets.sync.client import connect
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.policies import msgpack_numpy
 from labference_ros.policies.base import EvaluationValidityError, TestedSystem, register
+from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, reply_limits
 
 DEFAULT_KEYS = {
     "front": "observation/exterior_image_1_left",
@@ -39,6 +43,7 @@ class OpenPiPolicy(TestedSystem):
         params.setdefault("max_prompt_chars", 512)
         params["keys"] = {**DEFAULT_KEYS, **params.get("keys", {})}
         super().__init__(spec, **params)
+        self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
         self._conn = None
         self._stack = ExitStack()
         self.server_metadata: dict = {}
@@ -52,19 +57,24 @@ class OpenPiPolicy(TestedSystem):
         self.close()
         try:
             self._conn = self._stack.enter_context(connect(
-                self.uri, compression=None, max_size=None,
+                self.uri, compression=None, max_size=self.max_bytes,
                 open_timeout=float(self.params["open_timeout_s"])))
             meta = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
-            raise EvaluationValidityError(f"OpenPI server {self.uri}: {e!r}") from e
+            raise self._transport_error(e) from e
         self.server_metadata = self._decode(meta, "metadata")
 
     def _decode(self, frame, what: str) -> dict:
         if isinstance(frame, str):
             raise EvaluationValidityError(f"OpenPI server error ({what}): {frame[:500]}")
         try:
-            msg = msgpack_numpy.unpackb(frame)
+            # Bytes are bounded by the frame limit; lists of rows by the array length.
+            msg = msgpack_numpy.unpackb(frame, max_array_len=self.max_rows * MAX_ROW_DIM)
+        except ValueError as e:
+            if "exceeds max" in str(e):  # msgpack's own length limits
+                raise ReplyTooLarge(f"OpenPI server {self.uri} {what} too large: {e}") from e
+            raise EvaluationValidityError(f"OpenPI {what} is not valid msgpack: {e}") from e
         except Exception as e:  # msgpack raises several unrelated types
             raise EvaluationValidityError(f"OpenPI {what} is not valid msgpack: {e}") from e
         if not isinstance(msg, dict):
@@ -98,15 +108,28 @@ class OpenPiPolicy(TestedSystem):
             frame = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
-            raise EvaluationValidityError(f"OpenPI server {self.uri}: {e!r}") from e
+            raise self._transport_error(e) from e
         reply = self._decode(frame, "reply")
         actions = reply.get("actions")
         if actions is None:
             raise EvaluationValidityError(f"OpenPI reply has no 'actions' (keys: {sorted(map(str, reply))})")
+        check_rows(f"OpenPI server {self.uri}", actions, self.max_rows)
         try:
             return np.asarray(actions, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise EvaluationValidityError("OpenPI 'actions' is not numeric") from e
+
+    def _transport_error(self, e: Exception) -> EvaluationValidityError:
+        sent = getattr(e, "sent", None)
+        if sent is not None and sent.code == 1009:  # we closed it: a frame over max_size
+            return ReplyTooLarge(f"OpenPI server {self.uri} reply too large: a frame over the limit of "
+                                 f"{self.max_bytes} bytes (max_reply_bytes)")
+        if isinstance(e, TimeoutError):
+            return EvaluationValidityError(f"OpenPI server {self.uri} timed out after "
+                                           f"{float(self.params['timeout_s']):g} s")
+        if isinstance(e, ConnectionRefusedError):
+            return EvaluationValidityError(f"OpenPI server {self.uri} unreachable (connection refused)")
+        return EvaluationValidityError(f"OpenPI server {self.uri}: {e!r}")
 
     def close(self) -> None:
         if self._conn is not None:
