@@ -42,6 +42,8 @@ def generate_launch_description():
                               description='Optional path to an instance-list JSON file (core.instances format)'),
         DeclareLaunchArgument('deadline_s', default_value='60',
                               description="Sim seconds per episode before it is stopped with reason 'deadline'"),
+        DeclareLaunchArgument('free_space_check', default_value='true',
+                              description="Refuse to start when the output directory's file system has less free space than the run's estimated size (from record, image size, camera_rate, deadline_s and episodes; `labference launch` only)", choices=['true', 'false']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
     ]

@@ -34,6 +34,9 @@ ARGUMENTS = (
                    choices=("true", "false")),
     LaunchArgument("instances", "", "Optional path to an instance-list JSON file (core.instances format)"),
     LaunchArgument("deadline_s", "60", "Sim seconds per episode before it is stopped with reason 'deadline'"),
+    LaunchArgument("free_space_check", "true", "Refuse to start when the output directory's file system has less "
+                   "free space than the run's estimated size (from record, image size, camera_rate, deadline_s "
+                   "and episodes; `labference launch` only)", choices=("true", "false")),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),
 )

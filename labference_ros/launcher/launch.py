@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
@@ -9,20 +10,33 @@ from labference_ros.graphs import graph_for
 from labference_ros.rosenv import loopback_environ
 
 from .arguments import parse_launch_arguments
+from .diskspace import NotEnoughSpace, check_free_space
 from .plan import node_processes
 from .shm import clean_dead_participants
 from .supervisor import Supervisor
+from .validate import check_output_dir, validate_run
+
+EXIT_CANNOT_START = 1
 
 
 def launch(launch_file: str, tokens: Sequence[str], substitutes: Mapping[str, str] | None = None,
            out: TextIO | None = None, grace_s: float = 10.0) -> int:
     """Start the graph, supervise it, clean up after it; the run's exit status.
 
-    Raises KeyError (unknown launch file) or LaunchArgumentError before anything starts.
+    Raises KeyError (unknown launch file) or LaunchArgumentError before anything starts;
+    refuses a run that would not fit on its disk (exit status 1).
     """
     out = out or sys.stdout
     graph = graph_for(launch_file)
     arguments = parse_launch_arguments(graph, tokens)
+    validate_run(arguments)
+    if arguments.get("free_space_check") == "true":
+        try:
+            check_free_space(check_output_dir(arguments) or Path.cwd(), arguments, _episodes(arguments))
+        except NotEnoughSpace as exc:
+            out.write(f"[launch] {exc}\n")
+            out.flush()
+            return EXIT_CANNOT_START
     nodes = node_processes(graph, arguments, substitutes=dict(substitutes or {}))
     supervisor = Supervisor(nodes, env=loopback_environ(), out=out, grace_s=grace_s)
     outcome = supervisor.run()
@@ -31,3 +45,11 @@ def launch(launch_file: str, tokens: Sequence[str], substitutes: Mapping[str, st
         supervisor.say(f"removed {len(removed)} Fast DDS shared-memory files of dead participants")
     supervisor.say(f"graph ended ({outcome.ended_by}); exit status {outcome.exit_code}")
     return outcome.exit_code
+
+
+def _episodes(arguments: Mapping[str, str]) -> int:
+    if arguments.get("instances"):
+        from labference_ros.core.instances import read_instance_list
+
+        return len(read_instance_list(arguments["instances"]))
+    return int(arguments["episodes"])
