@@ -22,7 +22,7 @@ def test_http_huge_reply_is_refused_by_its_size(obs, mode):
         policy.reset("s", 0)
         with pytest.raises(ReplyTooLarge, match=r"reply too large: .*limit of 1048576 bytes \(max_reply_bytes\)"):
             policy.act(obs)
-    assert len(server.huge) > 100 * DEFAULT_MAX_REPLY_BYTES  # the reply really was that large
+    assert len(server.huge) > 50 * DEFAULT_MAX_REPLY_BYTES  # the reply really was that large (55 MB)
     assert issubclass(ReplyTooLarge, EvaluationValidityError)
 
 
