@@ -110,8 +110,10 @@ def test_unreadable_instance_list_fails_before_any_episode(tmp_path):
     finally:
         proc.stop()
     proc.wait_for("\0", timeout=2)
-    assert code == 1
-    assert any("unsupported instance list schema" in line for line in proc.seen)
+    assert code == 2  # a usage error of the launcher: no node started
+    assert any("launch argument 'instances'" in line and "unsupported instance list schema" in line
+               for line in proc.seen), proc.seen
+    assert not any("started" in line for line in proc.seen)
     assert not (tmp_path / "run" / "summary.json").exists()
 
 
