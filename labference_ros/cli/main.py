@@ -244,7 +244,9 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
       2  usage error: a launch argument or system parameter is invalid (nothing started)
       3  every episode ran but at least one was not scored (evaluation-validity errors:
          one console line each, kinds in the final table, details in attempts.jsonl)
-      4  stopped before every episode ran (a signal, or a node died)
+      4  stopped before every episode ran (a signal, a node died, or the run's own
+         records could not be written, e.g. a full disk)
+      128+N  the episode runner itself was killed by signal N
     """
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments

@@ -201,8 +201,7 @@ def make_node():
                     self.stop_on_write_failure(attempt, exc)
                     return
                 if attempt.status != "ok":
-                    tqdm.write(console_line(attempt.episode_id, attempt.error or "unknown error"), file=sys.stdout)
-                    sys.stdout.flush()
+                    self.say(console_line(attempt.episode_id, attempt.error or "unknown error"))
                 try:
                     self.progress()
                 except OSError as exc:
@@ -328,12 +327,17 @@ def make_node():
             is on disk stays parseable (whole lines, atomic JSON); the console says why."""
             if attempt is not None:
                 attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
-                print(console_line(attempt.episode_id, attempt.error), flush=True)
+                self.say(console_line(attempt.episode_id, attempt.error))
             if self.bar is not None:
                 self.bar.close()
             print(f"run stopped after {len(self.log.attempts)} of {self.planned} episodes: cannot write "
                   f"{exc.filename}: {exc.strerror or exc}", flush=True)
             self.exit_code = EXIT_INTERRUPTED
+
+        def say(self, line: str) -> None:
+            """A console line of its own, also while the progress bar is drawn."""
+            tqdm.write(line, file=sys.stdout)
+            sys.stdout.flush()
 
         def progress(self):
             s = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))["overall"]
@@ -351,7 +355,7 @@ def make_node():
                 if self.current is not None:
                     self.current.fail("episode runner stopped during the episode")
                     self.current.reason = self.current.reason or "aborted"
-                    print(console_line(self.current.episode_id, self.current.error), flush=True)
+                    self.say(console_line(self.current.episode_id, self.current.error))
                     self.log.record(self.current)
                 self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
             except OSError as exc:
