@@ -295,6 +295,17 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
 
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede the first mujoco import
     from labference_ros.oracle.diagnose import DEFAULT_BUDGET_S, diagnose_oracle, format_table
+    from labference_ros.oracle.supports import parse_condition
+    from labference_ros.policies import available
+
+    if system not in available():
+        raise click.BadParameter(f"{system!r} is not a registered tested system ({', '.join(available())})",
+                                 param_hint="'--system'")
+    for text in supports:
+        try:
+            parse_condition(text)
+        except (ValueError, KeyError) as exc:
+            raise click.BadParameter(str(exc), param_hint="'--support'") from None
 
     if new_instances:
         from labference_ros.core.instances import generate

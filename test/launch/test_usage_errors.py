@@ -90,3 +90,10 @@ def test_unexpected_errors_print_one_line_and_log_the_traceback(tmp_path, monkey
     logs = list((tmp_path / "logs").iterdir())
     assert len(logs) == 1 and str(logs[0]) in res.output
     assert "Traceback" in logs[0].read_text()
+
+
+@pytest.mark.parametrize("args, needle", [(["--system", "nosuch", "--support", "replace:state"], "'--system'"),
+                                          (["--system", "misreader", "--support", "replace:nowhere"], "'--support'")])
+def test_diagnose_oracle_usage_errors(tmp_path, args, needle):
+    res = CliRunner().invoke(main, ["diagnose-oracle", str(tmp_path / "pop.json"), *args])
+    assert res.exit_code == 2 and needle in res.output and "Traceback" not in res.output
