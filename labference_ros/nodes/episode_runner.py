@@ -263,7 +263,10 @@ def make_node():
                     run_json=run_json(self.settings, instance)))
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
                 if started:
-                    record_policy_profile(out_dir, answer.message)
+                    try:
+                        record_policy_profile(out_dir, answer.message)
+                    except OSError as exc:  # a full disk: the episode cannot be recorded as run
+                        attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
             if started:
                 self.sim_start = sim_start
                 self.sim_seen_wall = time.monotonic()  # the stall watchdog counts from the episode's start
@@ -279,7 +282,10 @@ def make_node():
                 answer = yield self.call(self.bridge_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
                 if not failed(answer, "policy_bridge", "policy_bridge finish"):
-                    record_system_usage(out_dir, answer.message)
+                    try:
+                        record_system_usage(out_dir, answer.message)
+                    except OSError as exc:
+                        attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
             if "referee" not in unreachable:
                 answer = yield self.call(self.referee_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))

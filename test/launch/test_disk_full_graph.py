@@ -48,7 +48,9 @@ def fill(directory: Path) -> None:
 @pytest.mark.slow
 def test_disk_fills_up_mid_run(tmpfs):
     out = tmpfs / "run"
-    proc = subprocess.Popen([LABFERENCE, "launch", "weighing_sim.launch.py", "episodes:=2", "record:=true", "deadline_s:=20",
+    # deadline_s:=20 keeps the run's estimated size under the tmpfs: the free-space check lets it start.
+    proc = subprocess.Popen([LABFERENCE, "launch", "weighing_sim.launch.py", "episodes:=2", "record:=true",
+                             "deadline_s:=20",
                              "image_width:=64", "image_height:=48", "service_timeout_s:=60",
                              f"output_dir:={out}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
