@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -97,3 +98,15 @@ def test_unexpected_errors_print_one_line_and_log_the_traceback(tmp_path, monkey
 def test_diagnose_oracle_usage_errors(tmp_path, args, needle):
     res = CliRunner().invoke(main, ["diagnose-oracle", str(tmp_path / "pop.json"), *args])
     assert res.exit_code == 2 and needle in res.output and "Traceback" not in res.output
+
+
+def test_a_node_that_cannot_start_prints_one_line_and_logs_the_traceback(tmp_path):
+    # What `ros2 launch` (which skips the launcher's checks) would show for a bad system.
+    env = {**os.environ, "LABFERENCE_LOG_DIR": str(tmp_path / "logs")}
+    proc = subprocess.run([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
+                           "-p", "system:=nosuch"], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 70, proc.stdout + proc.stderr
+    text = proc.stdout + proc.stderr
+    assert "Traceback" not in text and "unknown tested system 'nosuch'" in text
+    (log,) = (tmp_path / "logs").iterdir()
+    assert f"traceback in {log}" in text and "Traceback" in log.read_text()
