@@ -15,7 +15,7 @@ def generate_launch_description():
         DeclareLaunchArgument('system', default_value='scripted_expert',
                               description='Tested system (policy registry name): scripted_expert, display_reader, fixed_preference, http, openpi, agent'),
         DeclareLaunchArgument('system_params', default_value='{}',
-                              description='The tested system\'s parameters as JSON, e.g. \'{"preference": "std_20"}\' or \'{"url": "http://127.0.0.1:8000/act"}\''),
+                              description='The tested system\'s parameters as JSON, e.g. \'{"preference": "std_20"}\' or, for system:=http, \'{"url": "http://127.0.0.1:8000"}\' (the server\'s base URL: the client posts to url + act_path, default /act, and url + reset_path, default /reset)'),
         DeclareLaunchArgument('agent_url', default_value='',
                               description='system:=agent: base URL of an OpenAI-compatible chat-completions server'),
         DeclareLaunchArgument('agent_model', default_value='',
@@ -42,6 +42,8 @@ def generate_launch_description():
                               description='Optional path to an instance-list JSON file (core.instances format)'),
         DeclareLaunchArgument('deadline_s', default_value='60',
                               description="Sim seconds per episode before it is stopped with reason 'deadline'"),
+        DeclareLaunchArgument('free_space_check', default_value='true',
+                              description="Refuse to start when the output directory's file system has less free space than the run's estimated size (from record, image size, camera_rate, deadline_s and episodes; `labference launch` only)", choices=['true', 'false']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
     ]

@@ -151,10 +151,32 @@ def arm_id(arm: dict, index: int) -> str:
 
 
 def read_spec(path: Path) -> dict:
-    spec = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    if not spec.get("arms"):
+    from labference_ros.campaign.spec_schema import validate_spec
+
+    try:
+        spec = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"campaign spec {path} is not valid YAML: {exc}") from None
+    if isinstance(spec, dict) and not spec.get("arms"):
         raise ValueError("campaign spec has no arms")
+    validate_spec(spec)
     return spec
+
+
+def check_runnable(spec: dict, launch_file: str) -> None:
+    """A lock that names a launch file or tested system this checkout lacks could never run."""
+    from labference_ros.graphs import graph_for
+    from labference_ros.policies import available
+
+    try:
+        graph_for(launch_file)
+    except KeyError as exc:
+        raise ValueError(f"campaign spec launch_file: {exc.args[0]}") from None
+    known = available()
+    for k, arm in enumerate(spec["arms"]):
+        if arm["system"] not in known:
+            raise ValueError(f"arm {arm_id(arm, k)}: unknown tested system {arm['system']!r}; "
+                             f"registered: {', '.join(known)}")
 
 
 def build_lock(spec_path: Path) -> dict:
@@ -162,6 +184,7 @@ def build_lock(spec_path: Path) -> dict:
     spec, base = read_spec(spec_path), spec_path.parent
     arms, contracts = [], {}
     launch_file = spec.get("launch_file", "weighing_sim.launch.py")
+    check_runnable(spec, launch_file)
     family = family_of_launch_file(launch_file)
     for k, arm in enumerate(spec["arms"]):
         check_arm_args(arm, launch_file)

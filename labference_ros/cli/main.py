@@ -9,7 +9,24 @@ import click
 from labference_ros import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """No traceback reaches the console: an unexpected error prints one line
+    naming its cause and the log file that holds the traceback (exit 1)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit,
+                KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            from labference_ros.errorlog import describe
+
+            name = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+            raise click.ClickException(describe(name, exc)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="labference")
 def main() -> None:
     """Labference-ROS: evaluate laboratory robots on whether their next operation
@@ -49,6 +66,30 @@ def _add_recording_commands() -> None:
 _add_recording_commands()
 
 
+def _check_records(run_dirs, allow_incomplete: bool) -> None:
+    """List every unreadable or inconsistent record file; stop (exit 1) unless --allow-incomplete.
+    An input without run records is always an error."""
+    from labference_ros.reporting.integrity import NoRuns, check_inputs
+
+    try:
+        problems = check_inputs(run_dirs)
+    except NoRuns as exc:
+        raise click.ClickException(str(exc)) from None
+    if not problems:
+        return
+    for p in problems:
+        click.echo(f"record problem: {p}", err=True)
+    if not allow_incomplete:
+        raise click.ClickException(f"{len(problems)} record file(s) unreadable or inconsistent (listed above); "
+                                   f"fix or remove them, or pass --allow-incomplete to count what can be read")
+    click.echo(f"--allow-incomplete: going on without {len(problems)} unreadable or inconsistent record file(s)",
+               err=True)
+
+
+ALLOW_INCOMPLETE_HELP = ("Go on when record files are unreadable or inconsistent (they are listed; what cannot be "
+                         "read counts as an evaluation-validity error). Without it such input exits 1.")
+
+
 @main.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", type=click.Path(file_okay=False),
@@ -61,12 +102,13 @@ _add_recording_commands()
                    "FIELD=VALUE[,FIELD=VALUE] over tested_system, task_condition, observation_condition, "
                    "intervention_mode, intervention_site, intervention_protocol (e.g. "
                    "intervention_protocol=full_rollout). Needs --reference.")
+@click.option("--allow-incomplete", is_flag=True, help=ALLOW_INCOMPLETE_HELP)
 @click.option("--reference", "references", metavar="CELL", multiple=True,
               help="Relative rule: the reference cell (same syntax); repeat for one comparison per reference. "
                    "Over the task units both cells ran, 2,000 family-bootstrap draws, seed 240926: passes if the "
                    "upper 95% bounds of the cost- and time-per-success ratios are < 1 and the lower bound of the "
                    "success difference is > -3 percentage points, with every draw defined.")
-def report(run_dirs, out, level, no_plots, candidate, references) -> None:
+def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, references) -> None:
     """Section 7 tables per system x condition, accounting and 95% CIs, and optionally the
     protocol's relative rule; writes report.json and a self-contained report.html."""
     from labference_ros.reporting.identity import IdentityMismatch
@@ -75,6 +117,7 @@ def report(run_dirs, out, level, no_plots, candidate, references) -> None:
 
     if bool(candidate) != bool(references):
         raise click.UsageError("--compare and --reference go together")
+    _check_records(run_dirs, allow_incomplete)
     try:
         rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references])
     except (IdentityMismatch, CellSelectionError) as exc:
@@ -89,7 +132,8 @@ def report(run_dirs, out, level, no_plots, candidate, references) -> None:
 @main.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON.")
-def diagnose(run_dirs, as_json) -> None:
+@click.option("--allow-incomplete", is_flag=True, help=ALLOW_INCOMPLETE_HELP)
+def diagnose(run_dirs, as_json, allow_incomplete) -> None:
     """Per-episode failure attribution: no choice, wrong choice, execution failure, dwell never reached,
     validity error."""
     import json
@@ -97,6 +141,7 @@ def diagnose(run_dirs, as_json) -> None:
     from labference_ros.reporting.diagnose import diagnose as run_diagnose, format_diagnosis
     from labference_ros.reporting.identity import IdentityMismatch
 
+    _check_records(run_dirs, allow_incomplete)
     try:
         d = run_diagnose(run_dirs)
     except IdentityMismatch as exc:
@@ -104,7 +149,7 @@ def diagnose(run_dirs, as_json) -> None:
     click.echo(json.dumps(d, indent=1, sort_keys=True) if as_json else format_diagnosis(d))
 
 
-@main.group()
+@main.group(cls=_Group)
 def campaign() -> None:
     """Locked, resumable campaigns."""
 
@@ -188,7 +233,21 @@ def campaign_status(lock_file) -> None:
 @click.option("--substitute", "substitutes", multiple=True, metavar="EXE=MODULE_OR_FILE",
               help="Run a stand-in for a node executable (development and tests).")
 def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substitutes: tuple[str, ...]) -> None:
-    """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would."""
+    """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would.
+
+    Every argument and the tested system's parameters are checked before any node starts.
+
+    \b
+    Exit status:
+      0  every episode ran and was scored
+      1  the run could not start (settings the episode runner refused, too little free space)
+      2  usage error: a launch argument or system parameter is invalid (nothing started)
+      3  every episode ran but at least one was not scored (evaluation-validity errors:
+         one console line each, kinds in the final table, details in attempts.jsonl)
+      4  stopped before every episode ran (a signal, a node died, or the run's own
+         records could not be written, e.g. a full disk)
+      128+N  the episode runner itself was killed by signal N
+    """
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
     from labference_ros.launcher.launch import launch as run_launch
@@ -236,6 +295,17 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
 
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede the first mujoco import
     from labference_ros.oracle.diagnose import DEFAULT_BUDGET_S, diagnose_oracle, format_table
+    from labference_ros.oracle.supports import parse_condition
+    from labference_ros.policies import available
+
+    if system not in available():
+        raise click.BadParameter(f"{system!r} is not a registered tested system ({', '.join(available())})",
+                                 param_hint="'--system'")
+    for text in supports:
+        try:
+            parse_condition(text)
+        except (ValueError, KeyError) as exc:
+            raise click.BadParameter(str(exc), param_hint="'--support'") from None
 
     if new_instances:
         from labference_ros.tasks.weighing.instances import generate

@@ -7,8 +7,9 @@ observations.jsonl  delivery receipts and explicit operation reports
 online_scores.jsonl live score snapshots
 scores.json         final report (atomic tmp + rename; also written on early stop)
 
-Every JSONL line is flushed and fsync'd when written, so a killed process
-leaves complete lines behind. Schema: docs/records.md.
+Every JSONL line is written whole or not at all (core/linefile.py: a failed
+write, e.g. a full disk, is cut back) and fsync'd, so a killed process or a
+full disk leaves complete lines behind. Schema: docs/records.md.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import json
 import math
 import os
 from pathlib import Path
+
+from labference_ros.core.linefile import LineFile
 
 RECORD_FILES = {
     "event": "events.jsonl",
@@ -48,10 +51,14 @@ def write_text_atomic(path: Path, text: str) -> None:
     then renamed over it."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written tmp file behind
+        raise
     os.replace(tmp, path)
 
 
@@ -76,7 +83,7 @@ class RunRecords:
         self.scores_written = False
         write_json_atomic(self.dir / "run.json", {"records_schema": RECORDS_SCHEMA, **run_info})
         for name in sorted(set(RECORD_FILES.values())):
-            self._files[name] = open(self.dir / name, "a", encoding="utf-8")
+            self._files[name] = LineFile(self.dir / name, fsync=fsync)
 
     def write(self, record: dict) -> None:
         """Append one referee output record to its file (scores go to write_scores)."""
@@ -92,11 +99,7 @@ class RunRecords:
             if eid in self._ids:
                 raise ValueError(f"duplicate event id {eid}")
             self._ids.add(eid)
-        f = self._files[name]
-        f.write(dumps(record) + "\n")
-        f.flush()
-        if self.fsync:
-            os.fsync(f.fileno())
+        self._files[name].write_line(dumps(record))  # a whole line or none (core/linefile.py)
 
     def write_all(self, records) -> None:
         for r in records:

@@ -14,7 +14,10 @@ irreversible violation).
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+
+from labference_ros.core.failures import error_kind
 
 SUMMARY_SCHEMA = 1
 UNAVAILABLE = "unavailable"
@@ -38,6 +41,9 @@ def episode_row(attempt: dict) -> dict:
         "status": attempt.get("status", "error"),
         "reason": attempt.get("reason"),
         "error": attempt.get("error"),
+        # Older attempt rows carry no kind: it is named from the message.
+        "error_kind": attempt.get("error_kind") or (error_kind(attempt.get("error"))
+                                                    if attempt.get("status", "error") != "ok" else None),
         "wall_s": attempt.get("wall_s"),
         "sim_s": attempt.get("sim_s"),
         "selection_correct": scores.get("first_choice_correct"),
@@ -52,6 +58,7 @@ def aggregate(rows: list[dict]) -> dict:
     return {
         "episodes": n,
         "errors": sum(1 for r in rows if r["status"] != "ok"),
+        "error_kinds": dict(sorted(Counter(r["error_kind"] or "other" for r in rows if r["status"] != "ok").items())),
         "selection": _rate(sum(1 for r in rows if r["selection_correct"] is True), n),
         "completion": _rate(sum(1 for r in rows if r["complete"] is True), n),
         "physical_completion": _rate(sum(1 for r in rows if r["physically_complete"] is True), n),
@@ -80,6 +87,14 @@ def format_rate(rate: dict) -> str:
     return f"{rate['count']}/{rate['n']} ({100.0 * rate['rate']:.1f} %)"
 
 
+def format_errors(g: dict) -> str:
+    """`0`, or the count with its kinds: `3 (policy_timeout 2, policy_unreachable 1)`."""
+    kinds = g.get("error_kinds") or {}
+    if not g["errors"] or not kinds:
+        return str(g["errors"])
+    return f"{g['errors']} ({', '.join(f'{k} {n}' for k, n in kinds.items())})"
+
+
 def format_seconds(mean: dict) -> str:
     return UNAVAILABLE if mean["mean"] is None else f"{mean['mean']:.2f}"
 
@@ -91,7 +106,7 @@ def format_table(summary: dict) -> str:
     """One line per system and condition, then the overall line."""
     def cells(label_s, label_c, g):
         return [label_s, label_c, str(g["episodes"]), format_rate(g["selection"]), format_rate(g["completion"]),
-                format_seconds(g["runtime_wall_s"]), format_seconds(g["runtime_sim_s"]), str(g["errors"])]
+                format_seconds(g["runtime_wall_s"]), format_seconds(g["runtime_sim_s"]), format_errors(g)]
 
     body = [cells(str(g["system"]), str(g["condition"]), g) for g in summary["per_group"]]
     body.append(cells("all", "", summary["overall"]))

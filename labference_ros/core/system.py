@@ -35,6 +35,9 @@ class EvaluatorView:
 class TestedSystem:
     name: str = ""
     privileged: bool = False
+    # Parameters the system reads when given but sets no default for (launch
+    # validation accepts them besides the defaulted ones in self.params).
+    optional_params: tuple[str, ...] = ()
     __test__ = False  # not a pytest class
 
     def __init__(self, spec: ActionSpec | None = None, **params):

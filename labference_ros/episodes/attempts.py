@@ -6,10 +6,11 @@ a node that left the graph, the runner stopped) is an ERROR row, never dropped.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from labference_ros.core.failures import error_kind
+from labference_ros.core.linefile import LineFile
 from labference_ros.core.records import dumps, write_json_atomic
 from labference_ros.core.summary import summarize
 
@@ -24,6 +25,7 @@ class Attempt:
     status: str = "ok"  # ok | error (evaluation validity)
     reason: str = ""  # the finish reason: completed | deadline | policy_stop | aborted | error
     error: str | None = None
+    error_kind: str | None = None  # core.failures kind of `error`
     errors: list[str] = field(default_factory=list)
     wall_s: float | None = None
     sim_s: float | None = None
@@ -33,6 +35,7 @@ class Attempt:
         self.status = "error"
         self.errors.append(message)
         self.error = self.error or message  # the first failure explains the rest
+        self.error_kind = error_kind(self.error)
 
 
 class AttemptLog:
@@ -49,10 +52,11 @@ class AttemptLog:
         """Persist at once (fsync'd line), before the next episode starts."""
         self.attempts.append(attempt)
         row = asdict(attempt)
-        with open(self.run_dir / "attempts.jsonl", "a", encoding="utf-8") as f:
-            f.write(dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        f = LineFile(self.run_dir / "attempts.jsonl")  # a whole line or none, also on a full disk
+        try:
+            f.write_line(dumps(row))
+        finally:
+            f.close()
         out = self.episode_dir(attempt.episode_id)
         out.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out / "attempt.json", row)

@@ -14,7 +14,9 @@ ARGUMENTS = (
     LaunchArgument("system", "scripted_expert", "Tested system (policy registry name): scripted_expert, "
                    "display_reader, fixed_preference, http, openpi, agent"),
     LaunchArgument("system_params", "{}", "The tested system's parameters as JSON, e.g. "
-                   "'{\"preference\": \"std_20\"}' or '{\"url\": \"http://127.0.0.1:8000/act\"}'"),
+                   "'{\"preference\": \"std_20\"}' or, for system:=http, '{\"url\": \"http://127.0.0.1:8000\"}' "
+                   "(the server's base URL: the client posts to url + act_path, default /act, and "
+                   "url + reset_path, default /reset)"),
     LaunchArgument("agent_url", "", "system:=agent: base URL of an OpenAI-compatible chat-completions server"),
     LaunchArgument("agent_model", "", "system:=agent: model name"),
     LaunchArgument("condition", "basic", "Task condition of generated instances", choices=("basic", "extended")),
@@ -32,6 +34,9 @@ ARGUMENTS = (
                    choices=("true", "false")),
     LaunchArgument("instances", "", "Optional path to an instance-list JSON file (core.instances format)"),
     LaunchArgument("deadline_s", "60", "Sim seconds per episode before it is stopped with reason 'deadline'"),
+    LaunchArgument("free_space_check", "true", "Refuse to start when the output directory's file system has less "
+                   "free space than the run's estimated size (from record, image size, camera_rate, deadline_s "
+                   "and episodes; `labference launch` only)", choices=("true", "false")),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),
 )

@@ -1,30 +1,44 @@
 """`labference launch <graph>.launch.py name:=value ...`: the embedded ROS 2 launch."""
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TextIO
 
 from labference_ros.graphs import graph_for
 from labference_ros.rosenv import loopback_environ
+from labference_ros.tasks import family as task_family
 
-from .arguments import LaunchArgumentError, parse_launch_arguments
+from .arguments import parse_launch_arguments
+from .diskspace import NotEnoughSpace, check_free_space
 from .plan import node_processes
 from .shm import clean_dead_participants
 from .supervisor import Supervisor
+from .validate import check_output_dir, validate_run
+
+EXIT_CANNOT_START = 1
 
 
 def launch(launch_file: str, tokens: Sequence[str], substitutes: Mapping[str, str] | None = None,
            out: TextIO | None = None, grace_s: float = 10.0) -> int:
     """Start the graph, supervise it, clean up after it; the run's exit status.
 
-    Raises KeyError (unknown launch file) or LaunchArgumentError before anything starts.
+    Raises KeyError (unknown launch file) or LaunchArgumentError before anything starts;
+    refuses a run that would not fit on its disk (exit status 1).
     """
     out = out or sys.stdout
     graph = graph_for(launch_file)
     arguments = parse_launch_arguments(graph, tokens)
-    _check_system_params(arguments)
+    family = task_family(graph.task)
+    validate_run(arguments, family)
+    if arguments.get("free_space_check") == "true":
+        try:
+            check_free_space(check_output_dir(arguments) or Path.cwd(), arguments, _episodes(arguments, family))
+        except NotEnoughSpace as exc:
+            out.write(f"[launch] {exc}\n")
+            out.flush()
+            return EXIT_CANNOT_START
     nodes = node_processes(graph, arguments, substitutes=dict(substitutes or {}))
     supervisor = Supervisor(nodes, env=loopback_environ(), out=out, grace_s=grace_s)
     outcome = supervisor.run()
@@ -35,19 +49,7 @@ def launch(launch_file: str, tokens: Sequence[str], substitutes: Mapping[str, st
     return outcome.exit_code
 
 
-def _check_system_params(arguments: Mapping[str, str]) -> None:
-    """An OpenPI profile that cannot be built is refused before any node starts
-    (the bridge would otherwise die at construction)."""
-    if arguments.get("system") != "openpi":
-        return
-    from labference_ros.core.action_spec import reference_joint_spec
-    from labference_ros.policies.openpi_profiles import ProfileError, build_profile
-
-    try:
-        params = json.loads(arguments.get("system_params") or "{}")
-    except ValueError as exc:
-        raise LaunchArgumentError(f"system_params is not valid JSON: {exc}") from None
-    try:
-        build_profile(params, reference_joint_spec())
-    except (ProfileError, TypeError, AttributeError) as exc:
-        raise LaunchArgumentError(f"system_params: {exc}") from None
+def _episodes(arguments: Mapping[str, str], family) -> int:
+    if arguments.get("instances"):
+        return len(family.read_instances(arguments["instances"]))
+    return int(arguments["episodes"])

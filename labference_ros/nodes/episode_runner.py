@@ -7,8 +7,11 @@ done (or failed), or the sim-time deadline passes; then /policy_bridge/finish_ep
 and /referee/finish_episode, whose scores are persisted before the next episode.
 Every attempt is kept; a failure of the evaluation itself is an ERROR row.
 
-Exit code: 0 the evaluation ran (summary.json written); 1 it could not start
-(bad settings or instance list); 2 it was stopped before every instance ran.
+Exit code (also `labference launch`'s): 0 every episode ran and was scored;
+1 the run could not start (bad settings, instance list, output directory);
+3 every episode ran but at least one was not scored (an evaluation-validity
+error: each prints one console line with its cause); 4 it was stopped before
+every instance ran. summary.json is written in cases 0, 3 and 4.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import time
 
 from labference_ros.nodes.runtime import run_node
 
-EXIT_OK, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2
+EXIT_OK, EXIT_SETUP, EXIT_UNSCORED, EXIT_INTERRUPTED = 0, 1, 3, 4
 TICK_S = 0.05
 
 
@@ -69,6 +72,9 @@ def make_node():
     from std_msgs.msg import String
     from tqdm import tqdm
 
+    from labference.msg import ScoreSnapshot
+    from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
+    from labference_ros.core.failures import console_line
     from labference_ros.core.summary import format_rate, format_table
     from labference_ros.episodes.attempts import Attempt, AttemptLog, parse_scores
     from labference_ros.episodes.plan import (
@@ -172,16 +178,20 @@ def make_node():
                 run_dir = resolve_run_dir(self.settings.output_dir)
                 instances = plan_instances(self.settings)
                 write_plan(run_dir, self.settings, instances)
+                self.log = AttemptLog(run_dir, {"run_dir": str(run_dir), "settings": vars(self.settings),
+                                                "planned_episodes": len(instances)})
             except PlanError as exc:
                 self.get_logger().error(str(exc))
+                self.exit_code = EXIT_SETUP
+                return
+            except OSError as exc:  # an unwritable or full output directory
+                self.get_logger().error(f"cannot write the run's records: {exc.strerror or exc} ({exc.filename})")
                 self.exit_code = EXIT_SETUP
                 return
             self.planned = len(instances)
             # Until the last episode is recorded, a stop means "interrupted" (run_node reads
             # exit_code before close() runs).
             self.exit_code = EXIT_INTERRUPTED
-            self.log = AttemptLog(run_dir, {"run_dir": str(run_dir), "settings": vars(self.settings),
-                                            "planned_episodes": len(instances)})
             self.get_logger().info(f"run {run_dir}: {len(instances)} episodes of {self.settings.system}")
             # Nodes start slowly (the simulator loads its scene) and discovery can take
             # seconds: wait for the whole graph once, then hold every call to service_timeout_s.
@@ -194,13 +204,31 @@ def make_node():
                             mininterval=0, dynamic_ncols=False, ncols=120)
             for index, instance in enumerate(instances):
                 attempt = yield from self.episode(run_dir, index, instance)
-                self.log.record(attempt)
                 self.current = None
-                self.progress()
+                try:
+                    self.log.record(attempt)
+                except OSError as exc:
+                    self.stop_on_write_failure(attempt, exc)
+                    return
+                if attempt.status != "ok":
+                    self.say(console_line(attempt.episode_id, attempt.error or "unknown error"))
+                try:
+                    self.progress()
+                except OSError as exc:
+                    self.stop_on_write_failure(None, exc)
+                    return
             self.bar.close()
-            summary = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))
+            try:
+                summary = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))
+            except OSError as exc:
+                self.stop_on_write_failure(None, exc)
+                return
             print(f"\nsummary: {run_dir / 'summary.json'}\n{format_table(summary)}", flush=True)
-            self.exit_code = EXIT_OK
+            unscored = sum(1 for a in self.log.attempts if a.status != "ok" or a.scores is None)
+            if unscored:
+                print(f"{unscored} of {len(self.log.attempts)} episodes were not scored "
+                      f"(validity errors above; exit status {EXIT_UNSCORED})", flush=True)
+            self.exit_code = EXIT_UNSCORED if unscored else EXIT_OK
 
         def episode(self, run_dir, index, instance):
             eid = episode_id(index, instance)
@@ -245,7 +273,10 @@ def make_node():
                     run_json=run_json(self.settings, instance)))
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
                 if started:
-                    record_policy_profile(out_dir, answer.message)
+                    try:
+                        record_policy_profile(out_dir, answer.message)
+                    except OSError as exc:  # a full disk: the episode cannot be recorded as run
+                        attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
             if started:
                 self.sim_start = sim_start
                 self.sim_seen_wall = time.monotonic()  # the stall watchdog counts from the episode's start
@@ -261,7 +292,10 @@ def make_node():
                 answer = yield self.call(self.bridge_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
                 if not failed(answer, "policy_bridge", "policy_bridge finish"):
-                    record_system_usage(out_dir, answer.message)
+                    try:
+                        record_system_usage(out_dir, answer.message)
+                    except OSError as exc:
+                        attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
             if "referee" not in unreachable:
                 answer = yield self.call(self.referee_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
@@ -304,6 +338,23 @@ def make_node():
                 return "aborted"
             return None
 
+        def stop_on_write_failure(self, attempt, exc: OSError) -> None:
+            """The run's own records cannot be written (a full disk): no more episodes. What
+            is on disk stays parseable (whole lines, atomic JSON); the console says why."""
+            if attempt is not None:
+                attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
+                self.say(console_line(attempt.episode_id, attempt.error))
+            if self.bar is not None:
+                self.bar.close()
+            print(f"run stopped after {len(self.log.attempts)} of {self.planned} episodes: cannot write "
+                  f"{exc.filename}: {exc.strerror or exc}", flush=True)
+            self.exit_code = EXIT_INTERRUPTED
+
+        def say(self, line: str) -> None:
+            """A console line of its own, also while the progress bar is drawn."""
+            tqdm.write(line, file=sys.stdout)
+            sys.stdout.flush()
+
         def progress(self):
             s = self.log.write_summary(interrupted=False, attempted_episodes=len(self.log.attempts))["overall"]
             self.bar.set_postfix_str(f"selection {format_rate(s['selection'])}, "
@@ -316,11 +367,15 @@ def make_node():
             """Called on SIGINT/SIGTERM too: the episode in flight becomes an ERROR row."""
             if self.script.finished or self.log is None:
                 return
-            if self.current is not None:
-                self.current.fail("episode runner stopped during the episode")
-                self.current.reason = self.current.reason or "aborted"
-                self.log.record(self.current)
-            self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
+            try:
+                if self.current is not None:
+                    self.current.fail("episode runner stopped during the episode")
+                    self.current.reason = self.current.reason or "aborted"
+                    self.say(console_line(self.current.episode_id, self.current.error))
+                    self.log.record(self.current)
+                self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
+            except OSError as exc:
+                print(f"cannot write {exc.filename}: {exc.strerror or exc}", flush=True)
             if self.bar is not None:
                 self.bar.close()
             self.get_logger().error(f"stopped after {len(self.log.attempts)} of {self.planned} episodes")

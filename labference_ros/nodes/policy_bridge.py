@@ -32,6 +32,7 @@ from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, G
 from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.action_conversion import identity
 from labference_ros.core.action_spec import reference_joint_spec
+from labference_ros.core.linefile import LineFile
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
@@ -155,9 +156,15 @@ class PolicyBridge(Node):
         out = pathlib.Path(request.output_dir) if request.output_dir else None
         log = None
         if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            self.system.set_output_dir(out)
-            log = open(out / "policy_actions.jsonl", "a", encoding="utf-8")
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                self.system.set_output_dir(out)
+                log = LineFile(out / "policy_actions.jsonl", fsync=False)
+            except OSError as exc:
+                response.success = False
+                response.message = f"cannot write policy_actions.jsonl in {out}: {exc.strerror or exc}"
+                self._status(request.episode_id, "error", response.message)
+                return response
         self._close_log()
         self.latest.pop("world", None)
         self.echoes.clear()
@@ -215,8 +222,11 @@ class PolicyBridge(Node):
     def _record(self, entry: dict):
         log = self.ep and self.ep.get("log")
         if log:
-            log.write(json.dumps({"episode_id": self.ep["id"], **entry}) + "\n")
-            log.flush()
+            try:
+                log.write_line(json.dumps({"episode_id": self.ep["id"], **entry}))
+            except OSError as exc:  # e.g. a full disk: this log stops; tick() ends the episode as invalid
+                self.ep["log_error"] = exc
+                self._close_log()
 
     def _close_log(self):
         if self.ep and self.ep.get("log"):
@@ -227,6 +237,10 @@ class PolicyBridge(Node):
     def tick(self):
         ep = self.ep
         if ep is None or ep["state"] in ("done", "error"):
+            return
+        if ep.get("log_error") is not None:
+            exc = ep["log_error"]
+            self._end("error", f"evaluation invalid: cannot write policy_actions.jsonl: {exc.strerror or exc}")
             return
         try:
             getattr(self, f"_state_{ep['state']}")(ep)

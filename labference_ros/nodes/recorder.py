@@ -53,6 +53,7 @@ class Recorder(Node):
         self.write_videos = bool(self.declare_parameter("videos", True).value)
         self.finish_timeout_s = float(self.declare_parameter("finish_timeout_s", 5.0).value)
         self.bag: EpisodeBag | None = None
+        self.bag_error: OSError | None = None  # the failed write that stopped this episode's bag
         self.episode_id = ""
         self.output_dir: pathlib.Path | None = None
         self.types: dict[str, str] = {}
@@ -109,8 +110,12 @@ class Recorder(Node):
             self._watch_referee(data)
         if topic in WATERMARK_TOPICS:
             self.watermark[topic] = max(self.watermark.get(topic, -1.0), header_stamp_s(data))
-        if self.bag is not None:
-            self._write(topic, data)
+        if self.bag is not None and self.bag_error is None:
+            try:
+                self._write(topic, data)
+            except OSError as exc:  # e.g. a full disk: the bag stops here, the episode is reported invalid
+                self.bag_error = exc
+                self.get_logger().error(f"recording stopped: {exc.strerror or exc} ({exc.filename or self.bag.path})")
 
     def _write(self, topic: str, data: bytes) -> None:
         if topic not in self.bag.connections:
@@ -139,8 +144,13 @@ class Recorder(Node):
         self.watermark.clear()
         self.referee_ended.discard(request.episode_id)
         # A latched sample that arrived before the episode (the tare) belongs in the bag too.
-        for topic, data in self.latched.items():
-            self._write(topic, data)
+        try:
+            for topic, data in self.latched.items():
+                self._write(topic, data)
+        except OSError as exc:
+            self.bag_error = exc
+            response.success, response.message = False, f"cannot record {request.episode_id}: {exc.strerror or exc}"
+            return response
         response.success, response.message = True, f"recording {request.episode_id} to {out / 'bag'}"
         return response
 
@@ -167,7 +177,17 @@ class Recorder(Node):
             self.destroy_timer(give_up)
         bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
         counts = dict(self.bag.counts)
-        self._close("finished", reason=request.reason, sim_time=request.sim_time)
+        failure = self.bag_error
+        try:
+            self._close("finished", reason=request.reason, sim_time=request.sim_time)
+        except OSError as exc:
+            failure = failure or exc
+            self.bag, self.episode_id, self.output_dir = None, "", None
+        if failure is not None:
+            response.success = False
+            response.message = (f"cannot record {episode}: {failure.strerror or failure}; the bag {bag_path} "
+                                f"ends at the failed write")
+            return response
         message = f"bag {bag_path}: {sum(counts.values())} messages on {len(counts)} topics"
         if self.write_videos:
             from labference_ros.recording.videos import write_videos
@@ -182,6 +202,7 @@ class Recorder(Node):
         return response
 
     def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
+        self.bag_error = None
         if self.bag is None:
             return
         finish = {"status": status, "reason": reason or status}
@@ -191,7 +212,10 @@ class Recorder(Node):
         self.bag, self.episode_id, self.output_dir = None, "", None
 
     def close(self):
-        self._close("recorder_shutdown")
+        try:
+            self._close("recorder_shutdown")
+        except OSError as exc:  # a full disk: the bag stays as far as it got
+            self.get_logger().error(f"bag not closed: {exc.strerror or exc}")
 
 
 def main(args=None):

@@ -52,6 +52,7 @@ class RefereeNode(Node):
         self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
         self.referee = None  # the family's episode referee while one is scored
         self.records: RunRecords | None = None
+        self.records_error: OSError | None = None  # the first failed write of this episode's records
         self.merger = InputMerger()
         self.last_t = 0.0
 
@@ -83,21 +84,41 @@ class RefereeNode(Node):
         out = self.referee.finish(t, request.reason or "episode_end")
         self._emit(out)
         scores = out[-1]
-        self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
-                                  status=final_status(request.reason))
+        try:
+            self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
+                                      status=final_status(request.reason))
+        except OSError as exc:
+            self._records_failed(exc)
+        failure = self.records_error
         self._close_records(None)
-        response.success, response.scores_json = True, json.dumps(scores, default=str)
+        response.scores_json = json.dumps(scores, default=str)
+        if failure is not None:
+            # Scored in memory, but the records are incomplete: not a valid evaluation.
+            response.success = False
+            response.message = f"cannot write the episode's records: {failure.strerror or failure} ({failure.filename})"
+        else:
+            response.success = True
         return response
 
+    def _records_failed(self, exc: OSError) -> None:
+        """A write failed (e.g. the disk is full): say so once, write no more of this episode."""
+        if self.records_error is None:
+            self.records_error = exc
+            self.get_logger().error(f"records stopped: {exc.strerror or exc} ({exc.filename})")
+
     def _close_records(self, reason: str | None) -> None:
-        if self.records is not None and self.referee is not None and reason:
+        if self.records is not None and self.referee is not None and reason and self.records_error is None:
             from labference_ros.core.records import stop_early
 
-            stop_early(self.records, self.referee, self.last_t, reason)
+            try:
+                stop_early(self.records, self.referee, self.last_t, reason)
+            except OSError as exc:
+                self._records_failed(exc)
         if self.records is not None:
             self.records.close()
         self.records = None
         self.referee = None
+        self.records_error = None
 
     def close(self):
         # A node stopped mid-episode still leaves scores.json (status = the stop reason).
@@ -157,7 +178,11 @@ class RefereeNode(Node):
         for r in records:
             if r["record"] == "scores":
                 continue
-            self.records.write(r)
+            if self.records_error is None:
+                try:
+                    self.records.write(r)
+                except OSError as exc:
+                    self._records_failed(exc)
             publish = getattr(self, f"_publish_{r['record']}", None)
             if publish:
                 publish(r)

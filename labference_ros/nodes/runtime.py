@@ -6,6 +6,7 @@ cancelled, executor shut down, then ``rclpy.shutdown``) on SIGINT/SIGTERM.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -31,20 +32,43 @@ class _Stop(Exception):
     pass
 
 
+EXIT_NODE_FAILED = 70  # an unexpected error; its traceback is in the log file the node names
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None) -> int:
     """Create the node with ``make_node`` and spin it until SIGINT/SIGTERM or ``node.done``.
 
     A node may set ``node.exit_code`` and ``node.done = True`` to finish on its own.
+    An unexpected exception (in construction or a callback) prints one line naming
+    the cause and the log file with its traceback, and exits with EXIT_NODE_FAILED.
     """
     rclpy = init_ros(sys.argv if args is None else args)
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    from labference_ros.errorlog import describe
+
+    what = os.path.basename(sys.argv[0] or "node").removesuffix(".py")
 
     def _raise(signum, _frame):
         raise _Stop(signum)
 
     signal.signal(signal.SIGTERM, _raise)
     signal.signal(signal.SIGINT, _raise)
-    node = make_node()
+    try:
+        node = make_node()
+    except (_Stop, KeyboardInterrupt):
+        _quiet_signals()
+        rclpy.try_shutdown()
+        return 0
+    except Exception as exc:
+        _quiet_signals()
+        _say(describe(what, exc))
+        rclpy.try_shutdown()
+        return EXIT_NODE_FAILED
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     code = 0
@@ -54,12 +78,26 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
         code = int(getattr(node, "exit_code", 0))
     except (_Stop, KeyboardInterrupt, ExternalShutdownException):
         code = int(getattr(node, "exit_code", 0))
+    except Exception as exc:
+        _say(describe(what, exc))
+        code = EXIT_NODE_FAILED
     finally:
+        # A second stop signal while closing must not cut the records short.
+        _quiet_signals()
         close = getattr(node, "close", None)
         if callable(close):
-            close()
+            try:
+                close()
+            except Exception as exc:
+                _say(describe(f"{what} close", exc))
+                code = code or EXIT_NODE_FAILED
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
     return code
+
+
+def _quiet_signals() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -31,5 +31,6 @@ def packb(obj) -> bytes:
     return msgpack.packb(obj, default=_encode, use_bin_type=True)
 
 
-def unpackb(data: bytes):
-    return msgpack.unpackb(data, object_hook=_decode, raw=False, strict_map_key=False)
+def unpackb(data: bytes, max_array_len: int = -1):
+    """max_array_len bounds every msgpack array (msgpack raises ValueError "... exceeds max_array_len")."""
+    return msgpack.unpackb(data, object_hook=_decode, raw=False, strict_map_key=False, max_array_len=max_array_len)

@@ -9,7 +9,10 @@ come from a named profile (policies/openpi_profiles.py, system_params
 (core/action_conversion.py). An API key travels as OpenPI's
 "Authorization: Api-Key ..." header, read from the environment variable
 named by `api_key_env` and never stored in params or records. Any
-transport or protocol failure raises EvaluationValidityError.
+transport or protocol failure raises EvaluationValidityError. Frames over
+max_reply_bytes are refused by the websocket layer from their header, msgpack
+arrays and binaries are bounded while decoding, and an actions array over
+max_reply_rows is refused before it is copied (policies/limits.py).
 """
 from __future__ import annotations
 
@@ -23,13 +26,16 @@ from websockets.sync.client import connect
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies import msgpack_numpy
-from labference_ros.policies.openpi_profiles import ProfileError, build_profile
+from labference_ros.policies.openpi_profiles import PARAM_KEYS, ProfileError, build_profile
+from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, reply_limits
 
 ACTIONS_KEY = "actions"
 
 
 class OpenPiPolicy(TestedSystem):
     name = "openpi"
+    optional_params = PARAM_KEYS  # the request/response profile's options (openpi_profiles.py)
+
     def __init__(self, spec=None, **params):
         params.setdefault("host", "127.0.0.1")
         params.setdefault("port", 8000)
@@ -45,6 +51,7 @@ class OpenPiPolicy(TestedSystem):
             raise ValueError(f"openpi: {e}") from e
         # The bridge validates replies through this conversion (native -> reference).
         self.action_conversion = self.openpi_profile.actions
+        self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
         self._conn = None
         self._stack = ExitStack()
         self.server_metadata: dict = {}
@@ -68,20 +75,24 @@ class OpenPiPolicy(TestedSystem):
         headers = self._headers()
         try:
             self._conn = self._stack.enter_context(connect(
-                self.uri, compression=None, max_size=None, additional_headers=headers,
+                self.uri, compression=None, max_size=self.max_bytes, additional_headers=headers,
                 open_timeout=float(self.params["open_timeout_s"])))
             meta = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
-            # type and message only: a handshake error's repr could carry request headers
-            raise EvaluationValidityError(f"OpenPI server {self.uri}: {type(e).__name__}: {e}") from e
+            raise self._transport_error(e) from e
         self.server_metadata = self._decode(meta, "metadata")
 
     def _decode(self, frame, what: str) -> dict:
         if isinstance(frame, str):
             raise EvaluationValidityError(f"OpenPI server error ({what}): {frame[:500]}")
         try:
-            msg = msgpack_numpy.unpackb(frame)
+            # Bytes are bounded by the frame limit; lists of rows by the array length.
+            msg = msgpack_numpy.unpackb(frame, max_array_len=self.max_rows * MAX_ROW_DIM)
+        except ValueError as e:
+            if "exceeds max" in str(e):  # msgpack's own length limits
+                raise ReplyTooLarge(f"OpenPI server {self.uri} {what} too large: {e}") from e
+            raise EvaluationValidityError(f"OpenPI {what} is not valid msgpack: {e}") from e
         except Exception as e:  # msgpack raises several unrelated types
             raise EvaluationValidityError(f"OpenPI {what} is not valid msgpack: {e}") from e
         if not isinstance(msg, dict):
@@ -117,15 +128,29 @@ class OpenPiPolicy(TestedSystem):
             frame = self._conn.recv(timeout=float(self.params["timeout_s"]))
         except (OSError, TimeoutError, WebSocketException) as e:
             self.close()
-            raise EvaluationValidityError(f"OpenPI server {self.uri}: {type(e).__name__}: {e}") from e
+            raise self._transport_error(e) from e
         reply = self._decode(frame, "reply")
         actions = reply.get(ACTIONS_KEY)
         if actions is None:
             raise EvaluationValidityError(f"OpenPI reply has no 'actions' (keys: {sorted(map(str, reply))})")
+        check_rows(f"OpenPI server {self.uri}", actions, self.max_rows)
         try:
             return np.asarray(actions, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise EvaluationValidityError("OpenPI 'actions' is not numeric") from e
+
+    def _transport_error(self, e: Exception) -> EvaluationValidityError:
+        sent = getattr(e, "sent", None)
+        if sent is not None and sent.code == 1009:  # we closed it: a frame over max_size
+            return ReplyTooLarge(f"OpenPI server {self.uri} reply too large: a frame over the limit of "
+                                 f"{self.max_bytes} bytes (max_reply_bytes)")
+        if isinstance(e, TimeoutError):
+            return EvaluationValidityError(f"OpenPI server {self.uri} timed out after "
+                                           f"{float(self.params['timeout_s']):g} s")
+        if isinstance(e, ConnectionRefusedError):
+            return EvaluationValidityError(f"OpenPI server {self.uri} unreachable (connection refused)")
+        # type and message only: a handshake error's repr could carry request headers
+        return EvaluationValidityError(f"OpenPI server {self.uri}: {type(e).__name__}: {e}")
 
     def close(self) -> None:
         if self._conn is not None:

@@ -5,6 +5,8 @@ of the raw rgb8 buffer (with shape) or as nested lists. Reply: a JSON
 object with "actions": [[...], ...]. Reset posts {session_id, policy_seed}
 to the reset path. Transport and protocol failures raise
 EvaluationValidityError: the evaluation is invalid, the policy did not fail.
+A reply over max_reply_bytes is refused before it is read, one over
+max_reply_rows before it becomes an array (policies/limits.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 
 from labference_ros.core.observation import PolicyObservation, request_dict
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
+from labference_ros.policies.limits import check_rows, read_bounded, reply_limits
 
 
 class HttpPolicy(TestedSystem):
@@ -29,6 +32,7 @@ class HttpPolicy(TestedSystem):
         params.setdefault("timeout_s", 30.0)
         params.setdefault("image_encoding", "base64")
         super().__init__(spec, **params)
+        self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
         self.last_request: bytes = b""  # kept for the leak check and receipts
 
     def _post(self, path: str, body: bytes) -> dict:
@@ -37,13 +41,18 @@ class HttpPolicy(TestedSystem):
                                      headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=float(self.params["timeout_s"])) as resp:
-                raw = resp.read()
+                raw = read_bounded(resp, f"policy server {url}", self.max_bytes)
         except urllib.error.HTTPError as e:
             raise EvaluationValidityError(f"policy server {url} answered HTTP {e.code}") from e
         except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError,
                 http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
-            raise EvaluationValidityError(f"policy server {url} unreachable: {reason}") from e
+            if isinstance(reason, (socket.timeout, TimeoutError)):
+                raise EvaluationValidityError(f"policy server {url} timed out after "
+                                              f"{float(self.params['timeout_s']):g} s") from e
+            if isinstance(reason, ConnectionRefusedError):
+                reason = "connection refused"
+            raise EvaluationValidityError(f"policy server {url} unreachable ({reason})") from e
         try:
             reply = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
@@ -66,6 +75,7 @@ class HttpPolicy(TestedSystem):
         reply = self._post(self.params["act_path"], body)
         if "actions" not in reply:
             raise EvaluationValidityError(f"reply has no 'actions' (keys: {sorted(reply)})")
+        check_rows(f"policy server {self.params['url']}", reply["actions"], self.max_rows)
         try:
             return np.asarray(reply["actions"], dtype=np.float64)
         except (TypeError, ValueError) as e:

@@ -26,7 +26,8 @@ def test_every_episode_is_kept_including_an_errored_one(tmp_path):
                              {"FAKE_COMPLETE": "0", "FAKE_BRIDGE_HANG": "1", "FAKE_HANG_S": "4",
                               "FAKE_BRIDGE_DONE": "3"})
     try:
-        assert proc.popen.wait(timeout=240) == 0, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+        # 3: every episode ran, one was not scored.
+        assert proc.popen.wait(timeout=240) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
     finally:
         proc.stop()
     proc.wait_for("\0", timeout=2)  # drain the output
@@ -51,7 +52,13 @@ def test_every_episode_is_kept_including_an_errored_one(tmp_path):
         assert (run_dir / "episodes" / r["episode_id"] / "attempt.json").is_file()
         assert (run_dir / "episodes" / r["episode_id"] / "scores.json").is_file()  # the referee's
     assert "[episode_runner] all" in out and "1/4 (25.0 %)" in out
-    assert "episode_runner finished (exit code 0)" in out
+    assert "episode_runner finished (exit code 3)" in out
+    # One console line for the errored episode, naming its cause and kind; the table names the kinds.
+    lines = [line for line in proc.seen if "] episode 0001_" in line]
+    assert len(lines) == 1 and "did not answer within 3 s [service_timeout]" in lines[0], lines
+    assert "1 (service_timeout 1)" in out and "1 of 4 episodes were not scored" in out
+    assert overall["error_kinds"] == {"service_timeout": 1}
+    assert "Traceback" not in out
 
 
 def test_a_node_dying_mid_run_is_reported_and_the_attempt_kept(tmp_path):
@@ -65,7 +72,7 @@ def test_a_node_dying_mid_run_is_reported_and_the_attempt_kept(tmp_path):
     proc.wait_for("\0", timeout=2)
     out = "\n".join(proc.seen)
     assert "lab_sim died (exit code 3): stopping all nodes" in out
-    assert code == 2  # the runner's "stopped before every instance ran"
+    assert code == 4  # the runner's "stopped before every instance ran"
     summary = read_summary(run_dir)
     assert summary["run"]["interrupted"] is True
     rows = summary["per_episode"]
@@ -75,7 +82,7 @@ def test_a_node_dying_mid_run_is_reported_and_the_attempt_kept(tmp_path):
 
 def test_sigterm_stops_the_whole_graph_and_keeps_the_attempt(tmp_path):
     run_dir = tmp_path / "run"
-    proc = launch_with_fakes(["episodes:=2", "deadline_s:=100000", f"output_dir:={run_dir}"])
+    proc = launch_with_fakes(["episodes:=2", "deadline_s:=100000", "free_space_check:=false", f"output_dir:={run_dir}"])
     launcher = psutil.Process(proc.popen.pid)
     try:
         assert proc.wait_for("[lab_sim] reset 0000", timeout=120), proc.seen
@@ -87,9 +94,10 @@ def test_sigterm_stops_the_whole_graph_and_keeps_the_attempt(tmp_path):
         proc.stop()
     gone, alive = psutil.wait_procs(nodes, timeout=10)
     assert not alive, f"orphans: {alive}"
-    assert code == 2
+    assert code == 4
     proc.wait_for("\0", timeout=2)
     assert any("received SIGTERM" in line for line in proc.seen)
+    assert not any("Traceback" in line for line in proc.seen), proc.seen  # no spurious _Stop on shutdown
     rows = read_summary(run_dir)["per_episode"]
     assert len(rows) == 1 and rows[0]["status"] == "error"
 
@@ -103,8 +111,10 @@ def test_unreadable_instance_list_fails_before_any_episode(tmp_path):
     finally:
         proc.stop()
     proc.wait_for("\0", timeout=2)
-    assert code == 1
-    assert any("unsupported instance list schema" in line for line in proc.seen)
+    assert code == 2  # a usage error of the launcher: no node started
+    assert any("launch argument 'instances'" in line and "unsupported instance list schema" in line
+               for line in proc.seen), proc.seen
+    assert not any("started" in line for line in proc.seen)
     assert not (tmp_path / "run" / "summary.json").exists()
 
 

@@ -46,9 +46,15 @@ class LoopbackJsonServer:
                 for k, v in extra.items():
                     self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
+                if getattr(outer, "mode", "") == "huge_undeclared" and self.path != "/reset":
+                    self.close_connection = True  # HTTP/1.0: the body ends when the connection does
+                else:
+                    self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a client that refused a large reply hung up
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
@@ -66,11 +72,26 @@ class LoopbackJsonServer:
         self.server.server_close()
 
 
+HUGE_ROWS = 10**6
+
+
+def rows_json(rows: int) -> bytes:
+    """{"actions": [HOME] * rows} as JSON bytes, built without a Python list of rows."""
+    row = json.dumps(HOME).encode()
+    return b'{"actions":[' + b",".join([row] * rows) + b"]}"
+
+
 class FakeHttpPolicy(LoopbackJsonServer):
-    def __init__(self, mode: str = "ok", chunk_len: int = 4, delay_s: float = 2.0):
+    """mode: ok | slow | malformed | no_actions | server_error | huge (10^6 rows with a
+    Content-Length) | huge_undeclared (the same, no Content-Length: ends at close) |
+    long (chunk_len rows, within the byte limit). `cycle`: one mode per /reset, in turn."""
+
+    def __init__(self, mode: str = "ok", chunk_len: int = 4, delay_s: float = 2.0, cycle: list[str] | None = None):
         super().__init__()
         self.mode, self.chunk_len, self.delay_s = mode, chunk_len, delay_s
+        self.cycle, self.resets = list(cycle or []), 0
         self.url = f"http://127.0.0.1:{self.port}"
+        self.huge = rows_json(HUGE_ROWS) if {"huge", "huge_undeclared"} & {mode, *self.cycle} else b""
 
     @property
     def requests(self) -> list[tuple[str, bytes]]:
@@ -78,7 +99,12 @@ class FakeHttpPolicy(LoopbackJsonServer):
 
     def reply(self, path: str, body: bytes) -> tuple[int, bytes, dict]:
         if path == "/reset":
+            if self.cycle:
+                self.mode = self.cycle[self.resets % len(self.cycle)]
+            self.resets += 1
             return 200, b"{}", {}
+        if self.mode in ("huge", "huge_undeclared"):
+            return 200, self.huge, {}
         if self.mode == "slow":
             time.sleep(self.delay_s)
         if self.mode == "malformed":
@@ -93,8 +119,12 @@ class FakeHttpPolicy(LoopbackJsonServer):
 
 
 class FakeOpenPiServer:
-    def __init__(self, mode: str = "ok", chunk_len: int = 6, delay_s: float = 2.0):
+    """mode: ok | slow | malformed | error_text | no_actions | huge (a 10^6-row actions
+    array) | garbage (random bytes). `cycle`: one mode per connection, in turn."""
+
+    def __init__(self, mode: str = "ok", chunk_len: int = 6, delay_s: float = 2.0, cycle: list[str] | None = None):
         self.mode, self.chunk_len, self.delay_s = mode, chunk_len, delay_s
+        self.cycle, self.connections = list(cycle or []), 0
         self.requests: list[bytes] = []
         self.decoded: list[dict] = []
         self.server = serve(self._handler, "127.0.0.1", 0, compression=None, max_size=None)
@@ -102,7 +132,16 @@ class FakeOpenPiServer:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def _handler(self, ws):
+        if self.cycle:
+            self.mode = self.cycle[self.connections % len(self.cycle)]
+        self.connections += 1
         ws.send(msgpack_numpy.packb({"policy": "fake", "action_horizon": self.chunk_len}))
+        try:
+            self._serve(ws)
+        except Exception:  # a client that refused a reply closed the connection
+            pass
+
+    def _serve(self, ws):
         for frame in ws:
             self.requests.append(frame)
             obs = msgpack_numpy.unpackb(frame)
@@ -111,6 +150,12 @@ class FakeOpenPiServer:
                 time.sleep(self.delay_s)
             if self.mode == "malformed":
                 ws.send(b"\xc1\xc1\xc1")  # 0xc1 is never valid msgpack
+                continue
+            if self.mode == "huge":
+                ws.send(msgpack_numpy.packb({"actions": np.zeros((10**6, 8))}))
+                continue
+            if self.mode == "garbage":
+                ws.send(np.random.default_rng(0).bytes(4096))
                 continue
             if self.mode == "error_text":
                 ws.send("Traceback: model exploded")

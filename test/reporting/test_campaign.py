@@ -37,7 +37,8 @@ def locked_campaign(tmp_path, items, chunk_size=2, arm=None) -> Path:
     (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
     spec = {"name": "t", "output_dir": "runs", "chunk_size": chunk_size, "code_root": "code", "code_paths": ["pkg"],
             "dependencies": ["numpy"],
-            "arms": [{"system": "fake", "condition": "basic", "instances": "list.json", **(arm or {})}]}
+            "arms": [{"id": "00-fake-basic", "system": "scripted_expert", "condition": "basic",
+                      "instances": "list.json", **(arm or {})}]}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     return write_lock(build_lock(tmp_path / "spec.yaml"), tmp_path / "spec.lock.json")
 
@@ -135,7 +136,7 @@ def test_launcher_crash_counts_missing_episodes_as_error_attempts(campaign, monk
 @pytest.mark.parametrize("args,word", [({"observation": "full"}, "not arguments"), ({"seed": 3}, "set by the campaign")])
 def test_lock_refuses_arm_args_the_launcher_or_campaign_owns(tmp_path, args, word):
     (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": [{"instance_id": "i0"}]}))
-    spec = {"arms": [{"system": "s", "condition": "basic", "instances": "list.json", "args": args}]}
+    spec = {"arms": [{"system": "scripted_expert", "condition": "basic", "instances": "list.json", "args": args}]}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     with pytest.raises(ValueError, match=word):
         build_lock(tmp_path / "spec.yaml")

@@ -438,7 +438,8 @@ def test_real_episodes_score_the_same_on_one_and_two_workers(tmp_path, monkeypat
 
     monkeypatch.delenv("LABFERENCE_LAUNCHER", raising=False)
     items = [json.loads(i.to_json()) for i in generate("basic", 2, task_seed=0, layout_seed=0, policy_seed=0)]
-    arm = {"system": "scripted_expert", "args": {"record": "false", "service_timeout_s": 120}}
+    arm = {"id": "00-scripted_expert-basic", "system": "scripted_expert",
+           "args": {"record": "false", "service_timeout_s": 120}}
     lock = read_lock(locked_campaign(tmp_path, items, chunk_size=1, arm=arm))
     arm_id = "00-scripted_expert-basic"
 

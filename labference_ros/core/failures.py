@@ -1,0 +1,60 @@
+"""Kinds of evaluation-validity errors, named from their messages. Pure.
+
+The episode runner records each errored attempt's kind (attempts.jsonl
+`error_kind`), prints one console line per errored episode with its cause,
+and the run summary counts the kinds. Messages come from this project's own
+code (policies/, nodes/, episodes/), so a fixed list of phrases classifies
+them; anything else is `other`.
+"""
+from __future__ import annotations
+
+import re
+
+# (kind, phrases): the first kind with a phrase in the message wins, so the
+# specific ones come first.
+KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("disk_full", ("no space left", "disk full", "enospc")),
+    ("policy_reply_too_large", ("reply too large",)),
+    ("service_timeout", ("did not answer within",)),
+    ("policy_timeout", ("timed out",)),
+    ("policy_unreachable", ("unreachable", "connection refused", "connection reset")),
+    ("policy_server_error", ("answered http", "openpi server error")),
+    ("policy_bad_reply", ("malformed json", "not valid msgpack", "no 'actions'", "not numeric",
+                          "not a json object", "not a map", "reply is not")),
+    ("node_left", ("left the graph", "not available", "unavailable", "died")),
+    ("sim_stalled", ("did not advance", "advance got no reply", "no complete observation")),
+    ("interrupted", ("runner stopped", "stopped during the episode")),
+)
+OTHER = "other"
+ALL_KINDS = tuple(k for k, _ in KINDS) + (OTHER,)
+
+
+def error_kind(message: str | None) -> str | None:
+    """The kind of an error message; None for no error."""
+    if not message:
+        return None
+    low = message.lower()
+    for kind, phrases in KINDS:
+        if any(p in low for p in phrases):
+            return kind
+    return OTHER
+
+
+# Wrappers the runner and bridge put around the cause; the console line drops them.
+_PREFIXES = re.compile(r"^(policy_bridge (start )?(refused|reported an error): |policy session reset failed: |"
+                       r"evaluation invalid: )+")
+
+
+def cause(message: str) -> str:
+    """The cause of an error message, without the runner's and bridge's wrappers."""
+    text = message
+    while True:
+        stripped = _PREFIXES.sub("", text)
+        if stripped == text:
+            return text
+        text = stripped
+
+
+def console_line(episode_id: str, message: str) -> str:
+    """One line per errored episode: `episode <id>: <cause> [<kind>]`."""
+    return f"episode {episode_id}: {cause(message)} [{error_kind(message)}]"

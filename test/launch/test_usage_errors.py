@@ -1,0 +1,112 @@
+"""Bad launch arguments and system parameters are usage errors naming the
+argument and what it accepts, found before any node starts; no traceback."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from labference_ros.cli.main import main
+
+
+def launch(*tokens: str, tmp_path=None):
+    args = list(tokens)
+    if tmp_path is not None and not any(t.startswith("output_dir:=") for t in args):
+        args.append(f"output_dir:={tmp_path / 'run'}")
+    return CliRunner().invoke(main, ["launch", "weighing_sim.launch.py", *args])
+
+
+@pytest.mark.parametrize("tokens, needles", [
+    (["system:=nosuchsystem"], ["'system'", "nosuchsystem", "scripted_expert", "http", "openpi"]),
+    (["system_params:={not json"], ["'system_params'", "JSON object"]),
+    (["system_params:=[1, 2]"], ["'system_params'", "JSON object"]),
+    (["system:=http", 'system_params:={"urll": "http://127.0.0.1:1"}'],
+     ["system_params of system 'http'", "unknown key(s) urll", "allowed:", "url", "timeout_s", "max_reply_rows"]),
+    (["system:=http", 'system_params:={"timeout_s": "soon"}'], ["'timeout_s' must be a number", '"soon"']),
+    (["system:=http", 'system_params:={"url": "http://127.0.0.1:8000/act"}'],
+     ["'url' is the server's base URL", "/act/act"]),
+    (["system:=fixed_preference", 'system_params:={"preference": "std_7"}'], ["refused", "unknown standard"]),
+    (["episodes:=-1"], ["'episodes'", "at least 1", "'-1'"]),
+    (["episodes:=0"], ["'episodes'", "at least 1"]),
+    (["deadline_s:=0"], ["'deadline_s'", "above 0"]),
+    (["deadline_s:=nan"], ["'deadline_s'", "above 0"]),
+    (["camera_rate:=-5"], ["'camera_rate'", "above 0"]),
+    (["image_width:=2"], ["'image_width'", "at least 8"]),
+    (["seed:=-3"], ["'seed'", "at least 0"]),
+    (["support:=replace:nowhere"], ["'support'", "nowhere"]),
+    (["instances:=/nonexistent/list.json"], ["'instances'", "/nonexistent/list.json"]),
+])
+def test_usage_errors_name_the_argument(tmp_path, tokens, needles):
+    res = launch(*tokens, tmp_path=tmp_path)
+    assert res.exit_code == 2, res.output
+    for needle in needles:
+        assert needle in res.output, (needle, res.output)
+    assert "Traceback" not in res.output and "started" not in res.output
+    assert not (tmp_path / "run").exists()  # nothing started, nothing written
+
+
+def test_output_dir_below_a_file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    res = launch(f"output_dir:={tmp_path / 'afile' / 'run'}")
+    assert res.exit_code == 2 and "'output_dir'" in res.output and "not a directory" in res.output
+
+
+def test_read_only_output_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if os.geteuid() == 0:  # root ignores permission bits: a read-only mount refuses root too
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.decode().strip()}")
+    else:
+        ro.chmod(0o555)
+    try:
+        res = launch(f"output_dir:={ro / 'run'}")
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", str(ro)], check=True)
+        else:
+            ro.chmod(0o755)
+    assert res.exit_code == 2, res.output
+    assert "'output_dir'" in res.output and "cannot write" in res.output and "Traceback" not in res.output
+
+
+def test_a_run_that_cannot_fit_is_refused(tmp_path):
+    res = launch("episodes:=1000000", f"output_dir:={tmp_path / 'run'}")
+    assert res.exit_code == 1, res.output
+    assert "not enough free space" in res.output and "free_space_check:=false" in res.output
+    assert "1000000 episodes" in res.output and "started" not in res.output
+
+
+def test_unexpected_errors_print_one_line_and_log_the_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABFERENCE_LOG_DIR", str(tmp_path / "logs"))
+    lock = tmp_path / "broken.lock.json"
+    lock.write_text("{ not json")
+    res = CliRunner().invoke(main, ["campaign", "status", str(lock)])
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and "JSONDecodeError" in res.output
+    logs = list((tmp_path / "logs").iterdir())
+    assert len(logs) == 1 and str(logs[0]) in res.output
+    assert "Traceback" in logs[0].read_text()
+
+
+@pytest.mark.parametrize("args, needle", [(["--system", "nosuch", "--support", "replace:state"], "'--system'"),
+                                          (["--system", "misreader", "--support", "replace:nowhere"], "'--support'")])
+def test_diagnose_oracle_usage_errors(tmp_path, args, needle):
+    res = CliRunner().invoke(main, ["diagnose-oracle", str(tmp_path / "pop.json"), *args])
+    assert res.exit_code == 2 and needle in res.output and "Traceback" not in res.output
+
+
+def test_a_node_that_cannot_start_prints_one_line_and_logs_the_traceback(tmp_path):
+    # What `ros2 launch` (which skips the launcher's checks) would show for a bad system.
+    env = {**os.environ, "LABFERENCE_LOG_DIR": str(tmp_path / "logs")}
+    proc = subprocess.run([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
+                           "-p", "system:=nosuch"], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 70, proc.stdout + proc.stderr
+    text = proc.stdout + proc.stderr
+    assert "Traceback" not in text and "unknown tested system 'nosuch'" in text
+    (log,) = (tmp_path / "logs").iterdir()
+    assert f"traceback in {log}" in text and "Traceback" in log.read_text()
