@@ -8,6 +8,9 @@ import click
 
 from labference_ros import __version__
 
+# `labference launch` refused its ROS domain (taken by another launch or graph).
+DOMAIN_REFUSED = 3
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="labference")
@@ -188,9 +191,14 @@ def campaign_status(lock_file) -> None:
 @click.option("--substitute", "substitutes", multiple=True, metavar="EXE=MODULE_OR_FILE",
               help="Run a stand-in for a node executable (development and tests).")
 def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substitutes: tuple[str, ...]) -> None:
-    """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would."""
+    """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would.
+
+    Without ROS_DOMAIN_ID the launch claims a free ROS domain (held while any of its
+    processes lives) and prints it; with ROS_DOMAIN_ID it refuses (exit 3) when another
+    launch holds that domain or nodes of this graph are already on it."""
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
+    from labference_ros.launcher.domains import DomainError
     from labference_ros.launcher.launch import launch as run_launch
 
     try:
@@ -210,6 +218,9 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
         code = run_launch(launch_file, arguments, substitutes=stand_ins)
     except (LaunchArgumentError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
+    except DomainError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(DOMAIN_REFUSED)
     sys.exit(code)
 
 

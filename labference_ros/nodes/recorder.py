@@ -22,6 +22,7 @@ from rclpy.task import Future
 
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
+from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
 from labference_ros.recording.episode_meta import episode_custom_data
@@ -100,6 +101,14 @@ class Recorder(Node):
                                   durability=int(q.durability), liveliness=int(q.liveliness)))
         return out
 
+    def _type_hash(self, topic: str) -> str:
+        """RIHS01 hash the publishers announce (what rosbag2 records); '' when none does."""
+        for p in self.get_publishers_info_by_topic(topic):
+            text = str(getattr(p, "topic_type_hash", "") or "")
+            if text.startswith("RIHS01_"):
+                return text
+        return ""
+
     def on_message(self, topic: str, data: bytes) -> None:
         if topic in LATCHED_TOPICS:
             self.latched[topic] = data
@@ -115,7 +124,7 @@ class Recorder(Node):
             msgtype = self.types[topic]
             if not self.bag.has_type(msgtype):
                 return  # no definition to store; such a bag would not read back
-            self.bag.add_topic(topic, msgtype, self._offered(topic))
+            self.bag.add_topic(topic, msgtype, self._offered(topic), type_hash=self._type_hash(topic))
         self.bag.write(topic, time.time_ns(), data)
 
     def _watch_referee(self, data: bytes) -> None:
@@ -125,6 +134,10 @@ class Recorder(Node):
 
     # episode boundaries ---------------------------------------------------------
     def on_start(self, request, response):
+        refused = outside_run_dir(request.output_dir)
+        if refused:
+            response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
+            return response
         self._close("superseded")
         out = pathlib.Path(request.output_dir)
         try:

@@ -18,6 +18,7 @@ from labference_ros.core.records import RunRecords, final_status, run_info
 from labference_ros.core.referee import Referee, episode_deadline
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 
 
@@ -57,6 +58,10 @@ class RefereeNode(Node):
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
+        refused = outside_run_dir(request.output_dir)
+        if refused:
+            response.success, response.message = False, f"cannot start episode: {refused}"
+            return response
         self._close_records("superseded")
         try:
             instance = WeighingInstance.from_json(request.instance_json)
@@ -83,8 +88,13 @@ class RefereeNode(Node):
         out = self.referee.finish(t, request.reason or "episode_end")
         self._emit(out)
         scores = out[-1]
-        self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
-                                  status=final_status(request.reason))
+        try:
+            self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
+                                      status=final_status(request.reason))
+        except OSError as exc:  # e.g. the run directory vanished: say so, keep serving
+            self._close_records(None)
+            response.success, response.message = False, f"cannot write scores of {request.episode_id}: {exc}"
+            return response
         self._close_records(None)
         response.success, response.scores_json = True, json.dumps(scores, default=str)
         return response

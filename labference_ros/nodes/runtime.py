@@ -39,6 +39,10 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
     rclpy = init_ros(sys.argv if args is None else args)
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    from labference_ros.launcher.domains import hold_for_node
+
+    hold_for_node()  # a graph started without our launcher still marks its domain as used
+
     def _raise(signum, _frame):
         raise _Stop(signum)
 
