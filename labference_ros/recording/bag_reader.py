@@ -13,8 +13,6 @@ import pathlib
 import struct
 from collections.abc import Iterator
 
-from ruamel.yaml import YAML
-
 from .bag_writer import custom_data
 from .topics import typestore
 
@@ -66,6 +64,13 @@ def resolve_bag(path: str | pathlib.Path) -> pathlib.Path:
     raise BagError(f"{p}: no rosbag2 directory here (expected metadata.yaml or *.mcap)")
 
 
+def load_yaml(text: str):
+    """Safe YAML with libyaml's C parser when present (a bag's metadata.yaml is long)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def check_bag(bag_dir: pathlib.Path) -> dict:
     """Structural check before reading; returns the parsed metadata.yaml."""
     mcaps = sorted(bag_dir.glob("*.mcap"))
@@ -79,7 +84,7 @@ def check_bag(bag_dir: pathlib.Path) -> dict:
     if not meta_path.exists():
         raise BagError(f"{meta_path}: missing (the recorder did not close this bag)")
     try:
-        meta = YAML(typ="safe").load(meta_path.read_text(encoding="utf-8"))
+        meta = load_yaml(meta_path.read_text(encoding="utf-8"))
     except Exception as exc:
         raise BagError(f"{meta_path}: unreadable YAML: {exc}") from None
     if not isinstance(meta, dict) or "rosbag2_bagfile_information" not in meta:
@@ -119,6 +124,7 @@ class EpisodeBagReader:
         self.mcap = _single_mcap(self.dir)
         self.truncated = ""
         self.unclosed = None
+        self.summary = None
         problem = scan_mcap(self.mcap)
         try:
             if problem and "not an MCAP file" in problem:
@@ -129,7 +135,7 @@ class EpisodeBagReader:
                     raise BagError(f"{problem} (no channel was written: nothing to read)")
                 self.truncated = f"{problem}; {self.unclosed.describe()}"
             elif verify:
-                verify_integrity(self.mcap)
+                self.summary = verify_integrity(self.mcap)
         except IntegrityError as exc:
             raise BagError(str(exc)) from None
         if self.unclosed is not None:
@@ -161,28 +167,41 @@ class EpisodeBagReader:
             return
         from mcap.reader import make_reader
 
-        n = 0
-        where = str(self.mcap)
+        from .mcap_recover import indexed_messages
+
         try:
-            with open(self.mcap, "rb") as f:
-                reader = make_reader(f, validate_crcs=True)
-                for schema, channel, message in reader.iter_messages(
-                        topics=None if topics is None else sorted(topics), log_time_order=True):
-                    n += 1
-                    where = f"{self.mcap}: message {n} on {channel.topic} (log time {message.log_time})"
-                    yield channel.topic, schema.name if schema else "", message.log_time, message.data
+            summary = self.summary
+            if summary is None:
+                with open(self.mcap, "rb") as f:
+                    summary = self.summary = make_reader(f).get_summary()
+            if summary is None or not summary.chunk_indexes:
+                raise BagError(f"{self.mcap}: no chunk index (not written by a rosbag2 MCAP writer)")
+            messages = indexed_messages(self.mcap, summary, topics)
         except BagError:
             raise
-        except Exception as exc:  # the mcap reader raises many kinds on corrupt data; one clear message
-            raise BagError(f"{where}: cannot read: {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # corrupt data raises many kinds; one clear message
+            raise BagError(f"{self.mcap}: cannot read: {type(exc).__name__}: {exc}") from None
+        names = {s.id: s.name for s in summary.schemas.values()}
+        for channel_id, log_time, _pub, data in messages:
+            channel = summary.channels[channel_id]
+            yield channel.topic, names.get(channel.schema_id, ""), log_time, data
 
     def messages(self, topics: set[str] | None = None, decoder: str = "rclpy") -> Iterator[tuple[str, int, object]]:
         """(topic, log_time_ns, message). ``decoder``: 'rclpy' (the C type support: rclpy
-        message objects) or 'rosbags' (pure Python, no ROS install needed)."""
-        if decoder == "rclpy":
+        message objects), 'fast' (recording/cdr_views.py's direct readers for world
+        states and balance readings, rclpy for the rest) or 'rosbags' (pure Python,
+        no ROS install needed)."""
+        if decoder in ("rclpy", "fast"):
             from rclpy.serialization import deserialize_message
 
+            from .cdr_views import READERS
+
+            direct = READERS if decoder == "fast" else {}
+
             def decode(data, msgtype):
+                reader = direct.get(msgtype)
+                if reader is not None:
+                    return reader(data)
                 return deserialize_message(data, rclpy_class(msgtype))
         else:
             store = typestore()

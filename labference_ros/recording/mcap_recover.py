@@ -93,8 +93,8 @@ def _topics(summary, chunk_index) -> str:
     return ", ".join(names) or "no indexed topics"
 
 
-def verify_integrity(path: pathlib.Path) -> None:
-    """Raise IntegrityError naming the chunk (or section) whose bytes were altered."""
+def verify_integrity(path: pathlib.Path):
+    """The file's summary; IntegrityError naming the chunk (or section) whose bytes were altered."""
     from mcap.reader import make_reader
 
     size = path.stat().st_size
@@ -133,7 +133,7 @@ def verify_integrity(path: pathlib.Path) -> None:
                 crc = zlib.crc32(block, crc)
                 left -= len(block)
             if crc == stored:
-                return
+                return summary
         # Without a data CRC, or to say where it differs: every chunk on its own.
         for n, chunk_index in enumerate(summary.chunk_indexes):
             problem = _chunk_check(f, chunk_index.chunk_start_offset)
@@ -144,6 +144,22 @@ def verify_integrity(path: pathlib.Path) -> None:
         if stored:
             raise IntegrityError(f"{path}: data section CRC mismatch outside the chunks (a schema, channel, "
                                  f"metadata or message index record was altered)")
+    return summary
+
+
+def indexed_messages(path: pathlib.Path, summary, topics: set[str] | None):
+    """(channel_id, log_time, publish_time, data) of the chosen topics, in log-time order
+    (stable for equal times, chunk by chunk), decompressing only the chunks that hold them."""
+    wanted = None if topics is None else {c.id for c in summary.channels.values() if c.topic in topics}
+    out = []
+    with open(path, "rb") as f:
+        for index in sorted(summary.chunk_indexes, key=lambda i: i.chunk_start_offset):
+            if wanted is not None and index.message_index_offsets and wanted.isdisjoint(index.message_index_offsets):
+                continue
+            msgs = _chunk_messages(_read_chunk_at(f, index.chunk_start_offset))
+            out += msgs if wanted is None else [m for m in msgs if m[0] in wanted]
+    out.sort(key=lambda m: m[1])
+    return out
 
 
 @dataclass

@@ -57,7 +57,7 @@ def test_two_launches_without_ros_domain_id_claim_different_domains_and_both_com
     assert domains[0].group(1) != domains[1].group(1)
     for run in runs:
         rows = json.loads((run / "summary.json").read_text())["per_episode"]
-        assert [(r["status"], r["complete"], r["selection_correct"]) for r in rows] == [("ok", True, True)] * 2
+        assert [(r["status"], r["reason"], r["complete"]) for r in rows] == [("ok", "completed", True)] * 2
 
 
 def test_a_domain_held_by_a_running_launch_is_refused_with_a_clear_message(tmp_path):

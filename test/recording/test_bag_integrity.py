@@ -110,17 +110,17 @@ def test_rosbag2_metadata_version_9_and_type_hashes(written):
 
 
 def test_reading_non_camera_topics_decompresses_no_image_chunk(written, monkeypatch):
-    import mcap.reader
+    from labference_ros.recording import mcap_recover
 
     path, _sent = written
     seen = []
-    original = mcap.reader.breakup_chunk
+    original = mcap_recover.decompress
 
-    def spy(chunk, *args, **kwargs):
+    def spy(chunk):
         seen.append(chunk.uncompressed_size)
-        return original(chunk, *args, **kwargs)
+        return original(chunk)
 
-    monkeypatch.setattr(mcap.reader, "breakup_chunk", spy)
+    monkeypatch.setattr(mcap_recover, "decompress", spy)
     got = list(EpisodeBagReader(path).raw_messages({"/balance/reading"}))
     assert len(got) == 50 * SECONDS and seen and max(seen) < 200_000  # no chunk holding a frame
 
