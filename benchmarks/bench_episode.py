@@ -73,12 +73,41 @@ def graph_episode(instance, camera_rate: float, size: tuple[int, int], record: b
         write_instance_list(path, [instance])
         out = os.path.join(tmp, "run")
         exe = os.path.join(os.path.dirname(sys.executable), "labference")
-        subprocess.run([exe, "launch", "weighing_sim.launch.py", "system:=scripted_expert", f"instances:={path}",
-                        f"record:={'true' if record else 'false'}", "videos:=false", f"camera_rate:={camera_rate}", f"image_width:={size[1]}",
-                        f"image_height:={size[0]}", f"output_dir:={out}"], check=True, capture_output=True)
+        proc = subprocess.Popen([exe, "launch", "weighing_sim.launch.py", "system:=scripted_expert",
+                                 f"instances:={path}", f"record:={'true' if record else 'false'}",
+                                 f"camera_rate:={camera_rate}", f"image_width:={size[1]}", f"image_height:={size[0]}",
+                                 f"output_dir:={out}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        per_node = _watch_cpu(proc)
+        assert proc.returncode == 0, proc.returncode
         (attempt,) = [json.loads(line) for line in open(os.path.join(out, "attempts.jsonl"))]
         assert attempt["status"] == "ok", attempt
-        return attempt["wall_s"], attempt["sim_s"], _cpu(resource.RUSAGE_CHILDREN) - c0
+        return attempt["wall_s"], attempt["sim_s"], _cpu(resource.RUSAGE_CHILDREN) - c0, per_node
+
+
+def _watch_cpu(proc: subprocess.Popen) -> dict[str, float]:
+    """CPU seconds per node process of a launch (sampled until each exits; the last
+    sample, so up to 0.2 s short), keyed by node module."""
+    import psutil
+
+    last: dict[str, float] = {}
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            children = root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            break
+        for child in children:
+            try:
+                cmd = child.cmdline()
+                t = child.cpu_times()
+            except psutil.Error:
+                continue
+            name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
+            if name:
+                last[name] = t.user + t.system
+        time.sleep(0.2)
+    proc.wait()
+    return last
 
 
 def main() -> None:
@@ -86,18 +115,20 @@ def main() -> None:
     ap.add_argument("--camera-rate", type=float, default=10.0)
     ap.add_argument("--width", type=int, default=320)
     ap.add_argument("--height", type=int, default=240)
-    ap.add_argument("--record", action="store_true", help="Record the graph's episode (bag, no videos).")
+    ap.add_argument("--record", action="store_true", help="Record the graph's episode (bag and videos, as record:=true does).")
     a = ap.parse_args()
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
     size = (a.height, a.width)
     raw_wall, raw_sim, raw_cpu = raw_episode(instance, a.camera_rate, size)
-    graph_wall, graph_sim, graph_cpu = graph_episode(instance, a.camera_rate, size, a.record)
+    graph_wall, graph_sim, graph_cpu, per_node = graph_episode(instance, a.camera_rate, size, a.record)
     print(f"raw MuJoCo episode : {raw_wall:6.2f} s wall, {raw_cpu:6.2f} s CPU for {raw_sim:5.2f} s sim")
     print(f"full graph episode : {graph_wall:6.2f} s wall, {graph_cpu:6.2f} s CPU (all processes, start-up "
           f"included) for {graph_sim:5.2f} s sim")
     print(f"ratio graph/raw wall time: {graph_wall / raw_wall:.2f}")
     # Per sim second: the two runs' sim durations differ a little (the graph ends on the referee's dwell).
     print(f"ratio graph/raw CPU time per sim second: {(graph_cpu / graph_sim) / (raw_cpu / raw_sim):.2f}")
+    print("CPU seconds per node (start-up included): " +
+          ", ".join(f"{k} {v:.1f}" for k, v in sorted(per_node.items(), key=lambda kv: -kv[1])))
 
 
 if __name__ == "__main__":

@@ -148,3 +148,15 @@ def test_the_launcher_names_a_fresh_run_directory_per_launch(tmp_path):
     first = claim_run_dir(str(tmp_path / "{timestamp}"))
     second = claim_run_dir(str(tmp_path / "{timestamp}"))
     assert first != second and first.is_dir() and second.is_dir()
+
+
+def test_a_campaign_chunk_reads_the_domain_its_launcher_claimed(tmp_path):
+    from labference_ros.campaign.chunk import claimed_domain
+
+    log = tmp_path / "launcher.log"
+    log.write_text("[launch] ROS domain 17 (claimed a free one); join it with ROS_DOMAIN_ID=17 ...\n"
+                   "[launch] started lab_sim (pid 1)\n")
+    assert claimed_domain(log) == 17
+    log.write_text("error: ROS domain 5 (ROS_DOMAIN_ID) is in use\n")
+    assert claimed_domain(log) is None
+    assert claimed_domain(tmp_path / "missing.log") is None
