@@ -91,6 +91,7 @@ def generate_launch_description():
     recorder = Node(
         package='labference', executable='recorder', name='recorder', output='screen',
         parameters=[{
+            'enabled': ParameterValue(LaunchConfiguration('record'), value_type=bool),
         }],
         on_exit=Shutdown(reason='recorder exited'),
     )

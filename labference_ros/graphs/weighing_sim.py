@@ -57,7 +57,7 @@ NODES = (
                          "support": Param("support")}),
     # Idle unless `support` names one: binds support to each opportunity the referee opens.
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
-    NodeSpec("recorder", "recorder", parameters={}),
+    NodeSpec("recorder", "recorder", parameters={"enabled": Param("record", bool)}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),

@@ -58,9 +58,13 @@ class Recorder(Node):
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
         self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
-        for topic, msgtype in RECORDED_TOPICS.items():
-            self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
-        self.create_timer(1.0, self._discover)
+        # record:=false: no subscriptions at all (receiving every camera frame for
+        # nothing cost about a tenth of an episode's CPU); start requests are refused.
+        self.enabled = bool(self.declare_parameter("enabled", True).value)
+        if self.enabled:
+            for topic, msgtype in RECORDED_TOPICS.items():
+                self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
+            self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
         # Its own callback group: while finishing awaits the referee's episode_end,
         # the subscriptions (default, mutually exclusive group) must still run.
@@ -134,7 +138,8 @@ class Recorder(Node):
 
     # episode boundaries ---------------------------------------------------------
     def on_start(self, request, response):
-        refused = outside_run_dir(request.output_dir)
+        refused = "" if self.enabled else "recording is off (record:=false)"
+        refused = refused or outside_run_dir(request.output_dir)
         if refused:
             response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
             return response
