@@ -69,7 +69,7 @@ def test_episodes_are_the_intended_outcomes(recorded_run):
 @pytest.mark.slow
 def test_audit_agrees_with_online_scores_for_every_episode(recorded_run):
     run, _ = recorded_run
-    res = labference("audit", str(run))
+    res = labference("audit", str(run), "--jobs", "2")  # two episodes at once, same report
     assert res.returncode == 0, res.stdout + res.stderr
     for mode in MODES:
         assert f"ep_{mode}: agree" in res.stdout
