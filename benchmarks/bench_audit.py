@@ -6,6 +6,10 @@ episode is recorded first: lab_sim, balance, referee and recorder run as
 processes and test/peers/weighing_driver.py transfers a weight (--mode).
 
     .venv/bin/python benchmarks/bench_audit.py [BAG_OR_RUN_DIR] [--repeats 3] [--mode correct]
+
+Also prints the bag's bytes per sim second, per camera from the chunk index.
+For the issue-19 figures record a default episode first (three 320x240 cameras
+at 10 Hz): `labference launch weighing_sim.launch.py episodes:=1 output_dir:=DIR`.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from labference_ros.recording.audit import audit_episode, find_episode_bags
 from labference_ros.rosenv import loopback_environ
@@ -42,6 +47,24 @@ def record_episode(out: pathlib.Path, mode: str) -> pathlib.Path:
             p.wait(timeout=20)
 
 
+def camera_bytes(bag_dir: pathlib.Path) -> dict[str, tuple[int, int, int]]:
+    """Per camera: chunks, compressed and uncompressed bytes (from the chunk index)."""
+    from mcap.reader import make_reader
+
+    from labference_ros.recording.topics import camera_of
+
+    out: dict[str, tuple[int, int, int]] = {}
+    with open(next(bag_dir.glob("*.mcap")), "rb") as f:
+        summary = make_reader(f).get_summary()
+    for index in summary.chunk_indexes:
+        cams = {camera_of(summary.channels[c].topic) for c in index.message_index_offsets}
+        if len(cams) == 1 and None not in cams:
+            cam = cams.pop()
+            n, packed, raw = out.get(cam, (0, 0, 0))
+            out[cam] = (n + 1, packed + index.compressed_size, raw + index.uncompressed_size)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("path", nargs="?")
@@ -51,18 +74,27 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(a.path) if a.path else record_episode(pathlib.Path(tmp), a.mode)
         for bag in find_episode_bags(path):
-            walls, result = [], None
+            walls, cpus, result = [], [], None
             for _ in range(a.repeats):
+                c0 = time.process_time()
                 result = audit_episode(bag)
+                cpus.append(time.process_time() - c0)
                 walls.append(result.wall_s)
             if result.error:
                 print(f"{bag}: {result.error}")
                 return 2
             wall = statistics.median(walls)
+            cpu = statistics.median(cpus)
+            sim = max(result.sim_duration_s, 1e-9)
             size_mb = sum(f.stat().st_size for f in result.bag.glob("*.mcap")) / 1e6
-            print(f"{result.episode_id}: audit {wall:.3f} s (median of {a.repeats}) for {result.sim_duration_s:.2f} s "
-                  f"of sim, {result.counts['world_states']} world states, bag {size_mb:.1f} MB, {result.verdict}; "
-                  f"ratio audit/sim = {wall / max(result.sim_duration_s, 1e-9):.4f}")
+            print(f"{result.episode_id}: audit {wall:.3f} s wall, {cpu:.3f} s CPU (median of {a.repeats}) for "
+                  f"{result.sim_duration_s:.2f} s of sim, {result.counts['world_states']} world states, "
+                  f"bag {size_mb:.2f} MB, {result.verdict}; ratio audit/sim = {wall / sim:.4f} wall, "
+                  f"{cpu / sim:.4f} CPU")
+            for cam, (n, packed, raw) in sorted(camera_bytes(result.bag).items()):
+                print(f"  camera {cam}: {n} chunks, {packed / sim / 1e3:.1f} kB per sim s in the bag "
+                      f"({raw / max(packed, 1):.1f}x smaller than the raw frames)")
+            print(f"  whole bag: {size_mb * 1e3 / sim:.1f} kB per sim s")
     return 0
 
 

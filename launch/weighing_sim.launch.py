@@ -96,6 +96,7 @@ def generate_launch_description():
         package='labference', executable='recorder', name='recorder', output='screen',
         parameters=[{
             'task': 'feedback_weighing',
+            'enabled': ParameterValue(LaunchConfiguration('record'), value_type=bool),
         }],
         on_exit=Shutdown(reason='recorder exited'),
     )

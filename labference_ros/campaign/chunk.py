@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -54,8 +55,8 @@ _PRCTL = _resolve_prctl()
 class ChunkJob:
     command: list[str]
     attempt_dir: str
-    ros_domain_id: int
-    env: dict[str, str]  # the launcher's whole environment (ROS_DOMAIN_ID = ros_domain_id)
+    ros_domain_id: int | None  # None: the launcher claims a free domain and says which in its log
+    env: dict[str, str]  # the launcher's whole environment (ROS_DOMAIN_ID = ros_domain_id when set)
 
 
 def _die_with_parent(parent_pid: int):
@@ -103,6 +104,16 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def claimed_domain(log_path: Path) -> int | None:
+    """The ROS domain a launcher said it claimed (`[launch] ROS domain N (...)`)."""
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.search(r"^\[launch\] ROS domain (\d+) ", text, re.MULTILINE)
+    return int(found.group(1)) if found else None
+
+
 def run_chunk(job: ChunkJob) -> dict:
     """Start the launcher with the chunk's ROS domain, wait for it; rc, wall_s, where it ran."""
     where = {"host": socket.gethostname(), "worker": _worker_name(), "ros_domain_id": job.ros_domain_id}
@@ -135,6 +146,8 @@ def run_chunk(job: ChunkJob) -> dict:
                     cancelled = True
                     _stop(proc)
     result = {**where, "rc": proc.returncode if cancelled else rc, "wall_s": time.monotonic() - t0}
+    if job.ros_domain_id is None:
+        result["ros_domain_id"] = claimed_domain(attempt / LOG_NAME)
     if cancelled:
         result["error"] = "cancelled by the scheduler (campaign runner gone)"
     elif rc != 0:

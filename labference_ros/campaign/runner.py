@@ -220,7 +220,13 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
     # The launchers' environment, taken before any cluster starts: a local Dask
     # cluster's nannies write OMP_NUM_THREADS, PYTHONHASHSEED, ... into this process too.
     base_env = loopback_environ(os.environ)
-    base_domain = base_domain_id(base_env["ROS_DOMAIN_ID"])
+    # Without the user's ROS_DOMAIN_ID each launcher claims a free domain itself
+    # (launcher/domains.py, as any `labference launch` does); with it, chunks run
+    # on that domain and the next ones, and each launcher locks the one it is given.
+    claim_own = os.environ.get("ROS_DOMAIN_ID") is None
+    if claim_own:
+        del base_env["ROS_DOMAIN_ID"]
+    base_domain = 0 if claim_own else base_domain_id(base_env["ROS_DOMAIN_ID"])
     launcher = launcher or default_launcher()
     out_dir = _open_output_dir(lock)
     _mark_interrupted(out_dir, log)
@@ -229,20 +235,23 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
         left = sum(1 for i in arm["instances"] if i["instance_id"] not in done[arm["arm_id"]])
         log(f"{arm['arm_id']}: {len(arm['instances']) - left} finished, {left} to run")
     chunks = pending_chunks(lock, done)
-    if workers is not None and scheduler is None:
+    if workers is not None and scheduler is None and not claim_own:
         domain_ids(base_domain, workers)  # refuse an impossible domain range before starting a cluster
     with open_engine(workers, scheduler) as engine:
-        slots = SlotPool(domain_ids(base_domain, engine.slots))
+        # Self-claiming launchers: the pool only counts running chunks (its ids are slot numbers).
+        slots = SlotPool(list(range(engine.slots)) if claim_own else domain_ids(base_domain, engine.slots))
         _ledger(out_dir, {"record": "campaign_run", "lock_sha256": lock["lock_sha256"], "launcher": launcher,
                           "engine": engine.description, "slots": engine.slots})
         log(f"{len(chunks)} chunk(s) on {engine.description}")
         queue, running = list(chunks), {}
         while queue or running:
             while queue and slots:
-                chunk, domain = queue.pop(0), slots.take()
-                env = {**base_env, "ROS_DOMAIN_ID": str(domain)}
+                chunk, slot = queue.pop(0), slots.take()
+                domain = None if claim_own else slot
+                env = dict(base_env) if claim_own else {**base_env, "ROS_DOMAIN_ID": str(domain)}
                 attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain, env,
                                                     hints[chunk.arm["arm_id"]])
+                info["slot"] = slot
                 running[engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")] = \
                     (attempt, info)
             # Chunks wait only for domains held back: wake when the first is free again.
@@ -252,8 +261,11 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
                 continue
             for handle, result in engine.wait_any(running, timeout=wake):
                 attempt, info = running.pop(handle)
-                hold = DOMAIN_HOLD_S if result.get("launcher_may_live") else 0.0
-                slots.give_back(info["ros_domain_id"], hold_s=hold)
+                # A claimed domain stays locked while its launcher's processes live: no hold needed.
+                hold = DOMAIN_HOLD_S if result.get("launcher_may_live") and not claim_own else 0.0
+                slots.give_back(info.pop("slot"), hold_s=hold)
+                if claim_own:
+                    info["ros_domain_id"] = result.get("ros_domain_id")
                 _end_attempt(out_dir, attempt, info, result, log)
                 if hold:
                     log(f"  ROS domain {info['ros_domain_id']} unused for {hold:.0f} s: "

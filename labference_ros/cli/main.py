@@ -8,6 +8,9 @@ import click
 
 from labference_ros import __version__
 
+# `labference launch` refused its ROS domain (taken by another launch or graph).
+DOMAIN_REFUSED = 1  # the run could not start: its ROS domain is in use
+
 
 class _Group(click.Group):
     """No traceback reaches the console: an unexpected error prints one line
@@ -236,11 +239,15 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
     """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would.
 
     Every argument and the tested system's parameters are checked before any node starts.
+    Without ROS_DOMAIN_ID the launch claims a free ROS domain (held while any of its
+    processes lives) and prints it; with ROS_DOMAIN_ID it refuses (exit 1) when another
+    launch holds that domain or nodes of this graph are already on it.
 
     \b
     Exit status:
       0  every episode ran and was scored
-      1  the run could not start (settings the episode runner refused, too little free space)
+      1  the run could not start (settings the episode runner refused, too little free space,
+         the ROS domain in use)
       2  usage error: a launch argument or system parameter is invalid (nothing started)
       3  every episode ran but at least one was not scored (evaluation-validity errors:
          one console line each, kinds in the final table, details in attempts.jsonl)
@@ -250,6 +257,7 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
     """
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
+    from labference_ros.launcher.domains import DomainError
     from labference_ros.launcher.launch import launch as run_launch
 
     try:
@@ -269,6 +277,9 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
         code = run_launch(launch_file, arguments, substitutes=stand_ins)
     except (LaunchArgumentError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
+    except DomainError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(DOMAIN_REFUSED)
     sys.exit(code)
 
 

@@ -13,18 +13,26 @@ def _fail(message: str, code: int = 2):
 
 @click.command()
 @click.argument("path", type=click.Path())
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Episodes audited at once (one process each).")
 @click.option("--debug", is_flag=True, help="Show a traceback on unexpected errors.")
-def audit(path: str, debug: bool) -> None:
+def audit(path: str, jobs: int, debug: bool) -> None:
     """Replay-audit BAG_OR_RUN_DIR: rebuild events and scores from the bag with the
     online scorer and compare them with the online records.
 
+    Every bag's bytes are checked first (MCAP CRCs). A bag whose writer was killed
+    is read up to its last complete record, reported as a truncated bag with what
+    was lost, and compared up to where it ends (`labference recover-bag` rewrites
+    it closed).
+
     Exit 0: agree; 1: disagree (report names record, field, online vs audit);
-    2: a bag or its records cannot be read."""
+    2: a bag or its records cannot be read, or a bag's bytes were altered (the
+    report names the chunk)."""
     from labference_ros.recording.audit import audit_path, exit_code, format_report
     from labference_ros.recording.bag_reader import BagError
 
     try:
-        results = audit_path(path)
+        results = audit_path(path, jobs=jobs)
     except BagError as exc:
         _fail(str(exc))
     except Exception as exc:  # never a traceback for a user's bag unless asked
@@ -124,4 +132,24 @@ def demos(system: str, episodes: int, condition: str, seed: int, out_dir: str, v
     demos_from_bags.callback(str(out), None, val_fraction, formats)
 
 
-COMMANDS = (audit, videos, demos_from_bags, demos)
+@click.command("recover-bag")
+@click.argument("bag", type=click.Path(exists=True))
+def recover_bag(bag: str) -> None:
+    """Rewrite the unclosed episode BAG of a killed recorder as a closed rosbag2 bag.
+
+    Every complete record is kept; the original directory stays beside it as
+    <bag>.unclosed. Exit 0: rewritten; 2: not an unclosed bag, or unreadable."""
+    from labference_ros.recording.bag_reader import BagError, resolve_bag
+    from labference_ros.recording.mcap_recover import IntegrityError, recover_bag as rewrite
+
+    try:
+        closed, kept, what = rewrite(resolve_bag(bag))
+    except (BagError, IntegrityError) as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{bag}: cannot rewrite: {exc}")
+    click.echo(f"{closed}: closed bag written ({what})")
+    click.echo(f"original kept in {kept}")
+
+
+COMMANDS = (audit, videos, demos_from_bags, demos, recover_bag)

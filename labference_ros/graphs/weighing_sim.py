@@ -64,7 +64,7 @@ NODES = (
                          "support": Param("support"), "task": TASK}),
     # Idle unless `support` names one: binds support to each opportunity the referee opens.
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
-    NodeSpec("recorder", "recorder", parameters={"task": TASK}),
+    NodeSpec("recorder", "recorder", parameters={"task": TASK, "enabled": Param("record", bool)}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),

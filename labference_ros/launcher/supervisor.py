@@ -58,8 +58,9 @@ class Outcome:
 
 class Supervisor:
     def __init__(self, nodes: Sequence[NodeProcess], env: Mapping[str, str], out: TextIO | None = None,
-                 grace_s: float = 10.0):
+                 grace_s: float = 10.0, pass_fds: Sequence[int] = ()):
         self.nodes = list(nodes)
+        self.pass_fds = tuple(pass_fds)  # e.g. the ROS domain lock, held by every node
         self.env = dict(env)
         self.out = out or sys.stdout
         self.grace_s = grace_s
@@ -101,7 +102,7 @@ class Supervisor:
         for node in self.nodes:
             proc = subprocess.Popen(node.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=_die_with_parent, pass_fds=self.pass_fds)
             self.procs[node.name] = proc
             pump = threading.Thread(target=self._pump, args=(node.name, proc.stdout), daemon=True)
             pump.start()

@@ -35,6 +35,7 @@ from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
@@ -143,6 +144,10 @@ class PolicyBridge(Node):
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
+        refused = outside_run_dir(request.output_dir)
+        if refused:
+            response.success, response.message = False, f"cannot start: {refused}"
+            return response
         try:
             instance = self.family.instance_from_json(request.instance_json)
             self.system.reset(request.episode_id, instance.policy_seed)

@@ -14,14 +14,15 @@ import pathlib
 import struct
 import time
 
-from labference.msg import RefereeEvent
-from labference.srv import FinishEpisode, StartEpisode
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 
+from labference.msg import RefereeEvent
+from labference.srv import FinishEpisode, StartEpisode
+from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
 from labference_ros.recording.episode_meta import episode_custom_data
@@ -60,9 +61,13 @@ class Recorder(Node):
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
         self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
-        for topic, msgtype in RECORDED_TOPICS.items():
-            self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
-        self.create_timer(1.0, self._discover)
+        # record:=false: no subscriptions at all (receiving every camera frame for
+        # nothing cost about a tenth of an episode's CPU); start requests are refused.
+        self.enabled = bool(self.declare_parameter("enabled", True).value)
+        if self.enabled:
+            for topic, msgtype in RECORDED_TOPICS.items():
+                self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
+            self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
         # Its own callback group: while finishing awaits the referee's episode_end,
         # the subscriptions (default, mutually exclusive group) must still run.
@@ -103,6 +108,14 @@ class Recorder(Node):
                                   durability=int(q.durability), liveliness=int(q.liveliness)))
         return out
 
+    def _type_hash(self, topic: str) -> str:
+        """RIHS01 hash the publishers announce (what rosbag2 records); '' when none does."""
+        for p in self.get_publishers_info_by_topic(topic):
+            text = str(getattr(p, "topic_type_hash", "") or "")
+            if text.startswith("RIHS01_"):
+                return text
+        return ""
+
     def on_message(self, topic: str, data: bytes) -> None:
         if topic in LATCHED_TOPICS:
             self.latched[topic] = data
@@ -122,7 +135,7 @@ class Recorder(Node):
             msgtype = self.types[topic]
             if not self.bag.has_type(msgtype):
                 return  # no definition to store; such a bag would not read back
-            self.bag.add_topic(topic, msgtype, self._offered(topic))
+            self.bag.add_topic(topic, msgtype, self._offered(topic), type_hash=self._type_hash(topic))
         self.bag.write(topic, time.time_ns(), data)
 
     def _watch_referee(self, data: bytes) -> None:
@@ -132,6 +145,11 @@ class Recorder(Node):
 
     # episode boundaries ---------------------------------------------------------
     def on_start(self, request, response):
+        refused = "" if self.enabled else "recording is off (record:=false)"
+        refused = refused or outside_run_dir(request.output_dir)
+        if refused:
+            response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
+            return response
         self._close("superseded")
         out = pathlib.Path(request.output_dir)
         try:

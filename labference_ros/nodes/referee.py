@@ -15,6 +15,7 @@ from labference_ros.core.input_merge import InputMerger
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import family as task_family
 
@@ -58,6 +59,10 @@ class RefereeNode(Node):
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
+        refused = outside_run_dir(request.output_dir)
+        if refused:
+            response.success, response.message = False, f"cannot start episode: {refused}"
+            return response
         self._close_records("superseded")
         try:
             instance = self.family.instance_from_json(request.instance_json)

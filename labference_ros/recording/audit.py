@@ -33,6 +33,7 @@ class AuditResult:
     counts: dict = field(default_factory=dict)
     sim_duration_s: float = 0.0
     wall_s: float = 0.0
+    truncated: str = ""  # the bag's writer was killed: what could be read and what was lost
 
     @property
     def code(self) -> int:
@@ -40,7 +41,8 @@ class AuditResult:
 
     @property
     def verdict(self) -> str:
-        return {AGREE: "agree", DISAGREE: "DISAGREE", UNREADABLE: "UNREADABLE"}[self.code]
+        word = {AGREE: "agree", DISAGREE: "DISAGREE", UNREADABLE: "UNREADABLE"}[self.code]
+        return f"{word} (truncated bag)" if self.truncated and not self.error else word
 
 
 def _load_json(path: pathlib.Path) -> dict:
@@ -78,6 +80,7 @@ def audit_episode(path: str | pathlib.Path) -> AuditResult:
 def _audit(result: AuditResult, path) -> None:
     reader = EpisodeBagReader(path)
     result.bag = reader.dir
+    result.truncated = reader.truncated
     records_dir = reader.dir.parent
     run = _load_json(records_dir / "run.json")
     online = {name: _load_jsonl(records_dir / name)
@@ -101,16 +104,34 @@ def _audit(result: AuditResult, path) -> None:
         result.notes.append(f"{inputs.dropped_before_reset} world states before the last simulator reset ignored")
     finish = _finish(custom, online["events.jsonl"], inputs, result)
     reports = [r for r in online["observations.jsonl"] if r.get("record") == "report"]
+    horizon = None
+    if reader.truncated:
+        result.notes.append(reader.truncated)
+        if finish[0] > inputs.sim_span[1]:
+            # The bag ends before the episode did: score what it holds, compare up to there.
+            horizon = inputs.sim_span[1]
+            finish = (horizon, finish[1])
+            result.notes.append(f"records after t={horizon:.3f} s (the bag's last measurement) and scores.json "
+                                f"are not compared: the bag lost them")
     records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run))
     final = normalise(records[-1])
     rebuilt = split_by_file(records[:-1])
 
     for name in ("events.jsonl", "observations.jsonl", "online_scores.jsonl"):
-        result.findings += compare_stream(name, online[name], rebuilt[name])
-    result.findings += _compare_scores(online_scores, final, final_status(finish[1]))
+        mine, theirs = online[name], rebuilt[name]
+        if horizon is not None:
+            mine, theirs = _before(mine, horizon), _before(theirs, horizon)
+        result.findings += compare_stream(name, mine, theirs)
+    if horizon is None:
+        result.findings += _compare_scores(online_scores, final, final_status(finish[1]))
     flat = [normalise(r) for r in records[:-1]]
     result.findings += check_opportunities(flat)
-    result.findings += check_published_events(episode_id, inputs.referee_events, online["events.jsonl"])
+    published, logged = inputs.referee_events, online["events.jsonl"]
+    if horizon is not None:
+        published = [m for m in published
+                     if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 < horizon - 1e-9]
+        logged = _before(logged, horizon)
+    result.findings += check_published_events(episode_id, published, logged)
     result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions)
 
     t0, t1 = inputs.sim_span
@@ -120,6 +141,11 @@ def _audit(result: AuditResult, path) -> None:
                      "interventions": len(inputs.interventions), "chunks": len(inputs.chunks),
                      "events": sum(1 for r in flat if r["record"] == "event"),
                      "opportunities": sum(1 for r in flat if r["record"] == "opportunity")}
+
+
+def _before(records: list[dict], horizon: float) -> list[dict]:
+    """Records strictly before the horizon (those at it may still miss inputs the bag lost)."""
+    return [r for r in records if not isinstance(r.get("t"), (int, float)) or r["t"] < horizon - 1e-9]
 
 
 def _identity(run: dict, custom: dict, instance, contract, episode_id: str) -> list[Finding]:
@@ -181,8 +207,16 @@ def find_episode_bags(path: str | pathlib.Path) -> list[pathlib.Path]:
     return bags
 
 
-def audit_path(path: str | pathlib.Path) -> list[AuditResult]:
-    return [audit_episode(b) for b in find_episode_bags(path)]
+def audit_path(path: str | pathlib.Path, jobs: int = 1) -> list[AuditResult]:
+    """Every episode under ``path``; ``jobs`` > 1 audits that many episodes at once
+    (one process each; results in the same order)."""
+    bags = find_episode_bags(path)
+    if jobs <= 1 or len(bags) <= 1:
+        return [audit_episode(b) for b in bags]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(bags))) as pool:
+        return list(pool.map(audit_episode, bags))
 
 
 def exit_code(results: list[AuditResult]) -> int:

@@ -7,11 +7,11 @@ runs past the end of the file.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import pathlib
 import struct
 from collections.abc import Iterator
-
-from ruamel.yaml import YAML
 
 from .bag_writer import custom_data
 from .topics import typestore
@@ -64,6 +64,13 @@ def resolve_bag(path: str | pathlib.Path) -> pathlib.Path:
     raise BagError(f"{p}: no rosbag2 directory here (expected metadata.yaml or *.mcap)")
 
 
+def load_yaml(text: str):
+    """Safe YAML with libyaml's C parser when present (a bag's metadata.yaml is long)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def check_bag(bag_dir: pathlib.Path) -> dict:
     """Structural check before reading; returns the parsed metadata.yaml."""
     mcaps = sorted(bag_dir.glob("*.mcap"))
@@ -77,7 +84,7 @@ def check_bag(bag_dir: pathlib.Path) -> dict:
     if not meta_path.exists():
         raise BagError(f"{meta_path}: missing (the recorder did not close this bag)")
     try:
-        meta = YAML(typ="safe").load(meta_path.read_text(encoding="utf-8"))
+        meta = load_yaml(meta_path.read_text(encoding="utf-8"))
     except Exception as exc:
         raise BagError(f"{meta_path}: unreadable YAML: {exc}") from None
     if not isinstance(meta, dict) or "rosbag2_bagfile_information" not in meta:
@@ -85,12 +92,62 @@ def check_bag(bag_dir: pathlib.Path) -> dict:
     return meta
 
 
-class EpisodeBagReader:
-    """Deserialized messages of one episode bag, in log-time order."""
+def _single_mcap(bag_dir: pathlib.Path) -> pathlib.Path:
+    mcaps = sorted(bag_dir.glob("*.mcap"))
+    if not mcaps:
+        raise BagError(f"{bag_dir}: no .mcap file in the bag directory")
+    if len(mcaps) > 1:
+        raise BagError(f"{bag_dir}: {len(mcaps)} .mcap files; an episode bag has one")
+    return mcaps[0]
 
-    def __init__(self, path: str | pathlib.Path):
+
+@functools.lru_cache(maxsize=None)
+def rclpy_class(msgtype: str):
+    """The generated rclpy message class of 'pkg/msg/Name' (C deserialization)."""
+    pkg, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+class EpisodeBagReader:
+    """Messages of one episode bag, in log-time order.
+
+    A closed bag's bytes are checked first (CRCs; a bag whose bytes were altered
+    is refused naming the chunk). A bag whose writer was killed (no footer) is
+    read up to its last complete record; ``truncated`` then says what was lost.
+    Only the chunks that hold the requested topics are decompressed.
+    """
+
+    def __init__(self, path: str | pathlib.Path, verify: bool = True):
+        from .mcap_recover import IntegrityError, read_unclosed, verify_integrity
+
         self.dir = resolve_bag(path)
-        self.metadata = check_bag(self.dir)
+        self.mcap = _single_mcap(self.dir)
+        self.truncated = ""
+        self.unclosed = None
+        self.summary = None
+        problem = scan_mcap(self.mcap)
+        try:
+            if problem and "not an MCAP file" in problem:
+                raise BagError(problem)
+            if problem:
+                self.unclosed = read_unclosed(self.mcap)
+                if not self.unclosed.channels:
+                    raise BagError(f"{problem} (no channel was written: nothing to read)")
+                self.truncated = f"{problem}; {self.unclosed.describe()}"
+            elif verify:
+                self.summary = verify_integrity(self.mcap)
+        except IntegrityError as exc:
+            raise BagError(str(exc)) from None
+        if self.unclosed is not None:
+            from .bag_writer import START_METADATA
+
+            start = self.unclosed.metadata.get(START_METADATA, {})
+            self.metadata = {"rosbag2_bagfile_information": {"custom_data": start, "topics_with_message_count": [
+                {"topic_metadata": {"name": c.topic, "type": self.unclosed.schemas[c.schema_id].name,
+                                    "type_description_hash": c.metadata.get("topic_type_hash", "")}}
+                for c in self.unclosed.channels.values() if c.schema_id in self.unclosed.schemas]}}
+        else:
+            self.metadata = check_bag(self.dir)
         self.custom = custom_data(self.metadata)
 
     def topics(self) -> dict[str, str]:
@@ -98,32 +155,63 @@ class EpisodeBagReader:
         return {t["topic_metadata"]["name"]: t["topic_metadata"]["type"]
                 for t in info.get("topics_with_message_count") or []}
 
-    def messages(self, topics: set[str] | None = None) -> Iterator[tuple[str, int, object]]:
-        """(topic, log_time_ns, message) for the chosen topics."""
-        from rosbags.highlevel import AnyReader
+    def raw_messages(self, topics: set[str] | None = None) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, msgtype, log_time_ns, cdr bytes) for the chosen topics."""
+        if self.unclosed is not None:
+            u = self.unclosed
+            for channel_id, log_time, _pub, data in u.messages:
+                channel = u.channels.get(channel_id)
+                if channel is None or (topics is not None and channel.topic not in topics):
+                    continue
+                yield channel.topic, u.schemas[channel.schema_id].name, log_time, data
+            return
+        from mcap.reader import make_reader
 
-        where = f"{self.dir}"
+        from .mcap_recover import indexed_messages
+
         try:
-            with AnyReader([self.dir], default_typestore=typestore()) as reader:
-                conns = [c for c in reader.connections if topics is None or c.topic in topics]
-                n = 0
-                for conn, t, raw in reader.messages(connections=conns):
-                    n += 1
-                    where = f"{self.dir}: message {n} on {conn.topic} (log time {t})"
-                    yield conn.topic, t, reader.deserialize(raw, conn.msgtype)
+            summary = self.summary
+            if summary is None:
+                with open(self.mcap, "rb") as f:
+                    summary = self.summary = make_reader(f).get_summary()
+            if summary is None or not summary.chunk_indexes:
+                raise BagError(f"{self.mcap}: no chunk index (not written by a rosbag2 MCAP writer)")
+            messages = indexed_messages(self.mcap, summary, topics)
         except BagError:
             raise
-        except Exception as exc:  # rosbags raises many kinds on corrupt data; one clear message
-            raise BagError(f"{where}: cannot read: {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # corrupt data raises many kinds; one clear message
+            raise BagError(f"{self.mcap}: cannot read: {type(exc).__name__}: {exc}") from None
+        names = {s.id: s.name for s in summary.schemas.values()}
+        for channel_id, log_time, _pub, data in messages:
+            channel = summary.channels[channel_id]
+            yield channel.topic, names.get(channel.schema_id, ""), log_time, data
 
-    def raw_messages(self, topics: set[str] | None = None) -> Iterator[tuple[str, str, int, bytes]]:
-        """(topic, msgtype, log_time_ns, cdr bytes)."""
-        from rosbags.highlevel import AnyReader
+    def messages(self, topics: set[str] | None = None, decoder: str = "rclpy") -> Iterator[tuple[str, int, object]]:
+        """(topic, log_time_ns, message). ``decoder``: 'rclpy' (the C type support: rclpy
+        message objects), 'fast' (recording/cdr_views.py's direct readers for world
+        states and balance readings, rclpy for the rest) or 'rosbags' (pure Python,
+        no ROS install needed)."""
+        if decoder in ("rclpy", "fast"):
+            from rclpy.serialization import deserialize_message
 
-        try:
-            with AnyReader([self.dir], default_typestore=typestore()) as reader:
-                conns = [c for c in reader.connections if topics is None or c.topic in topics]
-                for conn, t, raw in reader.messages(connections=conns):
-                    yield conn.topic, conn.msgtype, t, raw
-        except Exception as exc:
-            raise BagError(f"{self.dir}: cannot read: {type(exc).__name__}: {exc}") from None
+            from .cdr_views import READERS
+
+            direct = READERS if decoder == "fast" else {}
+
+            def decode(data, msgtype):
+                reader = direct.get(msgtype)
+                if reader is not None:
+                    return reader(data)
+                return deserialize_message(data, rclpy_class(msgtype))
+        else:
+            store = typestore()
+
+            def decode(data, msgtype):
+                return store.deserialize_cdr(data, msgtype)
+        for topic, msgtype, t, data in self.raw_messages(topics):
+            try:
+                msg = decode(data, msgtype)
+            except Exception as exc:  # noqa: BLE001 - undecodable bytes: name the message
+                raise BagError(f"{self.mcap}: {topic} at log time {t}: cannot decode {msgtype}: "
+                               f"{type(exc).__name__}: {exc}") from None
+            yield topic, t, msg

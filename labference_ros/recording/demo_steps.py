@@ -51,7 +51,7 @@ def _latest_before(stamps: list[float], t: float) -> int:
 def read_steps(reader, end_t: float | None, environment_intervals=()) -> EpisodeSteps:
     cams: dict[str, list] = {}
     joints, trajs, grips, chunks, deliveries = [], [], [], [], []
-    for topic, _t, msg in reader.messages():
+    for topic, _t, msg in reader.messages(decoder="rosbags"):
         if camera_of(topic):
             cams.setdefault(camera_of(topic), []).append((stamp_to_s(msg.header.stamp), msg))
         elif topic == "/joint_states":

@@ -71,7 +71,7 @@ def _typed(reader):
     types = reader.topics()
     # Only what the referee and the evidence checks read (images stay undecoded).
     wanted = {WORLD, READING, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
-    for topic, t, msg in reader.messages(wanted):
+    for topic, t, msg in reader.messages(wanted, decoder="fast"):
         yield topic, t, msg, types.get(topic, "")
 
 

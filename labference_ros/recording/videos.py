@@ -51,7 +51,7 @@ def write_videos(bag: str | pathlib.Path, out_dir: str | pathlib.Path, episode_i
     episode = episode_id or reader.custom.get("episode_id") or reader.dir.parent.name
     topics = {t for t in reader.topics() if camera_of(t)}
     frames: dict[str, list] = {}
-    for topic, _t, msg in reader.messages(topics):
+    for topic, _t, msg in reader.messages(topics, decoder="rosbags"):
         frames.setdefault(camera_of(topic), []).append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, msg))
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -55,9 +56,24 @@ def test_fixed_preference_executes_transfers_but_selects_right_only_when_its_pre
         assert s["valid_complete"] is want, a["episode_id"]
 
 
-def test_scripted_expert_completes_every_episode_the_same_way_twice_and_the_audit_agrees(tmp_path):
-    out1, first = launch(tmp_path, "expert1", "system:=scripted_expert", "episodes:=3", "record:=true")
-    _, second = launch(tmp_path, "expert2", "system:=scripted_expert", "episodes:=3", "record:=false")
+def test_scripted_expert_completes_every_episode_the_same_way_twice_at_once_and_the_audit_agrees(tmp_path):
+    # Both runs at the same time on one machine, neither told a ROS domain: each claims its own.
+    env = {k: v for k, v in os.environ.items() if k != "ROS_DOMAIN_ID"}
+    runs = {name: tmp_path / name for name in ("expert1", "expert2")}
+    procs = {name: subprocess.Popen([LABFERENCE, "launch", "weighing_sim.launch.py", f"output_dir:={out}", "seed:=0",
+                                     "system:=scripted_expert", "episodes:=3",
+                                     f"record:={'true' if name == 'expert1' else 'false'}"],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for name, out in runs.items()}
+    outputs = {name: p.communicate(timeout=1500)[0] for name, p in procs.items()}
+    for name, p in procs.items():
+        assert p.returncode == 0, outputs[name][-4000:]
+    domains = {re.search(r"\[launch\] ROS domain (\d+) \(claimed a free one\)", out).group(1)
+               for out in outputs.values()}
+    assert len(domains) == 2
+    out1 = runs["expert1"]
+    first, second = ([json.loads(line) for line in (runs[n] / "attempts.jsonl").read_text().splitlines()]
+                     for n in ("expert1", "expert2"))
     assert all(a["scores"]["valid_complete"] is True for a in first)
     # Same seeds, same scores: every field the referee computed, sim times included.
     assert [a["scores"] for a in first] == [a["scores"] for a in second]
