@@ -93,7 +93,7 @@ if [ "$(cat "$TF2_STAMP" 2>/dev/null)" != "$want_tf2" ]; then
 fi
 
 IFACE_STAMP="$VENV/.stamp-interfaces"
-want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv)
+want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv urdf/*)
 if [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$want_iface" ]; then
   say "building the labference interfaces into $VENV"
   rm -rf build/interfaces

@@ -32,6 +32,9 @@ ARGUMENTS = (
                    choices=("true", "false")),
     LaunchArgument("instances", "", "Optional path to an instance-list JSON file (core.instances format)"),
     LaunchArgument("deadline_s", "60", "Sim seconds per episode before it is stopped with reason 'deadline'"),
+    LaunchArgument("monitor", "false", "Start the monitor node for RViz (rviz/weighing.rviz): /robot_description, "
+                   "/tf from joint states and /referee/markers; recorded in the bag too",
+                   choices=("true", "false")),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),
 )
@@ -58,6 +61,8 @@ NODES = (
     # Idle unless `support` names one: binds support to each opportunity the referee opens.
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
     NodeSpec("recorder", "recorder", parameters={}),
+    # RViz's inputs (robot description, tf, referee markers); evaluator-side.
+    NodeSpec("monitor", "monitor", parameters={}, when="monitor"),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),
