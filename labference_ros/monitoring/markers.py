@@ -25,6 +25,7 @@ EXECUTION_EVENTS = ("grasp", "release", "placement_recognised", "execution_confi
                     "terminal_dwell_reset", "task_complete", "premature_advancement", "unnecessary_repetition",
                     "early_termination", "recovery", "safety_violation", "protocol_violation", "episode_end")
 EVENT_LOG_LINES = 6
+PENDING = "pending"
 
 GREY = (0.75, 0.75, 0.78, 1.0)
 SAMPLE_BLUE = (0.25, 0.45, 0.75, 1.0)
@@ -168,7 +169,10 @@ def build_markers(state: MonitorState) -> list[MarkerSpec]:
                           colour=LEGAL_GREEN if stable else AMBER))
     if state.opportunity is not None:
         opp = state.opportunity
-        legal = ", ".join(op_text(op) for op in state.legal) if state.legal_objects() or state.legal else "-"
+        if state.legal_opportunity == opp.get("id"):
+            legal = ", ".join(op_text(op) for op in state.legal) or "-"
+        else:  # the referee publishes the legal set just after the opportunity
+            legal = PENDING
         text = f"opportunity #{opp.get('id')} ({opp.get('trigger', '')}): legal {legal}"
     else:
         text = "no open opportunity"

@@ -5,8 +5,8 @@ prints what it saw.
   STATIC <parent> <child>             each /tf_static transform (every latched publisher)
   TF <parent> <child>                 the first /tf transform of each child frame
   LEGAL <opportunity> <object,...>    each /referee/legal_set (objects its operations name)
-  MARKERS <opportunity> <object,...>  each /referee/markers array with an open opportunity:
-                                      the objects of its 'legal' markers
+  MARKERS <opportunity> <object,...>  each /referee/markers array with an open opportunity
+                                      whose legal set is known: the objects of its 'legal' markers
   CLEARED                             a marker array that starts with DELETEALL
 usage: monitor_probe.py
 """
@@ -56,7 +56,7 @@ def main() -> int:
             print("CLEARED", flush=True)
         opp = [m.text for m in msg.markers if m.ns == "opportunity"]
         match = re.match(r"opportunity #(-?\d+)", opp[0]) if opp else None
-        if match:
+        if match and not opp[0].endswith("legal pending"):
             objects = sorted(m.text for m in msg.markers if m.ns == "legal")
             print(f"MARKERS {match.group(1)} {','.join(objects)}", flush=True)
 

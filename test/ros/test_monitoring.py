@@ -84,12 +84,11 @@ def test_robot_links_and_fixtures_equal_the_simulators_bodies_to_1mm(urdf_xml, s
     poses = world_poses(urdf, dict(zip(js.names, js.position)))
     checked = 0
     for link, T in poses.items():
-        body = {"pan_load_cell": None}.get(link, link)
-        if link == "pan_load_cell":
-            pos = d.site_xpos[m.site("pan_load_cell").id]
-            rot = d.site_xmat[m.site("pan_load_cell").id].reshape(3, 3)
-        elif mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body) >= 0:
-            pos, rot = d.xpos[m.body(body).id], d.xmat[m.body(body).id].reshape(3, 3)
+        if link == "pan_load_cell":  # a site on the pan body
+            pos = d.site_xpos[m.site(link).id]
+            rot = d.site_xmat[m.site(link).id].reshape(3, 3)
+        elif mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, link) >= 0:
+            pos, rot = d.xpos[m.body(link).id], d.xmat[m.body(link).id].reshape(3, 3)
         else:
             continue
         assert np.linalg.norm(T[:3, 3] - pos) < 1e-3, link
@@ -150,12 +149,17 @@ def _by_ns(markers, ns):
 
 def test_legal_set_highlighted_then_the_wrong_first_choice_in_red():
     s = _state()
+    s.on_opportunity({"id": 3, "trigger": "confirmed_change"})
+    markers = build_markers(s)
+    assert not _by_ns(markers, "legal")  # the next opportunity's legal set has not arrived yet
+    assert _by_ns(markers, "opportunity")[0].text.endswith("legal pending")
+    s.on_legal_set(3, [{"type": "add", "object": "std_20", "destination": "pan"}])
     markers = build_markers(s)
     assert [m.text for m in _by_ns(markers, "legal")] == ["std_20"]
     colours = {lab.text: obj.colour[:3] for lab, obj in zip(_by_ns(markers, "labels"), _by_ns(markers, "objects"))}
     assert colours["std_20"] == LEGAL_GREEN[:3] and colours["std_10"] != LEGAL_GREEN[:3]
-    assert "opportunity #2" in _by_ns(markers, "opportunity")[0].text
-    s.on_event({"category": "choice", "object": "std_50", "opportunity_id": 2, "t": 3.0,
+    assert "opportunity #3" in _by_ns(markers, "opportunity")[0].text
+    s.on_event({"category": "choice", "object": "std_50", "opportunity_id": 3, "t": 3.0,
                 "operation": {"type": "add", "object": "std_50", "destination": "pan"},
                 "detail": {"scored": True, "correct": False}})
     markers = build_markers(s)
@@ -171,6 +175,7 @@ def test_closed_opportunity_and_new_episode_clear_the_state():
     assert "20.0 g  stable" in _by_ns(build_markers(s), "balance")[0].text
     assert "task_complete" in _by_ns(build_markers(s), "events")[0].text
     s.on_event({"category": "opportunity_closed", "opportunity_id": 2, "t": 9.5})
+    assert _by_ns(build_markers(s), "opportunity")[0].text == "no open opportunity"
     assert not _by_ns(build_markers(s), "legal")
     assert s.new_episode("ep2") and not s.objects and not s.events and s.reading is None
     assert not s.new_episode("ep2")
