@@ -20,6 +20,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DRIVER = REPO / "test" / "peers" / "weighing_driver.py"
 PROBE = REPO / "test" / "peers" / "monitor_probe.py"
 CAMERA_FRAMES = {"front_camera", "wrist_camera", "display_camera"}
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's, as test/reporting/browser.py
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +146,59 @@ def test_view_writes_a_rerun_recording_with_every_stream(watched):
     assert rows["balance/displayed_g"] == rows["balance/stable"] == bag["/balance/reading"] > 0
     assert rows["referee/events"] == bag["/referee/events"] > 0
     assert rows["referee/verdicts"] == 1  # the correct transfer's one scored first choice
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_viewer_renders_the_recording_in_a_headless_browser(watched, tmp_path):
+    """Rerun's web viewer (served on loopback by the rerun-sdk binary) in headless
+    Chromium, WebGL on SwiftShader: a screenshot of the scrubbable timeline."""
+    import time
+
+    import imageio.v2 as imageio
+    import numpy as np
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent (env/bootstrap.sh --test installs it)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    from labference_ros.recording.viewer import write_recording
+
+    run, _seen = watched
+    rrd, _counts = write_recording(run / "ep", tmp_path / "view.rrd")
+    web, grpc = _free_port(), _free_port()
+    rerun = pathlib.Path(sys.executable).with_name("rerun")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BROWSER": "true"}
+    server = subprocess.Popen([str(rerun), str(rrd), "--web-viewer", "--bind", "127.0.0.1", "--web-viewer-port",
+                               str(web), "--port", str(grpc), "--renderer", "webgl"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--use-gl=angle", "--use-angle=swiftshader",
+                "--enable-unsafe-swiftshader", "--window-size=1280,800", f"--user-data-dir={tmp_path / 'profile'}"):
+        opts.add_argument(arg)
+    driver = None
+    try:
+        time.sleep(5)
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        driver.get(f"http://127.0.0.1:{web}/?url=rerun%2Bhttp%3A%2F%2F127.0.0.1%3A{grpc}%2Fproxy&renderer=webgl")
+        time.sleep(45)  # wasm start and the recording streaming in, on a software rasteriser
+        shot = tmp_path / "viewer.png"
+        assert driver.save_screenshot(str(shot))
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.terminate()
+        server.wait(10)
+    pixels = imageio.imread(shot)[..., :3].reshape(-1, 3)
+    # A rendered viewer (panels, camera images, plots), not a blank or error page.
+    assert len(np.unique(pixels, axis=0)) > 500
+    (run / "viewer.png").write_bytes(shot.read_bytes())
