@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -179,7 +180,8 @@ def test_viewer_renders_the_recording_in_a_headless_browser(watched, tmp_path):
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BROWSER": "true"}
     server = subprocess.Popen([str(rerun), str(rrd), "--web-viewer", "--bind", "127.0.0.1", "--web-viewer-port",
                                str(web), "--port", str(grpc), "--renderer", "webgl"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # the entry point runs the viewer binary as a child
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--use-gl=angle", "--use-angle=swiftshader",
@@ -196,7 +198,7 @@ def test_viewer_renders_the_recording_in_a_headless_browser(watched, tmp_path):
     finally:
         if driver is not None:
             driver.quit()
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(10)
     pixels = imageio.imread(shot)[..., :3].reshape(-1, 3)
     # A rendered viewer (panels, camera images, plots), not a blank or error page.
