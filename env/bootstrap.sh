@@ -77,11 +77,30 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   pip_install --no-deps openpi-client==0.1.2 || { say "openpi-client install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
-  rm -f "$VENV/.stamp-interfaces"
+  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs"
+fi
+
+# tf2_msgs (TFMessage for /tf and /tf_static) is missing from the PyPI wheels:
+# build the distribution's definition into the venv like our own interfaces.
+TF2_STAMP="$VENV/.stamp-tf2-msgs"
+want_tf2=$(digest env/tf2_msgs/CMakeLists.txt env/tf2_msgs/package.xml env/tf2_msgs/msg/*.msg)
+if [ "$(cat "$TF2_STAMP" 2>/dev/null)" != "$want_tf2" ]; then
+  say "building tf2_msgs into $VENV"
+  rm -rf build/tf2_msgs
+  mkdir -p build
+  (
+    export PATH="$VENV/bin:$PATH"
+    cmake -S env/tf2_msgs -B build/tf2_msgs -DBUILD_TESTING=OFF \
+      -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
+      -DPython3_EXECUTABLE="$VENV/bin/python" >build/tf2_msgs.log 2>&1 \
+      && cmake --build build/tf2_msgs -j"$(nproc)" >>build/tf2_msgs.log 2>&1 \
+      && cmake --install build/tf2_msgs >>build/tf2_msgs.log 2>&1
+  ) || { say "tf2_msgs build failed; see build/tf2_msgs.log"; tail -20 build/tf2_msgs.log >&2; exit 1; }
+  echo "$want_tf2" > "$TF2_STAMP"
 fi
 
 IFACE_STAMP="$VENV/.stamp-interfaces"
-want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv)
+want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv urdf/*)
 if [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$want_iface" ]; then
   say "building the labference interfaces into $VENV"
   rm -rf build/interfaces

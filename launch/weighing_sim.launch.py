@@ -3,6 +3,7 @@
 """Feedback weighing in simulation: simulator, balance, referee, policy bridge, episode runner."""
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -44,6 +45,8 @@ def generate_launch_description():
                               description="Sim seconds per episode before it is stopped with reason 'deadline'"),
         DeclareLaunchArgument('free_space_check', default_value='true',
                               description="Refuse to start when the output directory's file system has less free space than the run's estimated size (from record, image size, camera_rate, deadline_s and episodes; `labference launch` only)", choices=['true', 'false']),
+        DeclareLaunchArgument('monitor', default_value='false',
+                              description='Start the monitor node for RViz (rviz/weighing.rviz): /robot_description, /tf from joint states and /referee/markers; recorded in the bag too', choices=['true', 'false']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
     ]
@@ -100,6 +103,13 @@ def generate_launch_description():
         }],
         on_exit=Shutdown(reason='recorder exited'),
     )
+    monitor = Node(
+        package='labference', executable='monitor', name='monitor', output='screen',
+        parameters=[{
+        }],
+        condition=IfCondition(LaunchConfiguration('monitor')),
+        on_exit=Shutdown(reason='monitor exited'),
+    )
     episode_runner = Node(
         package='labference', executable='episode_runner', name='episode_runner', output='screen',
         parameters=[{
@@ -119,4 +129,4 @@ def generate_launch_description():
         }],
         on_exit=Shutdown(reason='episode_runner finished'),
     )
-    return LaunchDescription([*arguments, lab_sim, balance, referee, policy_bridge, oracle, recorder, episode_runner])
+    return LaunchDescription([*arguments, lab_sim, balance, referee, policy_bridge, oracle, recorder, monitor, episode_runner])

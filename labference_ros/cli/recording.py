@@ -68,6 +68,27 @@ FORMAT_HELP = ("hdf5: demonstrations.hdf5 + manifest + training index in <out>; 
                "dataset (parquet frames, mp4 videos, meta/) in <out>/lerobot. Repeat for both.")
 
 
+@click.command()
+@click.argument("episode_dir", type=click.Path(exists=True))
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="Output .rrd file (default: EPISODE_DIR/view.rrd).")
+def view(episode_dir: str, out_path: str | None) -> None:
+    """Turn one recorded episode (its directory or bag) into a Rerun recording to scrub:
+    cameras, joint positions, the balance reading, referee events and verdicts on one
+    sim-time timeline. Open it with `rerun FILE.rrd` (the viewer comes with rerun-sdk)."""
+    from labference_ros.recording.bag_reader import BagError
+    from labference_ros.recording.viewer import write_recording
+
+    try:
+        path, counts = write_recording(episode_dir, out_path)
+    except BagError as exc:
+        _fail(str(exc))
+    if not counts:
+        _fail(f"{episode_dir}: the bag holds nothing to show", 1)
+    click.echo(f"wrote {path}: {sum(counts.values())} entries on {len(counts)} streams")
+    click.echo(f"open it with: rerun {path}")
+
+
 @click.command("demos-from-bags")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", type=click.Path(), default=None, help="Output directory (default: RUN_DIR/demos).")
@@ -152,4 +173,4 @@ def recover_bag(bag: str) -> None:
     click.echo(f"original kept in {kept}")
 
 
-COMMANDS = (audit, videos, demos_from_bags, demos, recover_bag)
+COMMANDS = (audit, videos, view, demos_from_bags, demos, recover_bag)

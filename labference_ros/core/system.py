@@ -26,7 +26,7 @@ class EvaluationValidityError(RuntimeError):
 class EvaluatorView:
     """Evaluator state a privileged system may read: the resolved instance
     and measured object positions with their support."""
-    instance: object  # core.instance.WeighingInstance
+    instance: object  # the task family's resolved instance
     positions: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     on_pan: frozenset[str] = frozenset()
     t: float = 0.0

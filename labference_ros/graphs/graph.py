@@ -32,6 +32,8 @@ class NodeSpec:
     remappings: tuple[tuple[str, str], ...] = ()
     # The node whose exit ends the graph and whose exit code is the run's exit code.
     ends_graph: bool = False
+    # A boolean launch argument that must be true for the node to start ("" = always).
+    when: str = ""
 
     @property
     def module(self) -> str:
@@ -46,6 +48,10 @@ class Graph:
     arguments: tuple[LaunchArgument, ...]
     nodes: tuple[NodeSpec, ...]
     task: str = ""  # the task family its episodes belong to (labference_ros.tasks)
+
+    def started(self, arguments: dict[str, str]) -> tuple[NodeSpec, ...]:
+        """The nodes that start with these (validated) launch argument values."""
+        return tuple(n for n in self.nodes if not n.when or typed(arguments[n.when], bool))
 
     @property
     def launch_file(self) -> str:

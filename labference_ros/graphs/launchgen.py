@@ -24,6 +24,7 @@ HEADER = '''\
 """{description}."""
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -52,6 +53,8 @@ def _node(node: NodeSpec, package: str) -> list[str]:
         lines.append("        remappings=[")
         lines += [f"            ({src!r}, {dst!r})," for src, dst in node.remappings]
         lines.append("        ],")
+    if node.when:
+        lines.append(f"        condition=IfCondition(LaunchConfiguration({node.when!r})),")
     lines.append(f"        on_exit=Shutdown(reason={reason!r}),")
     lines.append("    )")
     return lines

@@ -37,6 +37,9 @@ ARGUMENTS = (
     LaunchArgument("free_space_check", "true", "Refuse to start when the output directory's file system has less "
                    "free space than the run's estimated size (from record, image size, camera_rate, deadline_s "
                    "and episodes; `labference launch` only)", choices=("true", "false")),
+    LaunchArgument("monitor", "false", "Start the monitor node for RViz (rviz/weighing.rviz): /robot_description, "
+                   "/tf from joint states and /referee/markers; recorded in the bag too",
+                   choices=("true", "false")),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),
 )
@@ -65,6 +68,8 @@ NODES = (
     # Idle unless `support` names one: binds support to each opportunity the referee opens.
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
     NodeSpec("recorder", "recorder", parameters={"task": TASK, "enabled": Param("record", bool)}),
+    # RViz's inputs (robot description, tf, referee markers); evaluator-side.
+    NodeSpec("monitor", "monitor", parameters={}, when="monitor"),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),

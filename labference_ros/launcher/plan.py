@@ -41,7 +41,7 @@ def node_processes(graph: Graph, arguments: dict[str, str], substitutes: dict[st
     if unknown:
         raise ValueError(f"no node runs executable(s) {', '.join(sorted(unknown))} in {graph.name}")
     out = []
-    for node in graph.nodes:
+    for node in graph.started(arguments):
         target = substitutes.get(node.executable, node.module)
         # -u: unbuffered, so the prefixed output interleaves in the order it happened.
         head = [python, "-u", target] if target.endswith(".py") else [python, "-u", "-m", target]

@@ -10,13 +10,14 @@ import time
 import uuid
 
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import TransformStamped, WrenchStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
+from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 
 from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
@@ -26,6 +27,7 @@ from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
 from labference_ros.nodes.runtime import run_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES, CAMERA_NAMES
+from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import validate_arm_command
 from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
 
@@ -63,6 +65,9 @@ class LabSim(Node):
         self.pub_tare = self.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", QoSProfile(depth=200))
+        # Fixtures at this layout's poses and the cameras' optical frames (sim/frames.py).
+        self.pub_tf_static = self.create_publisher(
+            TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in CAMERA_NAMES}
         self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in CAMERA_NAMES}
         self.create_subscription(JointTrajectory, f"/{v['controller']}/joint_trajectory", self.on_trajectory, qos)
@@ -163,11 +168,24 @@ class LabSim(Node):
             pixels = self.backend.render(cam)
             img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
                         step=pixels.shape[1] * 3, data=pixels.tobytes())
-            img.header.stamp, img.header.frame_id = stamp, f"{cam}_camera"
+            img.header.stamp, img.header.frame_id = stamp, camera_frame_id(cam)
             self.pub_images[cam].publish(img)
             info = CameraInfo(height=img.height, width=img.width)
             info.header = img.header
             self.pub_info[cam].publish(info)
+
+    def publish_static_frames(self) -> None:
+        from labference_ros.sim.frames import cell_frames
+
+        transforms = []
+        for f in cell_frames(self.backend.model, self.backend.data):
+            t = TransformStamped(child_frame_id=f.child)
+            t.header.frame_id = f.parent
+            t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = f.translation
+            q = t.transform.rotation
+            q.w, q.x, q.y, q.z = f.quaternion
+            transforms.append(t)
+        self.pub_tf_static.publish(TFMessage(transforms=transforms))
 
     def realtime_tick(self):
         if not self.loaded:
@@ -196,6 +214,7 @@ class LabSim(Node):
             self._wall_anchor = None
         # Tare first; measurements start with the first advance, after the tare is out.
         self.pub_tare.publish(self.wrench_msg(self.backend.empty_pan_wrench(), s_to_stamp(0.0, Time())))
+        self.publish_static_frames()
         response.success, response.message = True, f"loaded {instance.instance_id}"
         response.layout_hash, response.sim_time = instance.layout_hash, self.backend.sim_time
         return response

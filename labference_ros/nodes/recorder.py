@@ -47,6 +47,18 @@ def header_stamp_s(data: bytes) -> float:
     return sec + nanosec * 1e-9
 
 
+def merge_static_transforms(previous: bytes | None, data: bytes) -> bytes:
+    """One serialized TFMessage with the transforms of both, the newer winning per child frame."""
+    from rclpy.serialization import deserialize_message, serialize_message
+    from tf2_msgs.msg import TFMessage
+
+    if previous is None:
+        return data
+    merged = {t.child_frame_id: t for t in deserialize_message(previous, TFMessage).transforms}
+    merged.update({t.child_frame_id: t for t in deserialize_message(data, TFMessage).transforms})
+    return serialize_message(TFMessage(transforms=list(merged.values())))
+
+
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
@@ -82,7 +94,8 @@ class Recorder(Node):
             self.get_logger().warning(f"not recording {topic}: type {msgtype} is not importable")
             self.types[topic] = ""
             return
-        qos = QoSProfile(depth=1 if latched else 1000,
+        # Latched: one sample per publisher (depth 10 keeps those of several publishers).
+        qos = QoSProfile(depth=10 if latched else 1000,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
                          reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE)
         self.types[topic] = msgtype
@@ -117,7 +130,11 @@ class Recorder(Node):
         return ""
 
     def on_message(self, topic: str, data: bytes) -> None:
-        if topic in LATCHED_TOPICS:
+        if topic == "/tf_static":
+            # Several nodes latch static frames (lab_sim the fixtures, monitor the
+            # robot): the episode's bag starts with all of them in one message.
+            self.latched[topic] = merge_static_transforms(self.latched.get(topic), data)
+        elif topic in LATCHED_TOPICS:
             self.latched[topic] = data
         if topic == "/referee/events":
             self._watch_referee(data)

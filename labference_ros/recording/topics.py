@@ -28,6 +28,11 @@ RECORDED_TOPICS: dict[str, str] = {
     "/policy/action_chunks": "labference/msg/ActionChunk",
     "/panda_arm_controller/joint_trajectory": "trajectory_msgs/msg/JointTrajectory",
     "/panda_gripper/command": "labference/msg/GripperCommand",
+    # The 3D scene for MCAP viewers (monitor:=true; lab_sim's /tf_static always).
+    "/robot_description": "std_msgs/msg/String",
+    "/tf": "tf2_msgs/msg/TFMessage",
+    "/tf_static": "tf2_msgs/msg/TFMessage",
+    "/referee/markers": "visualization_msgs/msg/MarkerArray",
 }
 CAMERAS = ("front", "wrist", "display")
 for _cam in CAMERAS:
@@ -37,8 +42,9 @@ for _cam in CAMERAS:
 # Topics discovered at run time (type taken from the graph): extra cameras, Oracle outputs.
 RECORDED_PATTERNS = ("/cameras/*", "/oracle/*", "/policy/*", "/referee/*", "/evaluator/*")
 
-# Publishers that keep their last sample for late joiners (the tare).
-LATCHED_TOPICS = ("/balance/tare",)
+# Publishers that keep their last sample for late joiners (the tare, the robot
+# description, static transforms).
+LATCHED_TOPICS = ("/balance/tare", "/robot_description", "/tf_static")
 
 
 def wanted(topic: str) -> bool:

@@ -145,7 +145,7 @@ def test_every_branch_hands_the_prefix_to_its_reset_system(monkeypatch):
     prefix already moved it, a system that got the prefix knows; one that did not
     picks the same standard up again."""
     from labference_ros.core.operations import add
-    from labference_ros.policies.base import TestedSystem
+    from labference_ros.core.system import TestedSystem
     cp = prepare(population_from_instances([INSTANCES[0]], prefix=(add("std_20"),))[0])
     params = {"preference": "std_20"}
     informed = run_branch(cp, "fixed_preference", (), params=params, budget_s=8.0)

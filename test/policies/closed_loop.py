@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from labference_ros.core.action_spec import validate_chunk
 from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
 from labference_ros.core.observation import project_observation
-from labference_ros.policies.base import EvaluatorView
+from labference_ros.core.system import EvaluatorView
 from labference_ros.sim.camera import calibration_from_model
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 

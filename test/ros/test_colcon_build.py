@@ -20,3 +20,10 @@ def test_colcon_build_installs_interfaces_python_package_and_launch(tmp_path):
     assert (site / "labference_ros" / "core" / "measurements.py").is_file()
     assert (install / "share" / "labference" / "package.xml").is_file()
     assert (install / "share" / "ament_index" / "resource_index" / "packages" / "labference").is_file()
+    # Monitoring: the RViz config, the cell and Panda URDFs with the Panda's meshes.
+    share = install / "share" / "labference"
+    assert (share / "rviz" / "weighing.rviz").is_file()
+    assert (share / "urdf" / "panda.urdf").is_file()
+    assert (share / "meshes" / "panda" / "link0_0.obj").is_file()
+    # env/tf2_msgs (embedded only) is ignored: a full install keeps the distribution's tf2_msgs.
+    assert not (tmp_path / "ws" / "install" / "tf2_msgs").exists()

@@ -132,7 +132,7 @@ def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
 def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
     missing = [k for k in ("balance", SAMPLE, *STANDARDS) if k not in instance.layout]
     if missing:
-        raise ValueError(f"instance layout lacks {missing}; fill it with core.layout.generate_layout")
+        raise ValueError(f"instance layout lacks {missing}; fill it with tasks.weighing.layout.generate_layout")
     spec = mujoco.MjSpec()
     spec.modelname = "labference_weighing"
     opt = spec.option
