@@ -115,8 +115,9 @@ class SceneEstimate:
     blobs: dict[str, tuple[float, float, int]]
 
 
-def estimate_scene(image: np.ndarray, calib: CameraCalibration) -> SceneEstimate:
-    """Standards on the table and the pan centre, from one front image."""
+def _labelled_standards(image: np.ndarray, calib: CameraCalibration):
+    """Colour blobs of one front image, and each labelled standard's body centre
+    with its label back-projected at the height of a standard standing on the table."""
     if image.shape[:2] != (calib.height, calib.width):
         raise ValueError(f"image {image.shape[:2]} does not match calibration "
                          f"{(calib.height, calib.width)}")
@@ -127,6 +128,12 @@ def estimate_scene(image: np.ndarray, calib: CameraCalibration) -> SceneEstimate
             h = STANDARD_SHAPES[name].height
             x, y = calib.on_plane(blobs[name][0], blobs[name][1], h + LABEL_LIFT)
             standards[name] = (x, y, h / 2)
+    return blobs, standards
+
+
+def estimate_scene(image: np.ndarray, calib: CameraCalibration) -> SceneEstimate:
+    """Standards on the table and the pan centre, from one front image."""
+    blobs, standards = _labelled_standards(image, calib)
     pan = None
     if "sample" in blobs:
         # The sample stands near the pan centre: a first guess, refined by
@@ -233,16 +240,7 @@ def estimate_arrangement(image: np.ndarray, calib: CameraCalibration,
 def estimate_scene_without_pan(image: np.ndarray, calib: CameraCalibration) -> SceneEstimate:
     """estimate_scene without the housing fit (the costly part): the pan
     centre is only the sample's position, good to about a centimetre."""
-    if image.shape[:2] != (calib.height, calib.width):
-        raise ValueError(f"image {image.shape[:2]} does not match calibration "
-                         f"{(calib.height, calib.width)}")
-    blobs = find_blobs(image)
-    standards = {}
-    for name in STANDARDS:
-        if name in blobs:
-            h = STANDARD_SHAPES[name].height
-            x, y = calib.on_plane(blobs[name][0], blobs[name][1], h + LABEL_LIFT)
-            standards[name] = (x, y, h / 2)
+    blobs, standards = _labelled_standards(image, calib)
     return SceneEstimate(standards, _sample_pan_guess(blobs, calib), blobs)
 
 
