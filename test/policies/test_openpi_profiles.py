@@ -201,5 +201,6 @@ def test_launch_refuses_a_bad_profile_before_anything_starts():
     from labference_ros.launcher.launch import launch
 
     bad = json.dumps({"profile": "droid", "images": {"observation/exterior_image_1_left": "front"}})
-    with pytest.raises(LaunchArgumentError, match=r"system_params: camera\(s\) \['wrist', 'display'\] fill no"):
+    with pytest.raises(LaunchArgumentError, match=r"system_params of system 'openpi' refused: openpi: "
+                                                  r"camera\(s\) \['wrist', 'display'\] fill no"):
         launch("weighing_sim.launch.py", ["system:=openpi", f"system_params:={bad}"])
