@@ -22,8 +22,8 @@ def observation_source(backend, instance, k: int = 0, history=()) -> dict:
             "camera_calibration": {"front": calib.to_dict()}, "history": list(history)}
 
 
-def settled_observation(index: int = 3):
-    instance = generate("basic", index + 1, 1, 100, 0)[index]
+def observe_settled(instance):
+    """The observation (and balance reading) once the loaded instance has settled 1.5 s."""
     backend = make_backend()
     backend.load(instance)
     balance = BalanceModel(BalanceParameters(), backend.gravity)
@@ -35,4 +35,10 @@ def settled_observation(index: int = 3):
     backend.set_display(reading.displayed_g, reading.stable)
     obs = project_observation(observation_source(backend, instance))
     backend.close()
+    return obs, reading
+
+
+def settled_observation(index: int = 3):
+    instance = generate("basic", index + 1, 1, 100, 0)[index]
+    obs, reading = observe_settled(instance)
     return instance, obs, reading

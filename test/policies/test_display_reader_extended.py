@@ -3,16 +3,13 @@ pan from pixels, derives the goal subset from the display, and removes and
 adds standards in a legal order, scored by the referee core (no ROS)."""
 import pytest
 
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
 from labference_ros.tasks.weighing.contract import weighing_extended
 from labference_ros.tasks.weighing.instances import generate, legal_at_start
-from labference_ros.core.observation import project_observation
 from labference_ros.core.operations import add, remove
 from labference_ros.policies import make
 from labference_ros.perception.vision import CameraCalibration, estimate_arrangement, quick_standards_on_pan
-from closed_loop import make_backend
 from refereed_loop import run_refereed_episode
-from sim_observation import observation_source
+from sim_observation import observe_settled
 
 # The graph's population for condition:=extended seed:=0 starts with these.
 SEED_LIST = generate("extended", 8, task_seed=0, layout_seed=0, policy_seed=0)
@@ -24,18 +21,7 @@ CLOSED_LOOP = [SEED_LIST[i] for i in (0, 1, 4)]
 MIN_COMPLETED = 2
 
 def settled(instance):
-    backend = make_backend()
-    backend.load(instance)
-    balance = BalanceModel(BalanceParameters(), backend.gravity)
-    balance.calibrate_empty(backend.empty_pan_wrench().force_up)
-    for _ in range(150):
-        backend.advance(0.01)
-        w = backend.pan_wrench()
-        reading = balance.update(backend.sim_time, w.force, w.torque)
-    backend.set_display(reading.displayed_g, reading.stable)
-    obs = project_observation(observation_source(backend, instance))
-    backend.close()
-    return obs
+    return observe_settled(instance)[0]
 
 
 @pytest.mark.parametrize("instance", SEED_LIST[:3] + generate("basic", 1, 1, 100, 0),
