@@ -5,6 +5,8 @@ Episode boundaries come from the episode runner: /recorder/start_episode (before
 the simulator reset, so the bag holds the episode from its first message) and
 /recorder/finish_episode (after the referee's finish, so the final events are
 in the bag). The bag is closed cleanly on finish, on a new start and on SIGTERM.
+A start answers once every publisher the graph announces is matched (at most
+match_timeout_s), so a recorder started with the graph misses no first message.
 """
 from __future__ import annotations
 
@@ -37,6 +39,14 @@ def msg_class(msgtype: str):
 
 # Measurement topics whose stamps tell how far the recording has got.
 WATERMARK_TOPICS = ("/evaluator/world_state", "/balance/reading")
+
+
+def qos_compatible(offered, requested) -> bool:
+    """DDS request/offer rules for the two policies the recorder varies."""
+    if requested.reliability == ReliabilityPolicy.RELIABLE and offered.reliability == ReliabilityPolicy.BEST_EFFORT:
+        return False
+    volatile_offer = offered.durability == DurabilityPolicy.VOLATILE
+    return not (requested.durability == DurabilityPolicy.TRANSIENT_LOCAL and volatile_offer)
 
 
 def header_stamp_s(data: bytes) -> float:
@@ -73,6 +83,8 @@ class Recorder(Node):
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
         self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
+        self.subscriptions_by_topic: dict[str, object] = {}
+        self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
         # record:=false: no subscriptions at all (receiving every camera frame for
         # nothing cost about a tenth of an episode's CPU); start requests are refused.
         self.enabled = bool(self.declare_parameter("enabled", True).value)
@@ -99,7 +111,30 @@ class Recorder(Node):
                          durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
                          reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE)
         self.types[topic] = msgtype
-        self.create_subscription(cls, topic, lambda data, t=topic: self.on_message(t, data), qos, raw=True)
+        self.subscriptions_by_topic[topic] = self.create_subscription(
+            cls, topic, lambda data, t=topic: self.on_message(t, data), qos, raw=True)
+
+    def _unmatched_topics(self) -> list[str]:
+        """Topics with a compatible publisher in the graph that this recorder has not matched yet."""
+        pending = []
+        for topic, sub in self.subscriptions_by_topic.items():
+            wanted_qos = sub.qos_profile
+            compatible = [p for p in self.get_publishers_info_by_topic(topic) if qos_compatible(p.qos_profile, wanted_qos)]
+            if sub.get_publisher_count() < len(compatible):
+                pending.append(topic)
+        return pending
+
+    def _await_matched(self) -> None:
+        """Discovery is asynchronous: a recorder started with the graph may not yet be
+        matched with the simulator's publishers when the first episode starts, and
+        would then miss the episode's first messages (seen under CI load)."""
+        deadline = time.monotonic() + self.match_timeout_s
+        pending = self._unmatched_topics()
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
+            pending = self._unmatched_topics()
+        if pending:
+            self.get_logger().warning(f"starting the bag before matching the publishers of {', '.join(pending)}")
 
     def _discover(self) -> None:
         """Subscribe topics that appeared in the graph (Oracle outputs, extra cameras)."""
@@ -168,6 +203,7 @@ class Recorder(Node):
             response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
             return response
         self._close("superseded")
+        self._await_matched()
         out = pathlib.Path(request.output_dir)
         try:
             meta = episode_custom_data(self.family, request.episode_id, request.instance_json, request.run_json, out)
