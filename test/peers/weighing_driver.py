@@ -89,11 +89,14 @@ def main() -> int:
     receipt = DeliveryReceipt(episode_id=episode_id, receipt_id="r1", kind="observation", payload_id="obs-1",
                               status="delivered")
     s_to_stamp(sim_t[0], receipt.header.stamp)
+    # The referee echoes each delivery (latched); the motion starts only once it has
+    # the delivery, or the opportunity would open after the choice was made.
+    echoes = {}
+    node.create_subscription(DeliveryReceipt, "/referee/receipts",
+                             lambda m: m.episode_id == episode_id and echoes.update({m.payload_id: m}),
+                             QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     if record:
         from labference.msg import ActionChunk
-        echoes = {}
-        node.create_subscription(DeliveryReceipt, "/referee/receipts",
-                                 lambda m: echoes.update({m.payload_id: m}), QoSProfile(depth=50))
         chunk_pub = node.create_publisher(ActionChunk, "/policy/action_chunks", 10)
         deadline = time.monotonic() + 30
         while node.count_subscribers("/policy/action_chunks") < 1 and time.monotonic() < deadline:
@@ -110,6 +113,10 @@ def main() -> int:
         advance(0.01)
     arm_q = list(joints["js"].position[:7])
     obj = world.objects[chosen]
+    deadline = time.monotonic() + 30
+    while "obs-1" not in echoes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "obs-1" in echoes, "the referee never echoed the delivery"
     plan = plan_to_pan(planner, arm_q, chosen, obj.position, instance.layout["balance"])
     t0 = sim_t[0]
     traj = JointTrajectory(joint_names=list(ARM_JOINT_NAMES))
@@ -122,9 +129,6 @@ def main() -> int:
     if record:
         # The applied plan as the action chunk of the delivered observation, bound to
         # the evidence version the referee echoed for it (audited from the bag).
-        deadline = time.monotonic() + 30
-        while "obs-1" not in echoes and time.monotonic() < deadline:
-            time.sleep(0.01)
         chunk = ActionChunk(episode_id=episode_id, chunk_id="c1", observation_id="obs-1",
                             evidence_version=echoes["obs-1"].evidence_version, representation="joint",
                             mode="absolute", frame="panda_link0", dim=7, length=len(plan.arm_q),
