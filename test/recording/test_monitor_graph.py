@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -150,11 +151,14 @@ def test_view_writes_a_rerun_recording_with_every_stream(watched):
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.mark.slow
@@ -185,22 +189,35 @@ def test_viewer_renders_the_recording_in_a_headless_browser(watched, tmp_path):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--use-gl=angle", "--use-angle=swiftshader",
-                "--enable-unsafe-swiftshader", "--window-size=1280,800", f"--user-data-dir={tmp_path / 'profile'}"):
+                "--enable-unsafe-swiftshader", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--window-size=1280,800",
+                f"--user-data-dir={tmp_path / 'profile'}"):
         opts.add_argument(arg)
+    shot = tmp_path / "viewer.png"
+
+    def colours() -> int:
+        return len(np.unique(imageio.imread(shot)[..., :3].reshape(-1, 3), axis=0))
+
     driver = None
     try:
-        time.sleep(5)
+        deadline = time.monotonic() + 30
+        while not _listening(web) and time.monotonic() < deadline:
+            time.sleep(0.2)
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
         driver.get(f"http://127.0.0.1:{web}/?url=rerun%2Bhttp%3A%2F%2F127.0.0.1%3A{grpc}%2Fproxy&renderer=webgl")
-        time.sleep(45)  # wasm start and the recording streaming in, on a software rasteriser
-        shot = tmp_path / "viewer.png"
-        assert driver.save_screenshot(str(shot))
+        # The wasm viewer starts and the recording streams in on a software rasteriser:
+        # poll the screenshot instead of sleeping for the slowest case.
+        deadline = time.monotonic() + 90
+        while True:
+            assert driver.save_screenshot(str(shot))
+            # A rendered viewer (panels, camera images, plots), not a blank or error page.
+            if colours() > 500 or time.monotonic() > deadline:
+                break
+            time.sleep(2)
     finally:
         if driver is not None:
             driver.quit()
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(10)
-    pixels = imageio.imread(shot)[..., :3].reshape(-1, 3)
-    # A rendered viewer (panels, camera images, plots), not a blank or error page.
-    assert len(np.unique(pixels, axis=0)) > 500
+    assert colours() > 500
     (run / "viewer.png").write_bytes(shot.read_bytes())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from labference_ros.reporting.episodes import load
 from test_campaign import FAKE, campaign_domain, locked_campaign  # noqa: F401 (campaign_domain: autouse fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ros"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from test_dds_loopback import _capture, _ip, needs_netns, sealed_netns  # noqa: E402,F401 (fixture)
 
 LABFERENCE = str(Path(sys.executable).with_name("labference"))
@@ -432,8 +434,11 @@ def test_capture_sees_a_campaign_whose_scheduler_is_off_loopback(sealed_netns, f
 # -- the real launcher ---------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_real_episodes_score_the_same_on_one_and_two_workers(tmp_path, monkeypatch):
-    """Two scripted_expert episodes through `labference launch`, one per chunk."""
+def test_real_episodes_score_as_one_launch_does_on_two_workers(tmp_path, monkeypatch):
+    """The golden launch's two scripted_expert episodes (one launch, seed 0, captured
+    before the task-module reorganisation) as two chunks on two workers at once."""
+    from goldens import VOLATILE, golden_scores
+
     from labference_ros.tasks.weighing.instances import generate
 
     monkeypatch.delenv("LABFERENCE_LAUNCHER", raising=False)
@@ -443,14 +448,19 @@ def test_real_episodes_score_the_same_on_one_and_two_workers(tmp_path, monkeypat
     lock = read_lock(locked_campaign(tmp_path, items, chunk_size=1, arm=arm))
     arm_id = "00-scripted_expert-basic"
 
-    cov = run_campaign(lock, log=_quiet, workers=1)
-    assert cov["complete"], cov
-    one = _set_aside(lock, "runs-one-worker")
+    def by_instance(scores: dict) -> dict:
+        # Episode ids are NNNN_<instance id>, NNNN the place in its launch; ids derived
+        # from them (observations, events) differ only by that place.
+        text = re.sub(r"\b\d{4}_(basic-\d+-\d{4})", r"\1", json.dumps(scores))
+        return {k: v for k, v in json.loads(text).items() if k not in VOLATILE}
+
     cov = run_campaign(lock, log=_quiet, workers=2)
     assert cov["complete"], cov
-    two = final_scores(lock)
-    assert set(one[arm_id]) == {i["instance_id"] for i in items}
-    assert all(s["status"] == "final" and s["valid_complete"] is True for s in one[arm_id].values())
+    two = {iid: by_instance(s) for iid, s in final_scores(lock)[arm_id].items()}
+    one = {episode.split("_", 1)[1]: by_instance(comparable_scores(s))
+           for episode, s in golden_scores("expert_basic").items()}
+    assert set(two) == {i["instance_id"] for i in items} == set(one)
+    assert all(s["status"] == "final" and s["valid_complete"] is True for s in two.values())
     # Every field the referee computed, sim times included (the episode id names the attempt).
     assert two == one
     domains = {json.loads(p.read_text())["ros_domain_id"] for p in Path(lock["output_dir"]).glob("*/attempt-*/attempt.json")}
