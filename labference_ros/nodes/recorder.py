@@ -18,7 +18,7 @@ import time
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, ReliabilityPolicy, qos_check_compatible
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 
@@ -42,11 +42,10 @@ WATERMARK_TOPICS = ("/evaluator/world_state", "/balance/reading")
 
 
 def qos_compatible(offered, requested) -> bool:
-    """DDS request/offer rules for the two policies the recorder varies."""
-    if requested.reliability == ReliabilityPolicy.RELIABLE and offered.reliability == ReliabilityPolicy.BEST_EFFORT:
-        return False
-    volatile_offer = offered.durability == DurabilityPolicy.VOLATILE
-    return not (requested.durability == DurabilityPolicy.TRANSIENT_LOCAL and volatile_offer)
+    """Whether DDS can match a publisher offering `offered` with a subscription
+    requesting `requested` (rclpy's own request/offer check; 'cannot tell' counts as yes)."""
+    compatibility, _reason = qos_check_compatible(offered, requested)
+    return compatibility != QoSCompatibility.ERROR
 
 
 def header_stamp_s(data: bytes) -> float:
@@ -118,9 +117,9 @@ class Recorder(Node):
         """Topics with a compatible publisher in the graph that this recorder has not matched yet."""
         pending = []
         for topic, sub in self.subscriptions_by_topic.items():
-            wanted_qos = sub.qos_profile
-            compatible = [p for p in self.get_publishers_info_by_topic(topic) if qos_compatible(p.qos_profile, wanted_qos)]
-            if sub.get_publisher_count() < len(compatible):
+            offers = [p.qos_profile for p in self.get_publishers_info_by_topic(topic)]
+            matchable = sum(qos_compatible(offer, sub.qos_profile) for offer in offers)
+            if sub.get_publisher_count() < matchable:
                 pending.append(topic)
         return pending
 
