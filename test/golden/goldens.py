@@ -27,10 +27,14 @@ def canonical(records) -> str:
     return json.dumps(records, sort_keys=True)
 
 
+def without_volatile(scores: dict) -> dict:
+    """A scores.json without its run-time fields."""
+    return {k: v for k, v in scores.items() if k not in VOLATILE}
+
+
 def golden_scores(name: str) -> dict[str, dict]:
     """episode directory name -> its golden scores.json, without run-time fields."""
-    return {episode: {k: v for k, v in scores.items() if k not in VOLATILE}
-            for episode, scores in LAUNCHES[name]["scores"].items()}
+    return {episode: without_volatile(scores) for episode, scores in LAUNCHES[name]["scores"].items()}
 
 
 def assert_run_matches_golden(name: str, run_dir: pathlib.Path) -> None:
@@ -38,5 +42,5 @@ def assert_run_matches_golden(name: str, run_dir: pathlib.Path) -> None:
     for episode, want in golden_scores(name).items():
         path = run_dir / "episodes" / episode / "scores.json"
         assert path.exists(), f"{name}: {episode} is not in {run_dir}"
-        got = {k: v for k, v in json.loads(path.read_text()).items() if k not in VOLATILE}
+        got = without_volatile(json.loads(path.read_text()))
         assert canonical(got) == canonical(want), f"{name}/{episode}: scores.json differs from the golden one"

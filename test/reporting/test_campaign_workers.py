@@ -437,7 +437,7 @@ def test_capture_sees_a_campaign_whose_scheduler_is_off_loopback(sealed_netns, f
 def test_real_episodes_score_as_one_launch_does_on_two_workers(tmp_path, monkeypatch):
     """The golden launch's two scripted_expert episodes (one launch, seed 0, captured
     before the task-module reorganisation) as two chunks on two workers at once."""
-    from goldens import VOLATILE, golden_scores
+    from goldens import golden_scores, without_volatile
 
     from labference_ros.tasks.weighing.instances import generate
 
@@ -452,7 +452,7 @@ def test_real_episodes_score_as_one_launch_does_on_two_workers(tmp_path, monkeyp
         # Episode ids are NNNN_<instance id>, NNNN the place in its launch; ids derived
         # from them (observations, events) differ only by that place.
         text = re.sub(r"\b\d{4}_(basic-\d+-\d{4})", r"\1", json.dumps(scores))
-        return {k: v for k, v in json.loads(text).items() if k not in VOLATILE}
+        return without_volatile(json.loads(text))
 
     cov = run_campaign(lock, log=_quiet, workers=2)
     assert cov["complete"], cov
