@@ -80,22 +80,30 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs"
 fi
 
+# Configure, build and install a CMake (ament) package into the venv, in a fresh
+# build/NAME, logging to build/NAME.log.  usage: cmake_into_venv SOURCE NAME [CMAKE_ARGS...]
+cmake_into_venv() {
+  local source=$1 name=$2
+  shift 2
+  rm -rf "build/$name"
+  mkdir -p build
+  (
+    export PATH="$VENV/bin:$PATH"
+    cmake -S "$source" -B "build/$name" "$@" -DBUILD_TESTING=OFF \
+      -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
+      -DPython3_EXECUTABLE="$VENV/bin/python" >"build/$name.log" 2>&1 \
+      && cmake --build "build/$name" -j"$(nproc)" >>"build/$name.log" 2>&1 \
+      && cmake --install "build/$name" >>"build/$name.log" 2>&1
+  ) || { say "$name build failed; see build/$name.log"; tail -20 "build/$name.log" >&2; exit 1; }
+}
+
 # tf2_msgs (TFMessage for /tf and /tf_static) is missing from the PyPI wheels:
 # build the distribution's definition into the venv like our own interfaces.
 TF2_STAMP="$VENV/.stamp-tf2-msgs"
 want_tf2=$(digest env/tf2_msgs/CMakeLists.txt env/tf2_msgs/package.xml env/tf2_msgs/msg/*.msg)
 if [ "$(cat "$TF2_STAMP" 2>/dev/null)" != "$want_tf2" ]; then
   say "building tf2_msgs into $VENV"
-  rm -rf build/tf2_msgs
-  mkdir -p build
-  (
-    export PATH="$VENV/bin:$PATH"
-    cmake -S env/tf2_msgs -B build/tf2_msgs -DBUILD_TESTING=OFF \
-      -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
-      -DPython3_EXECUTABLE="$VENV/bin/python" >build/tf2_msgs.log 2>&1 \
-      && cmake --build build/tf2_msgs -j"$(nproc)" >>build/tf2_msgs.log 2>&1 \
-      && cmake --install build/tf2_msgs >>build/tf2_msgs.log 2>&1
-  ) || { say "tf2_msgs build failed; see build/tf2_msgs.log"; tail -20 build/tf2_msgs.log >&2; exit 1; }
+  cmake_into_venv env/tf2_msgs tf2_msgs
   echo "$want_tf2" > "$TF2_STAMP"
 fi
 
@@ -103,16 +111,7 @@ IFACE_STAMP="$VENV/.stamp-interfaces"
 want_iface=$(digest CMakeLists.txt package.xml msg/*.msg srv/*.srv urdf/*)
 if [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$want_iface" ]; then
   say "building the labference interfaces into $VENV"
-  rm -rf build/interfaces
-  mkdir -p build
-  (
-    export PATH="$VENV/bin:$PATH"
-    cmake -S . -B build/interfaces -DLABFERENCE_INTERFACES_ONLY=ON -DBUILD_TESTING=OFF \
-      -DCMAKE_INSTALL_PREFIX="$VENV" -DCMAKE_PREFIX_PATH="$VENV" \
-      -DPython3_EXECUTABLE="$VENV/bin/python" >build/interfaces.log 2>&1 \
-      && cmake --build build/interfaces -j"$(nproc)" >>build/interfaces.log 2>&1 \
-      && cmake --install build/interfaces >>build/interfaces.log 2>&1
-  ) || { say "interface build failed; see build/interfaces.log"; tail -20 build/interfaces.log >&2; exit 1; }
+  cmake_into_venv . interfaces -DLABFERENCE_INTERFACES_ONLY=ON
   echo "$want_iface" > "$IFACE_STAMP"
 fi
 
