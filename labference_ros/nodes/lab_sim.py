@@ -25,6 +25,7 @@ from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpo
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
+from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.runtime import run_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES, CAMERA_NAMES
 from labference_ros.sim.frames import camera_frame_id
@@ -38,7 +39,8 @@ class LabSim(Node):
         p = self.declare_parameters("", [
             ("step_mode", "sync"), ("camera_rate", 10.0), ("measurement_rate", 100.0),
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
-            ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0)])
+            ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
+            ("match_timeout_s", 5.0)])
         v = {x.name: x.value for x in p}
         from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 
@@ -70,9 +72,14 @@ class LabSim(Node):
             TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in CAMERA_NAMES}
         self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in CAMERA_NAMES}
-        self.create_subscription(JointTrajectory, f"/{v['controller']}/joint_trajectory", self.on_trajectory, qos)
-        self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_gripper, qos)
-        self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, QoSProfile(depth=50))
+        arm_topic = f"/{v['controller']}/joint_trajectory"
+        self.inputs = {  # awaited at each reset: commands and the display's reading from the first step
+            arm_topic: self.create_subscription(JointTrajectory, arm_topic, self.on_trajectory, qos),
+            "/panda_gripper/command": self.create_subscription(
+                GripperCommand, "/panda_gripper/command", self.on_gripper, qos),
+            "/balance/reading": self.create_subscription(
+                BalanceReading, "/balance/reading", self.on_reading, QoSProfile(depth=50)),
+        }
         self.create_service(ResetEpisode, "/lab_sim/reset", self.on_reset)
         self.create_service(SaveCheckpoint, "/lab_sim/save_checkpoint", self.on_save)
         self.create_service(RestoreCheckpoint, "/lab_sim/restore_checkpoint", self.on_restore)
@@ -199,6 +206,7 @@ class LabSim(Node):
 
     # services ---------------------------------------------------------------
     def on_reset(self, request, response):
+        await_matched(self, self.inputs, float(self.get_parameter("match_timeout_s").value))
         try:
             instance = WeighingInstance.from_json(request.instance_json)
             self.backend.load(instance)

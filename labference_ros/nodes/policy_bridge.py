@@ -35,6 +35,7 @@ from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
 from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
@@ -72,7 +73,7 @@ class PolicyBridge(Node):
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
-            ("task", "feedback_weighing")])
+            ("task", "feedback_weighing"), ("match_timeout_s", 5.0)])
         v = {x.name: x.value for x in p}
         self.v = v
         self.family = task_family(str(v["task"]))
@@ -94,19 +95,21 @@ class PolicyBridge(Node):
 
         qos = QoSProfile(depth=10)
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(JointState, "/joint_states", lambda m: self._keep("joints", m), qos)
+        self.inputs = {}  # topic -> subscription, awaited at each episode's start
+
+        def subscribe(msg_type, topic, callback, profile):
+            self.inputs[topic] = self.create_subscription(msg_type, topic, callback, profile)
+
+        subscribe(JointState, "/joint_states", lambda m: self._keep("joints", m), qos)
         for cam in REGISTERED_CAMERAS:
-            self.create_subscription(Image, f"/cameras/{cam}/image_raw",
-                                     lambda m, c=cam: self._keep(f"image:{c}", m), img_qos)
-        self.create_subscription(DecisionOpportunity, "/referee/opportunities", self.on_opportunity,
-                                 QoSProfile(depth=50))
-        self.create_subscription(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
+            subscribe(Image, f"/cameras/{cam}/image_raw", lambda m, c=cam: self._keep(f"image:{c}", m), img_qos)
+        subscribe(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, QoSProfile(depth=50))
+        subscribe(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
         if self.support.awaited:
-            self.create_subscription(Intervention, "/oracle/interventions", self.support.on_intervention, RECEIPT_QOS)
-            self.create_subscription(DeliveryReceipt, "/oracle/receipts", self.support.on_oracle_receipt, RECEIPT_QOS)
+            subscribe(Intervention, "/oracle/interventions", self.support.on_intervention, RECEIPT_QOS)
+            subscribe(DeliveryReceipt, "/oracle/receipts", self.support.on_oracle_receipt, RECEIPT_QOS)
         if self.system.privileged:  # evaluator state reaches privileged systems only
-            self.create_subscription(WorldState, "/evaluator/world_state",
-                                     lambda m: self._keep("world", m), QoSProfile(depth=10))
+            subscribe(WorldState, "/evaluator/world_state", lambda m: self._keep("world", m), QoSProfile(depth=10))
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
         self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
@@ -170,6 +173,9 @@ class PolicyBridge(Node):
                 response.message = f"cannot write policy_actions.jsonl in {out}: {exc.strerror or exc}"
                 self._status(request.episode_id, "error", response.message)
                 return response
+        # The first frames after the reset are published once: an unmatched camera
+        # or joint subscription would leave the first observation incomplete.
+        await_matched(self, self.inputs, float(self.v["match_timeout_s"]))
         self._close_log()
         self.latest.pop("world", None)
         self.echoes.clear()

@@ -18,12 +18,13 @@ import time
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, ReliabilityPolicy, qos_check_compatible
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
+from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
@@ -39,13 +40,6 @@ def msg_class(msgtype: str):
 
 # Measurement topics whose stamps tell how far the recording has got.
 WATERMARK_TOPICS = ("/evaluator/world_state", "/balance/reading")
-
-
-def qos_compatible(offered, requested) -> bool:
-    """Whether DDS can match a publisher offering `offered` with a subscription
-    requesting `requested` (rclpy's own request/offer check; 'cannot tell' counts as yes)."""
-    compatibility, _reason = qos_check_compatible(offered, requested)
-    return compatibility != QoSCompatibility.ERROR
 
 
 def header_stamp_s(data: bytes) -> float:
@@ -112,28 +106,6 @@ class Recorder(Node):
         self.types[topic] = msgtype
         self.subscriptions_by_topic[topic] = self.create_subscription(
             cls, topic, lambda data, t=topic: self.on_message(t, data), qos, raw=True)
-
-    def _unmatched_topics(self) -> list[str]:
-        """Topics with a compatible publisher in the graph that this recorder has not matched yet."""
-        pending = []
-        for topic, sub in self.subscriptions_by_topic.items():
-            offers = [p.qos_profile for p in self.get_publishers_info_by_topic(topic)]
-            matchable = sum(qos_compatible(offer, sub.qos_profile) for offer in offers)
-            if sub.get_publisher_count() < matchable:
-                pending.append(topic)
-        return pending
-
-    def _await_matched(self) -> None:
-        """Discovery is asynchronous: a recorder started with the graph may not yet be
-        matched with the simulator's publishers when the first episode starts, and
-        would then miss the episode's first messages (seen under CI load)."""
-        deadline = time.monotonic() + self.match_timeout_s
-        pending = self._unmatched_topics()
-        while pending and time.monotonic() < deadline:
-            time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
-            pending = self._unmatched_topics()
-        if pending:
-            self.get_logger().warning(f"starting the bag before matching the publishers of {', '.join(pending)}")
 
     def _discover(self) -> None:
         """Subscribe topics that appeared in the graph (Oracle outputs, extra cameras)."""
@@ -202,7 +174,7 @@ class Recorder(Node):
             response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
             return response
         self._close("superseded")
-        self._await_matched()
+        await_matched(self, self.subscriptions_by_topic, self.match_timeout_s)
         out = pathlib.Path(request.output_dir)
         try:
             meta = episode_custom_data(self.family, request.episode_id, request.instance_json, request.run_json, out)

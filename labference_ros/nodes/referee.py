@@ -15,6 +15,7 @@ from labference_ros.core.input_merge import InputMerger
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import family as task_family
@@ -45,9 +46,12 @@ class RefereeNode(Node):
         # Echo of each delivery as the referee scored it; in sync mode the policy
         # bridge waits for it before physics advances (input ordering, core/input_merge.py).
         self.pub_receipts = self.create_publisher(DeliveryReceipt, "/referee/receipts", latched)
-        self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, qos)
-        self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, qos)
-        self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, latched)
+        self.inputs = {
+            "/evaluator/world_state": self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, qos),
+            "/balance/reading": self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, qos),
+            "/policy/receipts": self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, latched),
+        }
+        self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
         self.create_service(StartEpisode, "/referee/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish)
         self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
@@ -64,6 +68,9 @@ class RefereeNode(Node):
             response.success, response.message = False, f"cannot start episode: {refused}"
             return response
         self._close_records("superseded")
+        # The episode's first world state and reading are published once: a referee
+        # not yet matched with lab_sim and the balance would miss them (seen under CI load).
+        await_matched(self, self.inputs, self.match_timeout_s)
         try:
             instance = self.family.instance_from_json(request.instance_json)
             contract = self.family.contract_for(instance.condition)

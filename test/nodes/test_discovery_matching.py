@@ -1,11 +1,11 @@
-"""The recorder waits, at an episode's start, only for publishers it can match:
+"""Nodes wait, at an episode's start, only for publishers they can match:
 DDS never matches a best-effort offer with a reliable request, nor a volatile
 offer with a transient-local one, so waiting for those would always time out."""
 from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from labference_ros.nodes.recorder import qos_compatible
+from labference_ros.nodes.matching import qos_compatible
 
 
 def qos(reliability, durability):

@@ -1,0 +1,48 @@
+"""Waiting for discovery before an episode starts.
+
+DDS matches each subscription with each publisher asynchronously, seconds after
+both exist under load. A node started with the graph may therefore not yet
+receive a peer's messages when the first episode begins, and a volatile message
+published then (the first world state, the first camera frame) is lost for
+good. Nodes that must see an episode from its first message call
+``await_matched`` when the episode starts.
+"""
+from __future__ import annotations
+
+import time
+
+from rclpy.node import Node
+from rclpy.qos import QoSCompatibility, qos_check_compatible
+
+
+def qos_compatible(offered, requested) -> bool:
+    """Whether DDS can match a publisher offering `offered` with a subscription
+    requesting `requested` (rclpy's own request/offer check; 'cannot tell' counts as yes)."""
+    compatibility, _reason = qos_check_compatible(offered, requested)
+    return compatibility != QoSCompatibility.ERROR
+
+
+def unmatched_topics(node: Node, subscriptions: dict) -> list[str]:
+    """Topics with a compatible publisher in the graph that `node`'s subscription
+    (from the topic -> Subscription map) has not matched yet."""
+    pending = []
+    for topic, sub in subscriptions.items():
+        offers = [p.qos_profile for p in node.get_publishers_info_by_topic(topic)]
+        matchable = sum(qos_compatible(offer, sub.qos_profile) for offer in offers)
+        if sub.get_publisher_count() < matchable:
+            pending.append(topic)
+    return pending
+
+
+def await_matched(node: Node, subscriptions: dict, timeout_s: float) -> list[str]:
+    """Block until every subscription has matched every compatible publisher the
+    graph announces, or `timeout_s` passes; returns the topics still unmatched
+    (and logs a warning naming them)."""
+    deadline = time.monotonic() + timeout_s
+    pending = unmatched_topics(node, subscriptions)
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
+        pending = unmatched_topics(node, subscriptions)
+    if pending:
+        node.get_logger().warning(f"starting before matching the publishers of {', '.join(pending)}")
+    return pending
