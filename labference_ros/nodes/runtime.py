@@ -39,6 +39,17 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def make_executor(single_threaded):
+    """rclpy's events executor (C++) unless LABFERENCE_EXECUTOR=single: the Python
+    executor rebuilds its wait set on every spin and cost about half of the
+    graph's CPU (benchmarks/bench_episode.py); both run callbacks one at a time."""
+    if os.environ.get("LABFERENCE_EXECUTOR", "events") == "single":
+        return single_threaded()
+    from rclpy.experimental import EventsExecutor
+
+    return EventsExecutor()
+
+
 def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None) -> int:
     """Create the node with ``make_node`` and spin it until SIGINT/SIGTERM or ``node.done``.
 
@@ -73,7 +84,7 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
         _say(describe(what, exc))
         rclpy.try_shutdown()
         return EXIT_NODE_FAILED
-    executor = SingleThreadedExecutor()
+    executor = make_executor(SingleThreadedExecutor)
     executor.add_node(node)
     code = 0
     try:
