@@ -45,8 +45,10 @@ def make_executor(single_threaded):
     graph's CPU (benchmarks/bench_episode.py); both run callbacks one at a time."""
     if os.environ.get("LABFERENCE_EXECUTOR", "events") == "single":
         return single_threaded()
-    from rclpy.experimental import EventsExecutor
-
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:  # distributions before Kilted (e.g. Humble) have only the Python executors
+        return single_threaded()
     return EventsExecutor()
 
 
