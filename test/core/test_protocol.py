@@ -194,7 +194,10 @@ def test_wait_legal_while_unstable_then_stop_only_when_complete():
     assert ops(ref) == ["wait"]
     w.run(4.0)
     assert ops(ref) == ["stop"]
-    assert ref.report_operation({"type": "stop"}, w.t)[0]["correct"] is True
+    # The referee ended the episode at completion: a Stop reported now is late,
+    # recorded but not scored, and never an early termination.
+    late_stop = ref.report_operation({"type": "stop"}, w.t)[0]
+    assert late_stop["reason"] == "late" and late_stop["scored"] is False
     assert not any(e["category"] == "early_termination" for e in ref.events)
 
 

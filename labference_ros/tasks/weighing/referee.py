@@ -9,6 +9,7 @@ class; it reads no clock and no randomness, so equal inputs give equal outputs.
 """
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from dataclasses import replace
@@ -20,13 +21,27 @@ from labference_ros.core.scoring import episode_scores
 from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
-from labference_ros.tasks.weighing.oracle_scope import validate_intervention
+from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
 from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker, still,
                                                       view_of)
 from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
 STOP_REASONS_EARLY = ("policy_stop", "policy_done")
+# Status of a receipt, and reason of a report, received after episode_end: it
+# opens no opportunity and changes no score (docs/records.md).
+LATE = "late"
+
+
+def _intervention_payload_id(intervention: dict) -> str:
+    """The id a scope check would give the payload (a JSON string is parsed first)."""
+    payload = intervention.get("payload")
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            pass
+    return payload_id(payload)
 
 
 class Referee:
@@ -50,6 +65,9 @@ class Referee:
         self.violations: list[str] = []
         self.errors_outstanding = 0
         self.finished: str | None = None
+        # Inputs received after episode_end, by kind. Late measurements are only
+        # counted: the world stream keeps flowing until the runner stops it.
+        self.late_inputs: Counter = Counter()
         self._executions: dict[str, dict] = {}  # object -> pending execution of an identified choice
         self._seq = 0
         self._last_t: float | None = None
@@ -60,6 +78,7 @@ class Referee:
     def step(self, m: WorldMeasurement) -> list[dict]:
         """Consume one evaluator measurement; returns the records it produced."""
         if self.finished:
+            self.late_inputs["measurement"] += 1
             return []
         if self.deadline_s is not None and m.t > self.deadline_s + 1e-9:
             return self.finish(self._last_t if self._last_t is not None else m.t, "deadline")[:-1]
@@ -108,6 +127,8 @@ class Referee:
 
     def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]:
         """An observation reached the policy. First record returned is the receipt."""
+        if self.finished:
+            return [self._late_receipt("observation", observation_id, t)]
         status, opp, opened = self.book.deliver(observation_id, t, session_id)
         receipt = {
             "record": "receipt", "episode_id": self.episode_id,
@@ -127,6 +148,8 @@ class Referee:
                          evidence_version: int | None = None, source: str = "") -> list[dict]:
         """Explicit operation report (separate track). First record returned is the report."""
         op = as_operation(operation)
+        if self.finished:
+            return [self._late_report(op, t, source)]
         opp = self.book.current
         reason = ""
         if opp is None:
@@ -163,6 +186,10 @@ class Referee:
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
         """Scope-check an Oracle intervention against the current opportunity and
         record its receipt (delivered | rejected_scope). First record: the receipt."""
+        if self.finished:
+            late = self._late_receipt("intervention", _intervention_payload_id(intervention), t)
+            late.update(site=intervention.get("site", ""), mode=intervention.get("mode", ""), reasons=[LATE])
+            return [late]
         opp = self.book.current
         decision = validate_intervention(
             intervention, self.contract,
@@ -198,6 +225,31 @@ class Referee:
         out = self._flush(t)
         out.append({"record": "scores", **self.scores(t)})
         return out
+
+    def _late_receipt(self, kind: str, payload_id: str, t: float) -> dict:
+        """Receipt of a delivery after episode_end: recorded, never scored."""
+        self.late_inputs[kind] += 1
+        receipt = {
+            "record": "receipt", "episode_id": self.episode_id,
+            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
+            "kind": kind, "payload_id": payload_id, "t": t, "status": LATE,
+            "opportunity_id": -1, "evidence_version": self.z.evidence_version, "opened": False,
+        }
+        self.receipts.append(receipt)
+        return receipt
+
+    def _late_report(self, op: Operation, t: float, source: str) -> dict:
+        """An operation report after episode_end: recorded, never scored, no early termination."""
+        self.late_inputs["report"] += 1
+        report = {
+            "record": "report", "episode_id": self.episode_id,
+            "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
+            "operation": op.to_dict(), "source": source,
+            "opportunity_id": -1, "evidence_version": self.z.evidence_version,
+            "accepted": True, "scored": False, "correct": None, "reason": LATE,
+        }
+        self.reports.append(report)
+        return report
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:
