@@ -32,3 +32,45 @@ def test_nothing_after_episode_end_opens_an_opportunity_or_changes_a_score():
     assert late_intervention[0]["status"] == "late" and late_intervention[0]["kind"] == "intervention"
     assert ref.late_inputs["observation"] == 1 and ref.late_inputs["report"] == 1
     assert ref.late_inputs["intervention"] == 1 and ref.late_inputs["measurement"] == 50
+
+
+def _drop_and_regrasp(where: str):
+    """Choose std_50 (correct), let it go over `where`, regrasp it before the
+    confirmation dwell ends, then place it on the pan."""
+    ref, w = episode()
+    w.run(0.3)
+    w.grasp("std_50")
+    w.run(0.2)
+    w.put("std_50", where, settle_s=0.15)  # released; dwell_s (0.5 s) not reached
+    assert not w.events("support_change")
+    w.grasp("std_50")
+    w.run(0.2)
+    w.put("std_50", "pan")
+    w.run(4.0)
+    return ref, w
+
+
+def test_a_drop_onto_the_table_is_an_execution_failure_even_when_regrasped_in_time():
+    ref, w = _drop_and_regrasp("table")
+    failures = w.events("execution_failure")
+    assert len(failures) == 1 and failures[0]["detail"]["drop"] is True
+    assert failures[0]["detail"]["location"] == "table"
+    s = ref.scores()
+    assert s["first_choice_correct"] is True and s["executed"] is False
+    assert ref.opportunities[0].execution == "failed"
+    # The regrasp still places the weight: its own attempt is confirmed, the task completes, recovered.
+    assert s["execution"] == {"confirmed": 1, "failed": 1, "rate": 0.5}
+    assert s["physically_complete"] and s["completion_class"] == "recovered"
+
+
+def test_a_fall_caught_by_a_regrasp_is_an_execution_failure():
+    ref, w = _drop_and_regrasp("floor")  # nothing under it: it falls
+    failures = w.events("execution_failure")
+    assert len(failures) == 1 and failures[0]["detail"]["location"] == "elsewhere"
+    assert ref.scores()["executed"] is False
+
+
+def test_releasing_onto_the_destination_and_adjusting_is_no_drop():
+    ref, w = _drop_and_regrasp("pan")
+    assert not w.events("execution_failure")
+    assert ref.scores()["executed"] is True

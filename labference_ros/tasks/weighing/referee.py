@@ -22,8 +22,8 @@ from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
-from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker, still,
-                                                      view_of)
+from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker,
+                                                      location_of, still, view_of)
 from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
@@ -334,9 +334,11 @@ class Referee:
         cat, t, obj = r["category"], r["t"], r["object"]
         if cat != "grasp":
             self._event(cat, t, obj=obj, attempt=r["attempt"], detail={k: r[k] for k in r if k == "support"})
+            self._note_release(r)
             return
         op = operation_for_grasp(self.z, obj)
         self._event("grasp", t, obj=obj, operation=op, attempt=r["attempt"], detail={"from": r["from"]})
+        self._drop_before_regrasp(obj, t)
         opp = self.book.current
         execution = {"operation": op, "opportunity_id": -1, "attempt": r["attempt"], "t": t, "first": False}
         record = self.z.obligations.get(obj)
@@ -408,8 +410,41 @@ class Referee:
         if not ok:
             self._error()
         opp = self.book.get(ex["opportunity_id"])
-        if opp is not None and ex["first"] and opp.first_choice == op:
+        # A first choice whose object was dropped stays failed, whatever a regrasp achieves.
+        if opp is not None and ex["first"] and opp.first_choice == op and opp.execution != "failed":
             opp.execution = "confirmed" if ok else "failed"
+
+    def _note_release(self, r: dict) -> None:
+        """Where a chosen object left the fingers and where it first came to rest."""
+        ex = self._executions.get(r["object"])
+        if ex is None:
+            return
+        if r["category"] == "release":
+            ex["released_t"], ex["released_support"] = r["t"], r["support"]
+        elif r["category"] == "placement_recognised":
+            ex["rested_support"] = r["support"]
+
+    def _drop_before_regrasp(self, obj: str, t: float) -> None:
+        """A regrasp before the confirmation dwell ended: if the object had left the
+        fingers and come to rest away from its destination, or had nothing under it
+        (it fell), that attempt was a drop and its execution failed (paper 5.3)."""
+        ex = self._executions.get(obj)
+        if ex is None or "released_t" not in ex:
+            return
+        op: Operation = ex["operation"]
+        support = ex.get("rested_support", ex["released_support"])
+        location = location_of(support)
+        if location == op.destination:
+            return  # released onto the destination and picked up again: an adjustment
+        del self._executions[obj]
+        self._event("execution_failure", t, obj=obj, operation=op, attempt=ex["attempt"],
+                    opportunity_id=ex["opportunity_id"],
+                    detail={"location": location, "chosen_at": ex["t"], "drop": True, "support": support,
+                            "released_at": ex["released_t"]})
+        self._error()
+        opp = self.book.get(ex["opportunity_id"])
+        if opp is not None and ex["first"] and opp.first_choice == op:
+            opp.execution = "failed"
 
     def _note(self, n: dict) -> None:
         cat, t = n["category"], n["t"]
