@@ -1,5 +1,5 @@
 """Referee corner cases (issue 16, deliverable 5), each on a synthetic stream."""
-from referee_streams import episode
+from referee_streams import episode, instance
 
 
 def _without_time(scores: dict) -> dict:
@@ -74,3 +74,38 @@ def test_releasing_onto_the_destination_and_adjusting_is_no_drop():
     ref, w = _drop_and_regrasp("pan")
     assert not w.events("execution_failure")
     assert ref.scores()["executed"] is True
+
+
+
+def _holding_when_the_next_opportunity_opens():
+    """Extended task: std_100 goes onto the pan and, before it is confirmed, the
+    robot already grasps std_20; std_100's confirmation opens the next
+    opportunity while std_20 is in the hand."""
+    inst = instance(220, 100, ("std_20", "std_100"), start=("std_50",), condition="extended")
+    ref, w = episode(inst)
+    w.run(0.3)
+    w.move("std_100", "pan", settle_s=0.2)
+    w.grasp("std_20", hold_s=1.5)
+    held_opportunity = ref.opportunities[-1]
+    assert held_opportunity.id == 2 and held_opportunity.trigger == "confirmed_change"
+    assert held_opportunity.first_choice is None and ref.trackers["std_20"].grasping
+    return ref, w, held_opportunity
+
+
+def test_an_opportunity_opening_while_an_object_is_held_is_scored_from_where_it_goes():
+    ref, w, held_opportunity = _holding_when_the_next_opportunity_opens()
+    w.put("std_20", "pan")
+    assert str(held_opportunity.first_choice) == "add(std_20->pan)"
+    assert held_opportunity.choice_correct is True
+    choice = [e for e in w.events("choice") if e["opportunity_id"] == held_opportunity.id]
+    assert choice[0]["detail"]["recognised_from"] == "held_object_motion"
+    assert held_opportunity.execution == "confirmed"
+    assert ref.scores()["native"]["C_id"] == 1.0
+
+
+def test_a_held_object_put_back_where_it_was_shows_no_choice():
+    ref, w, held_opportunity = _holding_when_the_next_opportunity_opens()
+    w.put("std_20", "table", settle_s=0.3)  # a quick correction: returned, no operation
+    assert held_opportunity.first_choice is None
+    w.grasp("std_50")  # the next grasp is the choice
+    assert str(held_opportunity.first_choice) == "remove(std_50->table)"

@@ -22,8 +22,8 @@ from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
-from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_PAN, MeasurementView, ObjectTracker,
-                                                      location_of, still, view_of)
+from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PAN, MeasurementView,
+                                                      ObjectTracker, location_of, still, view_of)
 from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
@@ -69,6 +69,7 @@ class Referee:
         # counted: the world stream keeps flowing until the runner stops it.
         self.late_inputs: Counter = Counter()
         self._executions: dict[str, dict] = {}  # object -> pending execution of an identified choice
+        self._held_at_opening: set[str] = set()  # objects held when the current opportunity opened
         self._seq = 0
         self._last_t: float | None = None
         self._last_invalid = ""
@@ -104,6 +105,8 @@ class Referee:
                 self._recognition(r)
             if ce is not None:
                 confirmed.append(ce)
+        if self._held_at_opening:
+            self._held_object_choice(v)
 
         holds, failures = self._terminal_predicate(m, v)
         z0 = self.z
@@ -140,6 +143,7 @@ class Referee:
         self.receipts.append(receipt)
         self._out.append(receipt)
         if opened:
+            self._held_at_opening = {name for name, tracker in self.trackers.items() if tracker.grasping}
             self._out.append({"record": "opportunity", "episode_id": self.episode_id, "t": t, **opp.to_dict()})
             self._out.append(self._legal_set_record(t, opp))
         return self._flush(t)
@@ -357,18 +361,8 @@ class Referee:
                             detail={"reason": "previous_placement_unconfirmed"})
                 self._error()
         elif opp.first_choice is None:
-            correct = op in opp.legal_set
-            opp.first_choice, opp.first_choice_t = op, t
-            opp.execution = "pending"
-            ev = self._event("choice", t, obj=obj, operation=op, attempt=r["attempt"], opportunity_id=opp.id,
-                             evidence_version=opp.evidence_version,
-                             detail={"scored": True, "correct": correct,
-                                     "legal_set": [o.to_dict() for o in opp.legal_set]})
-            opp.first_choice_event = ev["event_id"]
+            self._score_first_choice(opp, op, obj, t, r["attempt"])
             execution.update(opportunity_id=opp.id, first=True)
-            if not correct:
-                self.counts["incorrect_choice"] += 1
-                self._error()
             if not opp.native_scorable and not self.z.reading_ready:
                 # Acting before the reading could tell what to do (Wait was the legal choice).
                 self._event("premature_advancement", t, obj=obj, operation=op, opportunity_id=opp.id,
@@ -387,6 +381,55 @@ class Referee:
         else:
             execution.update(opportunity_id=opp.id, first=True)  # regrasp of the chosen object
         self._executions[obj] = execution
+
+    def _score_first_choice(self, opp: Opportunity, op: Operation, obj: str, t: float, attempt: int,
+                            recognised_from: str = "") -> None:
+        """Freeze the opportunity's first identifiable choice and score it."""
+        correct = op in opp.legal_set
+        opp.first_choice, opp.first_choice_t = op, t
+        opp.execution = "pending"
+        detail = {"scored": True, "correct": correct, "legal_set": [o.to_dict() for o in opp.legal_set]}
+        if recognised_from:
+            detail["recognised_from"] = recognised_from
+        ev = self._event("choice", t, obj=obj, operation=op, attempt=attempt, opportunity_id=opp.id,
+                         evidence_version=opp.evidence_version, detail=detail)
+        opp.first_choice_event = ev["event_id"]
+        if not correct:
+            self.counts["incorrect_choice"] += 1
+            self._error()
+
+    def _held_object_choice(self, v: MeasurementView) -> None:
+        """An opportunity that opened while the robot held an object: that object's
+        next touchdown on a support other than its confirmed location shows where it
+        is being carried, and identifies the choice (judged on the state before)."""
+        opp = self.book.current
+        if opp is None or opp.first_choice is not None or opp.evidence_version != self.z.evidence_version \
+                or not opp.accepts_choice_at(v.t):
+            self._held_at_opening.clear()
+            return
+        for obj in sorted(self._held_at_opening):
+            tracker = self.trackers[obj]
+            support = v.support.get(obj, S_NONE)
+            towards = location_of(support) if support != S_NONE else ""
+            if towards and towards != self.z.locations[obj]:
+                self._held_at_opening.clear()
+                op = operation_for_grasp(self.z, obj)
+                self._score_first_choice(opp, op, obj, v.t, tracker.attempt, recognised_from="held_object_motion")
+                execution = self._executions.get(obj)
+                if execution is not None and execution["operation"] == op:
+                    if execution["opportunity_id"] == -1:
+                        execution.update(opportunity_id=opp.id, first=True)
+                    else:
+                        execution.setdefault("also_first_for", []).append(opp.id)
+                return
+            if not tracker.grasping:
+                self._held_at_opening.discard(obj)  # put down where it was: no choice shown
+
+    def _first_choice_opportunities(self, ex: dict) -> list[Opportunity]:
+        """The opportunities whose first choice this pending execution carries out."""
+        ids = ([ex["opportunity_id"]] if ex["first"] else []) + ex.get("also_first_for", [])
+        return [opp for opp in (self.book.get(i) for i in ids)
+                if opp is not None and opp.first_choice == ex["operation"]]
 
     def _placement_pending(self, exclude: str) -> bool:
         """Another chosen object was released onto its destination but is not confirmed yet."""
@@ -409,10 +452,10 @@ class Referee:
                     detail={"location": ce.location, "chosen_at": ex["t"]})
         if not ok:
             self._error()
-        opp = self.book.get(ex["opportunity_id"])
-        # A first choice whose object was dropped stays failed, whatever a regrasp achieves.
-        if opp is not None and ex["first"] and opp.first_choice == op and opp.execution != "failed":
-            opp.execution = "confirmed" if ok else "failed"
+        for opp in self._first_choice_opportunities(ex):
+            # A first choice whose object was dropped stays failed, whatever a regrasp achieves.
+            if opp.execution != "failed":
+                opp.execution = "confirmed" if ok else "failed"
 
     def _note_release(self, r: dict) -> None:
         """Where a chosen object left the fingers and where it first came to rest."""
@@ -442,8 +485,7 @@ class Referee:
                     detail={"location": location, "chosen_at": ex["t"], "drop": True, "support": support,
                             "released_at": ex["released_t"]})
         self._error()
-        opp = self.book.get(ex["opportunity_id"])
-        if opp is not None and ex["first"] and opp.first_choice == op:
+        for opp in self._first_choice_opportunities(ex):
             opp.execution = "failed"
 
     def _note(self, n: dict) -> None:
