@@ -14,14 +14,6 @@ from .metrics import choice_rates, p_state as pair_rates, rate, reach_rates
 
 FINAL = "final"
 
-# Ordered evaluation steps for feedback weighing (SciHorizon eqs. 6-7). A step
-# counts only once every earlier step held (prefix chain), so SR = last step.
-SR_STEPS = (
-    "reading_ready",             # an opportunity was delivered on a ready (stable) reading
-    "required_standard_chosen",  # the first native choice is in its legal set
-    "transferred",               # that choice's physical subgoal was confirmed (executed)
-    "terminal_dwell_complete",   # the terminal predicate held for the registered dwell
-)
 
 
 def is_scored(ep: dict) -> bool:
@@ -169,30 +161,47 @@ def pairs(episodes, registered_pairs=None) -> dict:
 
 
 # -- ordered steps: SR and SSR (SciHorizon eqs. 6-7) ---------------------------------
-def _step_conditions(scores: dict) -> list[bool]:
+# The task contract names its chain (TaskContract.evaluation_steps, recorded in
+# run.json as task.evaluation_steps); here each name is a test on scores.json.
+def _reading_ready(scores: dict) -> bool:
     opps = scores.get("opportunity_records") or []
-    ready = any((o.get("reference_state") or {}).get("reading_ready") for o in opps)
-    return [ready, scores.get("first_choice_correct") is True,
-            scores.get("executed") is True, scores.get("physically_complete") is True]
+    return any((o.get("reference_state") or {}).get("reading_ready") for o in opps)
 
 
-def step_chain(scores: dict) -> list[bool]:
+STEP_PREDICATES = {
+    "reading_ready": _reading_ready,
+    "required_standard_chosen": lambda scores: scores.get("first_choice_correct") is True,
+    "transferred": lambda scores: scores.get("executed") is True,
+    "terminal_dwell_complete": lambda scores: scores.get("physically_complete") is True,
+}
+
+
+def recorded_steps(ep: dict) -> tuple[str, ...]:
+    """The step chain an episode's run.json names; empty for runs recorded before it did."""
+    return tuple((ep.get("run") or {}).get("task", {}).get("evaluation_steps") or ())
+
+
+def step_chain(scores: dict, chain) -> list[bool]:
     """z_i: step i held and every earlier step held."""
+    unknown = [name for name in chain if name not in STEP_PREDICATES]
+    if unknown:
+        raise ValueError(f"unknown evaluation steps {unknown}; known: {sorted(STEP_PREDICATES)}")
     z, ok = [], True
-    for cond in _step_conditions(scores):
-        ok = ok and cond
+    for name in chain:
+        ok = ok and STEP_PREDICATES[name](scores)
         z.append(ok)
     return z
 
 
-def steps(episodes) -> dict:
+def steps(episodes, chain) -> dict:
+    """SR and SSR over scored episodes for the contract's step chain (no chain: unavailable)."""
     eps = scored(episodes)
-    m = len(SR_STEPS)
-    chains = [step_chain(e["scores"]) for e in eps]
+    m = len(chain)
+    chains = [step_chain(e["scores"], chain) for e in eps] if m else []
     sr = rate(sum(1 for z in chains if z[-1]), len(chains))
     ssr = rate(sum(sum(z) / m for z in chains), len(chains))
-    per_step = {name: rate(sum(1 for z in chains if z[i]), len(chains)) for i, name in enumerate(SR_STEPS)}
-    return {"n": len(chains), "steps": list(SR_STEPS), "SR": sr, "SSR": ssr, "per_step": per_step}
+    per_step = {name: rate(sum(1 for z in chains if z[i]), len(chains)) for i, name in enumerate(chain)}
+    return {"n": len(chains), "steps": list(chain), "SR": sr, "SSR": ssr, "per_step": per_step}
 
 
 # -- per-standard confusion at the first decision ------------------------------------
@@ -231,7 +240,8 @@ def confusion(episodes) -> dict:
     }
 
 
-def all_metrics(episodes, registered: int | None = None, registered_pairs=None) -> dict:
+def all_metrics(episodes, registered: int | None = None, registered_pairs=None, step_names=()) -> dict:
+    """step_names: the task contract's SR/SSR chain (TaskContract.evaluation_steps)."""
     episodes = list(episodes)
     k = max(max_decisions(episodes), 1)
     return {
@@ -240,6 +250,6 @@ def all_metrics(episodes, registered: int | None = None, registered_pairs=None) 
         "execution": execution(episodes),
         "completion": completion(episodes, registered),
         "pairs": pairs(episodes, registered_pairs),
-        "steps": steps(episodes),
+        "steps": steps(episodes, step_names),
         "confusion": confusion(episodes),
     }

@@ -150,7 +150,9 @@ def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
     return {
         "episode_id": episode_id,
         "task": {"contract": contract.to_dict(), "contract_id": contract.contract_id,
-                 "contract_hash": contract.content_hash},
+                 "contract_hash": contract.content_hash,
+                 # The contract's SR/SSR step chain, so a report needs no task code to read it.
+                 "evaluation_steps": list(getattr(contract, "evaluation_steps", ()))},
         "instance": json.loads(instance.to_json()),
         "layout_hash": instance.layout_hash,
         "seeds": {"task": instance.task_seed, "layout": instance.layout_seed, "policy": instance.policy_seed},

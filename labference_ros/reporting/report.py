@@ -11,6 +11,7 @@ from pathlib import Path
 
 from labference_ros.core import populations as pop
 from labference_ros.core.records import write_json_atomic, write_text_atomic
+from labference_ros.tasks import family_of_contract_id
 
 from . import accounting as acc
 from . import oracle_gains
@@ -44,14 +45,22 @@ def _completion(kind):
     return f
 
 
-def _sr(eps):
-    chains = [pop.step_chain(e["scores"]) for e in pop.scored(eps)]
-    return sum(z[-1] for z in chains), len(chains)
+def _sr(chain):
+    def f(eps):
+        if not chain:
+            return None, 0
+        chains = [pop.step_chain(e["scores"], chain) for e in pop.scored(eps)]
+        return sum(z[-1] for z in chains), len(chains)
+    return f
 
 
-def _ssr(eps):
-    chains = [pop.step_chain(e["scores"]) for e in pop.scored(eps)]
-    return sum(sum(z) / len(z) for z in chains), len(chains)
+def _ssr(chain):
+    def f(eps):
+        if not chain:
+            return None, 0
+        chains = [pop.step_chain(e["scores"], chain) for e in pop.scored(eps)]
+        return sum(sum(z) / len(z) for z in chains), len(chains)
+    return f
 
 
 def _pstate(eps):
@@ -61,7 +70,24 @@ def _pstate(eps):
 
 RESULT_INTERVALS = {"selection": _sel, "B_next": _choice("correct"), "C_id": _choice("identified"),
                     "valid_completion": _completion("valid"), "physical_completion": _completion("physically"),
-                    "SR": _sr, "SSR": _ssr, "P_state": _pstate}
+                    "P_state": _pstate}
+
+
+def evaluation_steps(episodes) -> tuple[str, ...]:
+    """The SR/SSR step chain of the cell's task contract: as run.json records it, or,
+    for runs recorded before it did, from the task family's contract of that
+    condition. A cell holds one contract (its hash is a shared identity field)."""
+    for ep in episodes:
+        run = ep.get("run") or {}
+        task = run.get("task") or {}
+        if not task.get("contract_id"):
+            continue
+        recorded = pop.recorded_steps(ep)
+        if recorded:
+            return recorded
+        condition = (task.get("contract") or {}).get("condition") or (run.get("instance") or {}).get("condition")
+        return tuple(family_of_contract_id(task["contract_id"]).contract_for(condition).evaluation_steps)
+    return ()
 
 
 def _success(eps):
@@ -89,13 +115,21 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
     reg_pairs = sorted({i["pair_id"] for i in registered if i.get("pair_id")}) or None
     res = Resampler(results, level, draws, seed)
     att = Resampler(attempts, level, draws, seed)
+    chain = evaluation_steps(attempts)
+    step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain)}
     return {
         "coverage": coverage,
-        "metrics": pop.all_metrics(results, n_registered, reg_pairs),
+        "metrics": pop.all_metrics(results, n_registered, reg_pairs, chain),
         "accounting": acc.accounting(attempts),
-        "intervals": {**{k: res.interval(f) for k, f in RESULT_INTERVALS.items()},
+        "intervals": {**{k: res.interval(f) for k, f in {**RESULT_INTERVALS, **step_intervals}.items()},
                       **{k: att.interval(f) for k, f in ATTEMPT_INTERVALS.items()}},
     }
+
+
+def _shared_steps(cells: list[dict]) -> list[str]:
+    """The step chain every cell uses (each cell's own is in metrics.steps.steps)."""
+    chains = {tuple(c["metrics"]["steps"]["steps"]) for c in cells}
+    return list(chains.pop()) if len(chains) == 1 else []
 
 
 def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comparisons=()) -> dict:
@@ -114,7 +148,7 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
                     "runtime": runtime(eps), "attribution": attribution_counts(eps)})
     return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
             "bootstrap": {"level": level, "draws": draws, "seed": seed, "ci": "percentile 95%"},
-            "sr_steps": list(pop.SR_STEPS), "cells": out,
+            "sr_steps": _shared_steps(out), "cells": out,
             "comparisons": [compare_cells(cells, c, r, draws, seed) for c, r in comparisons],
             "oracle_gains": oracle_gains.find(roots)}
 

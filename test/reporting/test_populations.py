@@ -1,6 +1,11 @@
 """Section 7 populations: each rate over its own population; zero denominators are None."""
 from labference_ros.core import populations as pop
+from labference_ros.core.records import run_info
+from labference_ros.reporting.report import evaluation_steps
+from labference_ros.tasks.weighing.contract import weighing_basic
 from synthetic import decision, episode, run_json, scores_json
+
+WEIGHING_STEPS = weighing_basic().evaluation_steps
 
 
 def test_empty_population_is_unavailable_not_zero():
@@ -88,13 +93,36 @@ def test_sr_ssr_count_a_step_only_after_its_prerequisites():
     not_ready = {"episode_id": "d", "run": run_json("d", "d"),
                  "scores": scores_json("d", [decision(["std_50"], "std_50", ready=False)], executed=True,
                                        physical=True)}
-    z = {e["episode_id"]: pop.step_chain(e["scores"]) for e in (full, wrong_but_completed, chosen_not_moved, not_ready)}
+    z = {e["episode_id"]: pop.step_chain(e["scores"], WEIGHING_STEPS)
+         for e in (full, wrong_but_completed, chosen_not_moved, not_ready)}
     assert z["a"] == [True, True, True, True]
     assert z["b"] == [True, False, False, False]  # later steps do not count out of order
     assert z["c"] == [True, True, False, False]
     assert z["d"] == [False, False, False, False]
-    s = pop.steps([full, wrong_but_completed, chosen_not_moved, not_ready])
+    s = pop.steps([full, wrong_but_completed, chosen_not_moved, not_ready], WEIGHING_STEPS)
     assert s["SR"] == 0.25 and abs(s["SSR"] - (4 + 1 + 2 + 0) / 16) < 1e-12
+
+
+def test_the_step_chain_comes_from_the_task_contract():
+    from labference_ros.tasks.weighing.instance import WeighingInstance
+    contract = weighing_basic()
+    assert contract.evaluation_steps == ("reading_ready", "required_standard_chosen", "transferred",
+                                         "terminal_dwell_complete")
+    # run.json records the contract's chain beside its hash ...
+    recorded = run_info(contract, WeighingInstance("i0", "basic", 1, 2, 3, 180.0, 130.0, (), ("std_50",)),
+                        episode_id="e")
+    assert recorded["task"]["evaluation_steps"] == list(contract.evaluation_steps)
+    # ... a report reads it from there, or from the contract for runs recorded before it did ...
+    older = episode("a")
+    assert "evaluation_steps" not in older["run"]["task"]
+    assert evaluation_steps([older]) == contract.evaluation_steps
+    # ... and a chain the contract declares differently is the one SR/SSR follow.
+    chosen_not_moved = episode("b", executed=False)
+    chosen_not_moved["run"]["task"]["evaluation_steps"] = ["reading_ready", "required_standard_chosen"]
+    chain = evaluation_steps([chosen_not_moved])
+    assert chain == ("reading_ready", "required_standard_chosen")
+    assert pop.steps([chosen_not_moved], chain)["SR"] == 1.0
+    assert pop.steps([chosen_not_moved], contract.evaluation_steps)["SR"] == 0.0
 
 
 def test_confusion_exposes_a_fixed_weight_preference():

@@ -133,6 +133,23 @@ class TaskContract:
     def identity(self) -> dict:
         return {"id": self.contract_id, "version": self.version, "hash": self.content_hash}
 
+    @property
+    def evaluation_steps(self) -> tuple[str, ...]:
+        """The ordered steps of SR and SSR (SciHorizon eqs. 6-7) for this task, named
+        after core.populations.STEP_PREDICATES. They summarise scored episodes and
+        score nothing themselves, so they stay outside the content hash; run.json
+        records them beside it (task.evaluation_steps)."""
+        return WEIGHING_EVALUATION_STEPS
+
+
+# Feedback weighing's ordered evaluation steps. A step counts only once every
+# earlier step held (prefix chain), so SR is the last step.
+WEIGHING_EVALUATION_STEPS = (
+    "reading_ready",             # an opportunity was delivered on a ready (stable) reading
+    "required_standard_chosen",  # the first native choice is in its legal set
+    "transferred",               # that choice's physical subgoal was confirmed (executed)
+    "terminal_dwell_complete",   # the terminal predicate held for the registered dwell
+)
 
 _STATE_VARIABLES = (
     "locations", "supported_standards", "sample_on_pan", "reading_ready",
