@@ -109,3 +109,22 @@ def test_a_held_object_put_back_where_it_was_shows_no_choice():
     assert held_opportunity.first_choice is None
     w.grasp("std_50")  # the next grasp is the choice
     assert str(held_opportunity.first_choice) == "remove(std_50->table)"
+
+
+def test_placing_a_weight_is_not_hand_pressure_but_contact_on_a_settled_reading_is():
+    ref, w = episode()
+    w.run(0.3)
+    w.move("std_50", "pan")  # fingers on the load until release, reading still settling
+    assert not w.events("hand_pressure")
+    # Holding a weight on the pan until the reading settles: that contact spoils an eligible reading.
+    ref2, w2 = episode()
+    w2.run(0.3)
+    w2.grasp("std_50")
+    w2.put("std_50", "pan", release=False, settle_s=2.0)
+    pressure = w2.events("hand_pressure")
+    assert len(pressure) == 1 and pressure[0]["t"] > w2.events("grasp")[0]["t"] + 1.0
+    # Pressing the pan itself on a settled reading is hand pressure too.
+    ref3, w3 = episode()
+    w3.run(0.3)
+    w3.press_pan(0.5)
+    assert len(w3.events("hand_pressure")) == 1

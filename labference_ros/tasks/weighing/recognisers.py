@@ -85,6 +85,9 @@ class MeasurementView:
     stable_eligible: bool
     displayed_g: float | None
     invalid_reason: str
+    # Robot contact on a reading that would otherwise be eligible (valid, no
+    # overload, stable): the contact, not a settling load, is what spoils it.
+    contact_affects_reading: bool = False
 
 
 def view_of(m: WorldMeasurement) -> MeasurementView:
@@ -109,6 +112,7 @@ def view_of(m: WorldMeasurement) -> MeasurementView:
         t=m.t, support=support, touched=touched, held=held, hand_pressure=hand_pressure,
         reading_eligible=eligible, stable_eligible=eligible and bool(b and b.stable),
         displayed_g=(b.displayed_g if b is not None else None), invalid_reason=reason,
+        contact_affects_reading=reason == "hand_pressure" and b.stable,
     )
 
 

@@ -73,6 +73,7 @@ class Referee:
         self._seq = 0
         self._last_t: float | None = None
         self._last_invalid = ""
+        self._contact_affected_reading = False
         self._out: list[dict] = []
 
     # ------------------------------------------------------------------ inputs
@@ -297,11 +298,14 @@ class Referee:
                 self._event("safety_violation", v.t, detail={"reason": "overload"})
                 if "overload" not in self.violations and "overload" in self.contract.irreversible_violations:
                     self.violations.append("overload")
-            elif reason == "hand_pressure":
-                self._event("hand_pressure", v.t, measured_value=v.displayed_g)
-            else:
+            elif reason != "hand_pressure":
                 self._event("validity", v.t, detail={"reason": reason})
         self._last_invalid = reason
+        # Placing a weight touches the pan load until release while the reading is
+        # still settling; hand pressure marks contact on an otherwise eligible reading.
+        if v.contact_affects_reading and not self._contact_affected_reading:
+            self._event("hand_pressure", v.t, measured_value=v.displayed_g)
+        self._contact_affected_reading = v.contact_affects_reading
 
     def _terminal_predicate(self, m: WorldMeasurement, v: MeasurementView):
         term = self.contract.terminal
