@@ -30,6 +30,8 @@ def test_nothing_after_episode_end_opens_an_opportunity_or_changes_a_score():
     assert [r["record"] for r in late_report] == ["report"]
     assert late_report[0]["reason"] == "late" and late_report[0]["scored"] is False
     assert late_intervention[0]["status"] == "late" and late_intervention[0]["kind"] == "intervention"
+    # Echoed under the requested opportunity, so the bridge's handoff settles instead of waiting.
+    assert late_intervention[0]["opportunity_id"] == opportunities
     assert ref.late_inputs["observation"] == 1 and ref.late_inputs["report"] == 1
     assert ref.late_inputs["intervention"] == 1 and ref.late_inputs["measurement"] == 50
 

@@ -193,7 +193,10 @@ class Referee:
         record its receipt (delivered | rejected_scope). First record: the receipt."""
         if self.finished:
             late = self._late_receipt("intervention", _intervention_payload_id(intervention), t)
-            late.update(site=intervention.get("site", ""), mode=intervention.get("mode", ""), reasons=[LATE])
+            # The bridge settles a support by the requested (opportunity, site): echo them.
+            late.update(site=intervention.get("site", ""), mode=intervention.get("mode", ""), reasons=[LATE],
+                        opportunity_id=intervention.get("opportunity_id", -1),
+                        evidence_version=intervention.get("evidence_version", -1))
             return [late]
         opp = self.book.current
         decision = validate_intervention(
