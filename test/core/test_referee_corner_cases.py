@@ -53,6 +53,9 @@ def _drop_and_regrasp(where: str):
 
 
 def test_a_drop_onto_the_table_is_an_execution_failure_even_when_regrasped_in_time():
+    # Contrast: released onto the destination and picked up again is an adjustment, no drop.
+    adjusted, wa = _drop_and_regrasp("pan")
+    assert not wa.events("execution_failure") and adjusted.scores()["executed"] is True
     ref, w = _drop_and_regrasp("table")
     failures = w.events("execution_failure")
     assert len(failures) == 1 and failures[0]["detail"]["drop"] is True
@@ -72,13 +75,6 @@ def test_a_fall_caught_by_a_regrasp_is_an_execution_failure():
     assert ref.scores()["executed"] is False
 
 
-def test_releasing_onto_the_destination_and_adjusting_is_no_drop():
-    ref, w = _drop_and_regrasp("pan")
-    assert not w.events("execution_failure")
-    assert ref.scores()["executed"] is True
-
-
-
 def _holding_when_the_next_opportunity_opens():
     """Extended task: std_100 goes onto the pan and, before it is confirmed, the
     robot already grasps std_20; std_100's confirmation opens the next
@@ -95,6 +91,13 @@ def _holding_when_the_next_opportunity_opens():
 
 
 def test_an_opportunity_opening_while_an_object_is_held_is_scored_from_where_it_goes():
+    # Contrast: a held object put back where it was shows no choice; the next grasp is the choice.
+    ref, w, held_opportunity = _holding_when_the_next_opportunity_opens()
+    w.put("std_20", "table", settle_s=0.3)  # a quick correction: returned, no operation
+    assert held_opportunity.first_choice is None
+    w.grasp("std_50")
+    assert str(held_opportunity.first_choice) == "remove(std_50->table)"
+
     ref, w, held_opportunity = _holding_when_the_next_opportunity_opens()
     w.put("std_20", "pan")
     assert str(held_opportunity.first_choice) == "add(std_20->pan)"
@@ -103,14 +106,6 @@ def test_an_opportunity_opening_while_an_object_is_held_is_scored_from_where_it_
     assert choice[0]["detail"]["recognised_from"] == "held_object_motion"
     assert held_opportunity.execution == "confirmed"
     assert ref.scores()["native"]["C_id"] == 1.0
-
-
-def test_a_held_object_put_back_where_it_was_shows_no_choice():
-    ref, w, held_opportunity = _holding_when_the_next_opportunity_opens()
-    w.put("std_20", "table", settle_s=0.3)  # a quick correction: returned, no operation
-    assert held_opportunity.first_choice is None
-    w.grasp("std_50")  # the next grasp is the choice
-    assert str(held_opportunity.first_choice) == "remove(std_50->table)"
 
 
 def test_placing_a_weight_is_not_hand_pressure_but_contact_on_a_settled_reading_is():
