@@ -125,3 +125,25 @@ def test_placing_a_weight_is_not_hand_pressure_but_contact_on_a_settled_reading_
     w3.run(0.3)
     w3.press_pan(0.5)
     assert len(w3.events("hand_pressure")) == 1
+
+
+def test_contact_flicker_on_a_settled_reading_is_one_hand_pressure_onset():
+    ref, w = episode()
+    w.run(0.3)
+    for _ in range(4):  # contact lost for 0.04 s at a time: shorter than the release hold
+        w.press_pan(0.2)
+        w.run(0.04)
+    assert len(w.events("hand_pressure")) == 1
+    w.run(ref.contract.recognisers.release_hold_s + 0.2)  # contact ended for longer than the hold
+    w.press_pan(0.2)
+    assert len(w.events("hand_pressure")) == 2
+    # The stable flag flickering under one continuous contact is one onset too.
+    ref2, w2 = episode()
+    w2.run(0.3)
+    w2.press_pan(0.3)
+    w2.hand_on_pan = True
+    w2.bump()  # the reading loses stability, then settles again, the hand still on the pan
+    w2.run(1.5)
+    w2.hand_on_pan = False
+    w2.run(0.3)
+    assert len(w2.events("hand_pressure")) == 1

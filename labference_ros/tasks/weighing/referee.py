@@ -73,7 +73,11 @@ class Referee:
         self._seq = 0
         self._last_t: float | None = None
         self._last_invalid = ""
-        self._contact_affected_reading = False
+        # Hand pressure: one onset per contiguous contact interval. The interval ends
+        # only after no contact for the recognisers' release_hold_s (the release
+        # hold), so contact flicker shorter than that is the same interval.
+        self._pressure_last_contact_t: float | None = None
+        self._pressure_onset_in_interval = False
         self._out: list[dict] = []
 
     # ------------------------------------------------------------------ inputs
@@ -304,11 +308,22 @@ class Referee:
             elif reason != "hand_pressure":
                 self._event("validity", v.t, detail={"reason": reason})
         self._last_invalid = reason
-        # Placing a weight touches the pan load until release while the reading is
-        # still settling; hand pressure marks contact on an otherwise eligible reading.
-        if v.contact_affects_reading and not self._contact_affected_reading:
+        self._hand_pressure(v)
+
+    def _hand_pressure(self, v: MeasurementView) -> None:
+        """Placing a weight touches the pan load until release while the reading is
+        still settling; hand pressure marks contact on an otherwise eligible (stable)
+        reading, once per contiguous contact interval (docs/records.md)."""
+        hold = self.contract.recognisers.release_hold_s
+        last = self._pressure_last_contact_t
+        if not v.hand_pressure:
+            if last is not None and v.t - last >= hold - 1e-9:
+                self._pressure_last_contact_t, self._pressure_onset_in_interval = None, False
+            return
+        self._pressure_last_contact_t = v.t
+        if v.contact_affects_reading and not self._pressure_onset_in_interval:
+            self._pressure_onset_in_interval = True
             self._event("hand_pressure", v.t, measured_value=v.displayed_g)
-        self._contact_affected_reading = v.contact_affects_reading
 
     def _terminal_predicate(self, m: WorldMeasurement, v: MeasurementView):
         term = self.contract.terminal
