@@ -82,3 +82,58 @@ class InputMerger:
     def _release_deliveries(self, out, before: int | None) -> None:
         while self._deliveries and (before is None or self._deliveries[0][0] < before):
             out.append(("deliver", self._deliveries.pop(0)[2]))
+
+
+# -- feeding a referee: one path for the online node and the replay audit -------------
+LATE = "late"
+
+
+def is_late(record: dict) -> bool:
+    """A receipt or report the referee gave an input received after episode_end.
+
+    Such records are returned (the node publishes a late intervention's receipt so
+    the bridge settles it) and counted (``Referee.late_inputs``), but neither the
+    node nor the replay audit writes them to observations.jsonl: which inputs
+    arrive after the end depends on when each side stopped listening (the node at
+    its finish service, the bag when the recorder stopped), so writing them would
+    make the two copies differ (docs/records.md, "Referee corner cases")."""
+    if record.get("record") == "receipt":
+        return record.get("status") == LATE
+    return record.get("record") == "report" and record.get("reason") == LATE
+
+
+def feed(referee, items, last_t: float, finish_t: float | None = None,
+         held: list | None = None) -> tuple[list[dict], float]:
+    """Give merged inputs (InputMerger.drain) to the referee in order; returns its
+    records and the last measurement time. With ``finish_t`` (the runner's finish,
+    sim time), a delivery stamped after it is not given now but appended to
+    ``held``: it arrived after episode_end and is given after ``finish`` (late)."""
+    out: list[dict] = []
+    for kind, item in items:
+        if kind == "measure":
+            last_t = item.t
+            out += referee.step(item)
+        elif finish_t is not None and held is not None and item.t > finish_t + 1e-9:
+            held.append(item)
+        else:
+            out += deliver(referee, item)
+    return out, last_t
+
+
+def deliver(referee, item: Delivery) -> list[dict]:
+    if item.intervention is not None:  # an Oracle support the bridge handed over
+        return referee.check_intervention(item.intervention, item.t)
+    return referee.deliver_observation(item.observation_id, item.t, item.session_id)
+
+
+def finish(referee, merger: InputMerger, last_t: float, t_end: float, reason: str) -> tuple[list[dict], list[dict]]:
+    """Release every buffered input, end the episode at max(last measurement, t_end),
+    then give the deliveries stamped after t_end, which the referee records as late.
+    Returns (records up to and including the final scores, late records)."""
+    held: list[Delivery] = []
+    out, last_t = feed(referee, merger.drain(final=True), last_t, finish_t=t_end, held=held)
+    out += referee.finish(max(last_t, t_end), reason)
+    late: list[dict] = []
+    for item in held:
+        late += deliver(referee, item)
+    return out, late

@@ -11,7 +11,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
 from labference.srv import FinishEpisode, ReportOperation, StartEpisode
-from labference_ros.core.input_merge import InputMerger
+from labference_ros.core.input_merge import InputMerger, feed, finish as finish_feed, is_late
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
@@ -60,6 +60,7 @@ class RefereeNode(Node):
         self.records_error: OSError | None = None  # the first failed write of this episode's records
         self.merger = InputMerger()
         self.last_t = 0.0
+        self.finished_episode = ""  # the episode last finished: later inputs of it are late
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
@@ -91,11 +92,13 @@ class RefereeNode(Node):
         if self.referee is None or request.episode_id != self.referee.episode_id:
             response.success, response.message = False, "no such episode is being scored"
             return response
-        self._pump(final=True)
-        t = max(self.last_t, request.sim_time)
-        out = self.referee.finish(t, request.reason or "episode_end")
+        # Deliveries stamped after the runner's finish are given after it: late.
+        out, late = finish_feed(self.referee, self.merger, self.last_t, request.sim_time,
+                                request.reason or "episode_end")
         self._emit(out)
+        self._emit(late)
         scores = out[-1]
+        self.finished_episode = self.referee.episode_id
         try:
             self.records.write_scores({k: v for k, v in scores.items() if k != "record"},
                                       status=final_status(request.reason))
@@ -151,6 +154,9 @@ class RefereeNode(Node):
 
     def on_receipt(self, msg: DeliveryReceipt):
         if self.referee is None:
+            if self.finished_episode and msg.episode_id == self.finished_episode:
+                self.get_logger().info(f"late delivery after episode_end of {msg.episode_id} "
+                                       f"(t={stamp_to_s(msg.header.stamp)}): not scored")
             return
         d = delivery_from_receipt(msg, self.referee.episode_id)
         if d is not None:
@@ -158,6 +164,10 @@ class RefereeNode(Node):
             self._pump()
 
     def on_report(self, request, response):
+        if self.referee is None and self.finished_episode and request.episode_id == self.finished_episode:
+            self.get_logger().info(f"late report after episode_end of {request.episode_id}: not scored")
+            response.accepted, response.message = False, "late"
+            return response
         if self.referee is None or request.episode_id != self.referee.episode_id:
             response.accepted, response.message = False, "no such episode is being scored"
             return response
@@ -176,21 +186,20 @@ class RefereeNode(Node):
         return response
 
     def _pump(self, final: bool = False) -> None:
-        for kind, item in self.merger.drain(final):
-            if kind == "measure":
-                self.last_t = item.t
-                self._emit(self.referee.step(item))
-            elif item.intervention is not None:  # an Oracle support the bridge handed over
-                self._emit(self.referee.check_intervention(item.intervention, item.t))
-            else:
-                self._emit(self.referee.deliver_observation(item.observation_id, item.t, item.session_id))
+        for item in self.merger.drain(final):
+            out, self.last_t = feed(self.referee, [item], self.last_t)
+            self._emit(out)
 
     # outputs ------------------------------------------------------------------
     def _emit(self, records: list[dict]) -> None:
         for r in records:
             if r["record"] == "scores":
                 continue
-            if self.records_error is None:
+            if is_late(r):
+                # After episode_end: published (the bridge settles a late support), logged, not written.
+                self.get_logger().info(f"late {r.get('kind', r['record'])} after episode_end: "
+                                       f"{r.get('payload_id') or r.get('report_id', '')} at t={r.get('t')}")
+            elif self.records_error is None:
                 try:
                     self.records.write(r)
                 except OSError as exc:

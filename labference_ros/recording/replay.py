@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labference_ros.core.input_merge import InputMerger
+from labference_ros.core.input_merge import InputMerger, deliver, feed, finish as finish_feed, is_late
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, stamp_to_s, world_from_msg
 from labference_ros.tasks.base import TaskFamily
 
@@ -90,23 +90,24 @@ def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, fi
     # Service-side inputs enter after the last measurement at or before their time,
     # as the online node applies them after pumping its inputs.
     side = sorted([(r["t"], 0, i, "report", r) for i, r in enumerate(reports)], key=lambda s: s[:3])
+    t_end, reason = finish
     out: list[dict] = []
     last_t = 0.0
+    # Deliveries stamped after the runner's finish are given after it, as the node
+    # gives them (core.input_merge.finish): late, and not part of the records.
+    held: list = []
     for kind, item in merger.drain(final=True):
         if kind == "measure":
             while side and side[0][0] < item.t - 1e-12:
                 out += _side_input(referee, side.pop(0), last_t)
-            last_t = item.t
-            out += referee.step(item)
-        elif item.intervention is not None:
-            out += referee.check_intervention(item.intervention, item.t)
-        else:
-            out += referee.deliver_observation(item.observation_id, item.t, item.session_id)
+        records, last_t = feed(referee, [(kind, item)], last_t, finish_t=t_end, held=held)
+        out += records
     while side:
         out += _side_input(referee, side.pop(0), last_t)
-    t_end, reason = finish
-    out += referee.finish(max(last_t, t_end), reason)
-    return out
+    records, late = finish_feed(referee, merger, last_t, t_end, reason)
+    for item in held:
+        late += deliver(referee, item)  # recorded as late by the referee, counted, not written
+    return [r for r in out + records if not is_late(r)]
 
 
 def _side_input(referee, entry, last_t: float) -> list[dict]:
