@@ -69,9 +69,44 @@ def test_a_drop_onto_the_table_is_an_execution_failure_even_when_regrasped_in_ti
 
 
 def test_a_fall_caught_by_a_regrasp_is_an_execution_failure():
-    ref, w = _drop_and_regrasp("floor")  # nothing under it: it falls
+    # Contrast: released in mid-air and regrasped while still falling, before it
+    # came to rest anywhere, is no drop (it neither rested on a support nor fell).
+    caught, wc = episode()
+    wc.run(0.3)
+    wc.grasp("std_50")
+    wc.release("std_50")  # fingers open in the air: nothing under it
+    wc.moving["std_50"] = wc.t + 1.0  # falling
+    wc.run(0.2)  # longer than the release hold: a release is recognised
+    assert wc.events("release") and not wc.events("execution_failure")
+    wc.grasp("std_50")  # caught
+    wc.put("std_50", "pan")
+    wc.run(4.0)
+    assert not wc.events("execution_failure") and caught.scores()["executed"] is True
+
+    ref, w = _drop_and_regrasp("floor")  # nothing under it: it falls and lies still
     failures = w.events("execution_failure")
     assert len(failures) == 1 and failures[0]["detail"]["location"] == "elsewhere"
+    assert failures[0]["detail"]["support"] == "none"
+    assert ref.scores()["executed"] is False
+
+
+def test_an_ambiguous_reseat_on_the_destination_is_no_drop():
+    # Left leaning on the pan's rim (pan and balance body: ambiguous support) and
+    # picked up again: it rested on the destination, partly, so it is an adjustment.
+    reseat, wr = _drop_and_regrasp("rim")
+    assert not wr.events("execution_failure") and reseat.scores()["executed"] is True
+    # Left on the table and the balance body (ambiguous, not touching the pan): a drop.
+    ref, w = episode()
+    w.run(0.3)
+    w.grasp("std_50")
+    w.run(0.2)
+    w.put("std_50", "table_edge", settle_s=0.15)
+    w.grasp("std_50")
+    w.run(0.2)
+    w.put("std_50", "pan")
+    w.run(4.0)
+    failures = w.events("execution_failure")
+    assert len(failures) == 1 and failures[0]["detail"]["support"] == "ambiguous"
     assert ref.scores()["executed"] is False
 
 

@@ -68,6 +68,20 @@ def location_of(support: str) -> str:
     return ELSEWHERE
 
 
+def touches_location(m: WorldMeasurement, name: str, location: str) -> bool:
+    """The object has a direct contact with the surface of a task location (the pan
+    or the table), whatever else it touches: a re-seat leaning on the rim still
+    touches the pan."""
+    o = m.objects.get(name)
+    if o is None:
+        return False
+    if location == S_PAN:
+        return PAN in o.contacts or name in m.pan_contacts
+    if location == S_TABLE:
+        return TABLE in o.contacts
+    return False
+
+
 def robot_touching(o: ObjectMeasurement) -> bool:
     return any(c in ROBOT_IDS for c in o.contacts)
 

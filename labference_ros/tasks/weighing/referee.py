@@ -23,7 +23,8 @@ from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
 from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PAN, MeasurementView,
-                                                      ObjectTracker, location_of, still, view_of)
+                                                      ObjectTracker, location_of, still, touches_location,
+                                                      view_of)
 from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
@@ -108,6 +109,7 @@ class Referee:
             recognitions, ce = tracker.step(v, o, self.z.locations[name])
             for r in recognitions:
                 self._recognition(r)
+            self._watch_released(m, v, name, o)
             if ce is not None:
                 confirmed.append(ce)
         if self._held_at_opening:
@@ -480,26 +482,45 @@ class Referee:
                 opp.execution = "confirmed" if ok else "failed"
 
     def _note_release(self, r: dict) -> None:
-        """Where a chosen object left the fingers and where it first came to rest."""
+        """When a chosen object left the fingers, and on what it was."""
         ex = self._executions.get(r["object"])
-        if ex is None:
-            return
-        if r["category"] == "release":
+        if ex is not None and r["category"] == "release":
             ex["released_t"], ex["released_support"] = r["t"], r["support"]
-        elif r["category"] == "placement_recognised":
-            ex["rested_support"] = r["support"]
+
+    def _watch_released(self, m: WorldMeasurement, v: MeasurementView, name: str, o) -> None:
+        """Where a released chosen object first came to rest: untouched and still
+        (the recognisers' low-motion thresholds), on whatever supports it, or on
+        nothing the cell knows (it fell: the floor, off the table)."""
+        ex = self._executions.get(name)
+        if ex is None or "released_t" not in ex or "rested_support" in ex or name in v.touched:
+            return
+        if not still(o, self.contract.recognisers.low_motion_linear_mps,
+                     self.contract.recognisers.low_motion_angular_rps):
+            return
+        ex["rested_support"] = v.support.get(name, S_NONE)
+        ex["rested_t"] = v.t
+        ex["rested_on_destination"] = touches_location(m, name, ex["operation"].destination)
 
     def _drop_before_regrasp(self, obj: str, t: float) -> None:
-        """A regrasp before the confirmation dwell ended: if the object had left the
-        fingers and come to rest away from its destination, or had nothing under it
-        (it fell), that attempt was a drop and its execution failed (paper 5.3)."""
+        """A regrasp before the confirmation dwell ended. The attempt that ended was a
+        drop (paper 5.3: the object left the grasp and came to rest on a non-target
+        support, or fell) when the object, released, came to rest away from its
+        destination: on the table, the balance body, or nothing the cell knows.
+        It was no drop when it never came to rest (released in mid-air and
+        regrasped before touching anything), or rested on the destination, alone
+        or leaning on something else too (an ambiguous re-seat). docs/records.md."""
         ex = self._executions.get(obj)
         if ex is None or "released_t" not in ex:
             return
         op: Operation = ex["operation"]
-        support = ex.get("rested_support", ex["released_support"])
+        support = ex.get("rested_support")
+        if support is None:
+            del ex["released_t"], ex["released_support"]  # caught before it came to rest
+            return
         location = location_of(support)
-        if location == op.destination:
+        if location == op.destination or (support == S_AMBIGUOUS and ex.get("rested_on_destination")):
+            for key in ("released_t", "released_support", "rested_support", "rested_t", "rested_on_destination"):
+                ex.pop(key, None)
             return  # released onto the destination and picked up again: an adjustment
         del self._executions[obj]
         self._event("execution_failure", t, obj=obj, operation=op, attempt=ex["attempt"],

@@ -12,7 +12,8 @@ from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STA
 
 # Scripted resting places and the contacts they produce.
 _PLACE_CONTACTS = {
-    "pan": (PAN,), "table": (TABLE,), "rim": (PAN, BALANCE_BODY), "floor": (), "held": (),
+    "pan": (PAN,), "table": (TABLE,), "rim": (PAN, BALANCE_BODY), "table_edge": (TABLE, BALANCE_BODY),
+    "floor": (), "held": (),
 }
 
 
