@@ -138,7 +138,8 @@ def test_an_opportunity_opening_while_an_object_is_held_is_scored_from_where_it_
     assert str(held_opportunity.first_choice) == "add(std_20->pan)"
     assert held_opportunity.choice_correct is True
     choice = [e for e in w.events("choice") if e["opportunity_id"] == held_opportunity.id]
-    assert choice[0]["detail"]["recognised_from"] == "held_object_motion"
+    assert choice[0]["detail"]["recognised_from"] == "held_object_touchdown"
+    assert len(choice) == 1  # credited once
     assert held_opportunity.execution == "confirmed"
     assert ref.scores()["native"]["C_id"] == 1.0
 
@@ -182,3 +183,26 @@ def test_contact_flicker_on_a_settled_reading_is_one_hand_pressure_onset():
     w2.hand_on_pan = False
     w2.run(0.3)
     assert len(w2.events("hand_pressure")) == 1
+
+
+def test_a_held_objects_choice_needs_a_touchdown_on_a_task_location_away_from_where_it_was_held():
+    ref, w, held_opportunity = _holding_when_the_next_opportunity_opens()
+    p0 = w.position["std_20"]
+    # Set down on the balance body beside the pan (ambiguous: not a task location): no choice yet.
+    w.put("std_20", "table_edge", release=False, settle_s=0.2)
+    assert held_opportunity.first_choice is None
+    # Lifted again and touched down on the pan 0.02 m from where it was held (under
+    # the 0.05 m threshold, referee.HELD_CHOICE_MIN_DISPLACEMENT_M): no choice.
+    w._set_place("std_20", "held")
+    w.run(0.2)
+    w.place["std_20"] = "pan"
+    w.position["std_20"] = (p0[0], p0[1], p0[2] - 0.02)
+    w.run(0.2)
+    assert held_opportunity.first_choice is None
+    # Lifted and carried onto the pan: the choice, at the touchdown, once.
+    w._set_place("std_20", "held")
+    w.run(0.2)
+    w.put("std_20", "pan")
+    assert str(held_opportunity.first_choice) == "add(std_20->pan)"
+    choices = [e for e in w.events("choice") if e["opportunity_id"] == held_opportunity.id]
+    assert len(choices) == 1 and choices[0]["t"] > w.events("grasp")[-1]["t"] + 0.6

@@ -22,13 +22,21 @@ from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
-from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PAN, MeasurementView,
+from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PAN, S_TABLE, MeasurementView,
                                                       ObjectTracker, location_of, still, touches_location,
                                                       view_of)
+from labference_ros.core.operations import add, remove
 from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
 STOP_REASONS_EARLY = ("policy_stop", "policy_done")
+# An opportunity that opens while an object is held takes its choice from that
+# object's touchdown at least this far (metres, straight line) from where it was
+# held when the opportunity opened: the pick oracle's "> 0.05 m observed lift"
+# (design/PARAMETERS.md, agent comparisons), the sources' smallest displacement of a
+# held object that counts as a deliberate move. Not yet part of the contract (its
+# hash would change); docs/records.md.
+HELD_CHOICE_MIN_DISPLACEMENT_M = 0.05
 # Status of a receipt, and reason of a report, received after episode_end: it
 # opens no opportunity and changes no score (docs/records.md).
 LATE = "late"
@@ -70,7 +78,10 @@ class Referee:
         # counted: the world stream keeps flowing until the runner stops it.
         self.late_inputs: Counter = Counter()
         self._executions: dict[str, dict] = {}  # object -> pending execution of an identified choice
-        self._held_at_opening: set[str] = set()  # objects held when the current opportunity opened
+        # Objects held when the current opportunity opened: object -> {"p0": position
+        # then, "airborne": lifted off every support since}.
+        self._held_at_opening: dict[str, dict] = {}
+        self._last_m: WorldMeasurement | None = None
         self._seq = 0
         self._last_t: float | None = None
         self._last_invalid = ""
@@ -94,6 +105,7 @@ class Referee:
             raise ValueError(f"measurement time went backwards: {m.t} < {self._last_t}")
         dt = 0.0 if first else m.t - self._last_t
         self._last_t = m.t
+        self._last_m = m
         v = view_of(m)
         if first:
             self._start(v)
@@ -113,7 +125,7 @@ class Referee:
             if ce is not None:
                 confirmed.append(ce)
         if self._held_at_opening:
-            self._held_object_choice(v)
+            self._held_object_choice(m, v)
 
         holds, failures = self._terminal_predicate(m, v)
         z0 = self.z
@@ -150,7 +162,8 @@ class Referee:
         self.receipts.append(receipt)
         self._out.append(receipt)
         if opened:
-            self._held_at_opening = {name for name, tracker in self.trackers.items() if tracker.grasping}
+            self._held_at_opening = {name: {"p0": self._position(name), "airborne": False}
+                                     for name, tracker in self.trackers.items() if tracker.grasping}
             self._out.append({"record": "opportunity", "episode_id": self.episode_id, "t": t, **opp.to_dict()})
             self._out.append(self._legal_set_record(t, opp))
         return self._flush(t)
@@ -422,38 +435,60 @@ class Referee:
             self.counts["incorrect_choice"] += 1
             self._error()
 
-    def _held_object_choice(self, v: MeasurementView) -> None:
+    def _position(self, name: str):
+        o = self._last_m.objects.get(name) if self._last_m is not None else None
+        return tuple(o.position) if o is not None else None
+
+    def _held_object_choice(self, m: WorldMeasurement, v: MeasurementView) -> None:
         """An opportunity that opened while the robot held an object: that object's
-        next touchdown on a support other than its confirmed location shows where it
-        is being carried, and identifies the choice (judged on the state before)."""
+        first touchdown after the opening (lifted off every support, then supported
+        again) on a task location other than its confirmed one, at least
+        HELD_CHOICE_MIN_DISPLACEMENT_M from where it was held at the opening,
+        identifies the operation that moves it there (judged on the state before).
+        A touchdown back on its confirmed location shows no choice: the object
+        leaves the watch and the next grasp is the choice. docs/records.md."""
         opp = self.book.current
         if opp is None or opp.first_choice is not None or opp.evidence_version != self.z.evidence_version \
                 or not opp.accepts_choice_at(v.t):
             self._held_at_opening.clear()
             return
         for obj in sorted(self._held_at_opening):
-            tracker = self.trackers[obj]
+            watch = self._held_at_opening[obj]
             support = v.support.get(obj, S_NONE)
-            towards = location_of(support) if support != S_NONE else ""
-            if towards and towards != self.z.locations[obj]:
-                self._held_at_opening.clear()
-                op = operation_for_grasp(self.z, obj)
-                self._score_first_choice(opp, op, obj, v.t, tracker.attempt, recognised_from="held_object_motion")
-                execution = self._executions.get(obj)
-                if execution is not None and execution["operation"] == op:
-                    if execution["opportunity_id"] == -1:
-                        execution.update(opportunity_id=opp.id, first=True)
-                    else:
-                        execution.setdefault("also_first_for", []).append(opp.id)
-                return
-            if not tracker.grasping:
-                self._held_at_opening.discard(obj)  # put down where it was: no choice shown
+            if support == S_NONE:
+                watch["airborne"] = True
+                continue
+            if not watch["airborne"]:
+                if not self.trackers[obj].grasping:
+                    del self._held_at_opening[obj]  # let go where it was, never lifted: no choice
+                continue
+            watch["airborne"] = False  # a touchdown
+            here = self.z.locations[obj]
+            if support == here:
+                del self._held_at_opening[obj]  # put back where it was: no choice shown
+                continue
+            o = m.objects.get(obj)
+            moved = (watch["p0"] is None or o is None
+                     or math.dist(watch["p0"], o.position) >= HELD_CHOICE_MIN_DISPLACEMENT_M - 1e-12)
+            if support not in (S_PAN, S_TABLE) or not moved:
+                continue  # not onto a task location, or barely moved: wait for the next touchdown
+            op = add(obj) if support == S_PAN else remove(obj)
+            self._held_at_opening.clear()
+            self._score_first_choice(opp, op, obj, v.t, self.trackers[obj].attempt,
+                                     recognised_from="held_object_touchdown")
+            execution = self._executions.get(obj)
+            # Credited once: an execution already carrying an earlier opportunity's
+            # first choice stays that choice's; this opportunity's is not measured.
+            if execution is not None and execution["operation"] == op and not execution["first"]:
+                execution.update(opportunity_id=opp.id, first=True)
+            else:
+                opp.execution = None
+            return
 
     def _first_choice_opportunities(self, ex: dict) -> list[Opportunity]:
-        """The opportunities whose first choice this pending execution carries out."""
-        ids = ([ex["opportunity_id"]] if ex["first"] else []) + ex.get("also_first_for", [])
-        return [opp for opp in (self.book.get(i) for i in ids)
-                if opp is not None and opp.first_choice == ex["operation"]]
+        """The opportunity whose first choice this pending execution carries out (at most one)."""
+        opp = self.book.get(ex["opportunity_id"]) if ex["first"] else None
+        return [opp] if opp is not None and opp.first_choice == ex["operation"] else []
 
     def _placement_pending(self, exclude: str) -> bool:
         """Another chosen object was released onto its destination but is not confirmed yet."""

@@ -16,6 +16,17 @@ _PLACE_CONTACTS = {
     "floor": (), "held": (),
 }
 
+# Where each place puts an object (metres, world frame): a weight on the table keeps
+# its own slot; a held one is carried 0.1 m above where it was last set down.
+_PLACE_POSITIONS = {
+    "pan": (0.50, 0.0, 0.12), "rim": (0.45, 0.0, 0.12), "table_edge": (0.40, 0.08, 0.05),
+    "floor": (0.30, 0.40, -0.70),
+}
+
+
+def _table_slot(name: str) -> tuple[float, float, float]:
+    return (0.30, 0.05 * (sorted(STANDARDS + (SAMPLE,)).index(name) + 1), 0.0)
+
 
 class SyntheticWorld:
     def __init__(self, instance: WeighingInstance, referee=None, dt: float = 0.02, settle_s: float = 1.0,
@@ -28,6 +39,7 @@ class SyntheticWorld:
         self.t = 0.0
         self.place = {s: ("pan" if s in instance.initial_on_pan else "table") for s in STANDARDS}
         self.place[SAMPLE] = "pan"
+        self.position = {n: self._place_position(n, w) for n, w in self.place.items()}
         self.fingers: set[str] = set()  # objects the fingers touch
         self.moving: dict[str, float] = {}  # object -> time its motion stops
         self.gripper_closing = False
@@ -42,6 +54,18 @@ class SyntheticWorld:
         self.keep_measurements = False
 
     # -------------------------------------------------------------- physics
+    def _place_position(self, name: str, where: str) -> tuple[float, float, float]:
+        if where == "table":
+            return _table_slot(name)
+        if where == "held":
+            x, y, z = self.position[name]
+            return (x, y, z + 0.1)
+        return _PLACE_POSITIONS[where]
+
+    def _set_place(self, name: str, where: str) -> None:
+        self.position[name] = self._place_position(name, where)
+        self.place[name] = where
+
     def _true_load(self) -> float:
         g = 0.0
         for name, where in self.place.items():
@@ -61,7 +85,7 @@ class SyntheticWorld:
             speed = 0.1 if self.moving.get(name, -1.0) > self.t else 0.0
             objects[name] = ObjectMeasurement(
                 name=name, kind="sample" if name == SAMPLE else "standard",
-                position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                position=self.position[name], orientation=(1.0, 0.0, 0.0, 0.0),
                 linear_speed=speed, angular_speed=0.0, contacts=tuple(contacts))
         pan_contacts = tuple(n for n, w in self.place.items() if w in ("pan", "rim"))
         if self.hand_on_pan:
@@ -103,12 +127,12 @@ class SyntheticWorld:
         self.fingers.add(obj)
         self.gripper_closing = True
         self.run(0.04)
-        self.place[obj] = "held"
+        self._set_place(obj, "held")
         self.moving[obj] = self.t + hold_s
         self.run(hold_s)
 
     def put(self, obj: str, where: str, release: bool = True, settle_s: float = 2.0) -> None:
-        self.place[obj] = where
+        self._set_place(obj, where)
         self.moving[obj] = self.t + 0.06
         self.run(0.2)
         if release:
