@@ -162,20 +162,8 @@ def pairs(episodes, registered_pairs=None) -> dict:
 
 # -- ordered steps: SR and SSR (SciHorizon eqs. 6-7) ---------------------------------
 # The task contract names its chain (TaskContract.evaluation_steps, recorded in
-# run.json as task.evaluation_steps); here each name is a test on scores.json.
-def _reading_ready(scores: dict) -> bool:
-    opps = scores.get("opportunity_records") or []
-    return any((o.get("reference_state") or {}).get("reading_ready") for o in opps)
-
-
-STEP_PREDICATES = {
-    "reading_ready": _reading_ready,
-    "required_standard_chosen": lambda scores: scores.get("first_choice_correct") is True,
-    "transferred": lambda scores: scores.get("executed") is True,
-    "terminal_dwell_complete": lambda scores: scores.get("physically_complete") is True,
-}
-
-
+# run.json as task.evaluation_steps) and the task family gives each name its test
+# on scores.json (TaskFamily.evaluation_chain): a chain is ((name, predicate), ...).
 def recorded_steps(ep: dict) -> tuple[str, ...]:
     """The step chain an episode's run.json names; empty for runs recorded before it did."""
     return tuple((ep.get("run") or {}).get("task", {}).get("evaluation_steps") or ())
@@ -183,25 +171,23 @@ def recorded_steps(ep: dict) -> tuple[str, ...]:
 
 def step_chain(scores: dict, chain) -> list[bool]:
     """z_i: step i held and every earlier step held."""
-    unknown = [name for name in chain if name not in STEP_PREDICATES]
-    if unknown:
-        raise ValueError(f"unknown evaluation steps {unknown}; known: {sorted(STEP_PREDICATES)}")
     z, ok = [], True
-    for name in chain:
-        ok = ok and STEP_PREDICATES[name](scores)
+    for _name, holds in chain:
+        ok = ok and bool(holds(scores))
         z.append(ok)
     return z
 
 
 def steps(episodes, chain) -> dict:
-    """SR and SSR over scored episodes for the contract's step chain (no chain: unavailable)."""
+    """SR and SSR over scored episodes for the task's step chain (no chain: unavailable)."""
+    chain = tuple(chain)
     eps = scored(episodes)
     m = len(chain)
     chains = [step_chain(e["scores"], chain) for e in eps] if m else []
     sr = rate(sum(1 for z in chains if z[-1]), len(chains))
     ssr = rate(sum(sum(z) / m for z in chains), len(chains))
-    per_step = {name: rate(sum(1 for z in chains if z[i]), len(chains)) for i, name in enumerate(chain)}
-    return {"n": len(chains), "steps": list(chain), "SR": sr, "SSR": ssr, "per_step": per_step}
+    per_step = {name: rate(sum(1 for z in chains if z[i]), len(chains)) for i, (name, _) in enumerate(chain)}
+    return {"n": len(chains), "steps": [name for name, _ in chain], "SR": sr, "SSR": ssr, "per_step": per_step}
 
 
 # -- per-standard confusion at the first decision ------------------------------------
@@ -240,8 +226,8 @@ def confusion(episodes) -> dict:
     }
 
 
-def all_metrics(episodes, registered: int | None = None, registered_pairs=None, step_names=()) -> dict:
-    """step_names: the task contract's SR/SSR chain (TaskContract.evaluation_steps)."""
+def all_metrics(episodes, registered: int | None = None, registered_pairs=None, chain=()) -> dict:
+    """chain: the task's SR/SSR steps, ((name, predicate), ...) (TaskFamily.evaluation_chain)."""
     episodes = list(episodes)
     k = max(max_decisions(episodes), 1)
     return {
@@ -250,6 +236,6 @@ def all_metrics(episodes, registered: int | None = None, registered_pairs=None, 
         "execution": execution(episodes),
         "completion": completion(episodes, registered),
         "pairs": pairs(episodes, registered_pairs),
-        "steps": steps(episodes, step_names),
+        "steps": steps(episodes, chain),
         "confusion": confusion(episodes),
     }

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from labference_ros.core import populations as pop
 from labference_ros.core.records import write_json_atomic, write_text_atomic
-from labference_ros.tasks import family_of_contract_id
+from labference_ros.tasks import available, family_of_contract_id
 
 from . import accounting as acc
 from . import oracle_gains
@@ -73,20 +73,37 @@ RESULT_INTERVALS = {"selection": _sel, "B_next": _choice("correct"), "C_id": _ch
                     "P_state": _pstate}
 
 
-def evaluation_steps(episodes) -> tuple[str, ...]:
-    """The SR/SSR step chain of the cell's task contract: as run.json records it, or,
-    for runs recorded before it did, from the task family's contract of that
-    condition. A cell holds one contract (its hash is a shared identity field)."""
+class TaskFamilyMissing(LookupError):
+    """A cell's runs were scored by a task family this installation does not have."""
+
+
+def _family_of(contract_id: str):
+    try:
+        return family_of_contract_id(contract_id)
+    except KeyError as exc:
+        raise TaskFamilyMissing(
+            f"cannot compute SR/SSR for runs of contract {contract_id!r}: its task family "
+            f"{contract_id.split('.', 1)[0]!r} is not installed (installed: {', '.join(available()) or 'none'}); "
+            "install the package that provides it (entry point group 'labference.tasks')") from exc
+
+
+def evaluation_steps(episodes) -> tuple:
+    """The SR/SSR step chain of the cell's task, ((name, predicate), ...): the names as
+    run.json records them (or, for runs recorded before it did, the task family's
+    contract of that condition), each tested by the family's predicate
+    (TaskFamily.evaluation_chain). A cell holds one contract (its hash is a shared
+    identity field). A family that is not installed raises TaskFamilyMissing."""
     for ep in episodes:
         run = ep.get("run") or {}
         task = run.get("task") or {}
         if not task.get("contract_id"):
             continue
-        recorded = pop.recorded_steps(ep)
-        if recorded:
-            return recorded
-        condition = (task.get("contract") or {}).get("condition") or (run.get("instance") or {}).get("condition")
-        return tuple(family_of_contract_id(task["contract_id"]).contract_for(condition).evaluation_steps)
+        fam = _family_of(task["contract_id"])
+        names = pop.recorded_steps(ep)
+        if not names:
+            condition = (task.get("contract") or {}).get("condition") or (run.get("instance") or {}).get("condition")
+            names = tuple(fam.contract_for(condition).evaluation_steps)
+        return fam.evaluation_chain(names)
     return ()
 
 

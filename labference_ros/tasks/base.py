@@ -112,3 +112,9 @@ class TaskFamily:
     def geometry_frames(self, objects) -> list[dict]:
         """Oracle geometry site: the frames a geometry report may name."""
         raise NotImplementedError
+
+    def evaluation_chain(self, step_names) -> tuple:
+        """SR/SSR: ((name, predicate on scores.json), ...) for the step names a
+        contract declares (TaskContract.evaluation_steps, run.json
+        task.evaluation_steps), in order. An unknown name raises ValueError."""
+        raise NotImplementedError

@@ -1,11 +1,12 @@
 """Section 7 populations: each rate over its own population; zero denominators are None."""
 from labference_ros.core import populations as pop
 from labference_ros.core.records import run_info
-from labference_ros.reporting.report import evaluation_steps
+from labference_ros.reporting.report import TaskFamilyMissing, evaluation_steps
+from labference_ros.tasks import family
 from labference_ros.tasks.weighing.contract import weighing_basic
 from synthetic import decision, episode, run_json, scores_json
 
-WEIGHING_STEPS = weighing_basic().evaluation_steps
+WEIGHING_STEPS = family("feedback_weighing").evaluation_chain(weighing_basic().evaluation_steps)
 
 
 def test_empty_population_is_unavailable_not_zero():
@@ -115,14 +116,36 @@ def test_the_step_chain_comes_from_the_task_contract():
     # ... a report reads it from there, or from the contract for runs recorded before it did ...
     older = episode("a")
     assert "evaluation_steps" not in older["run"]["task"]
-    assert evaluation_steps([older]) == contract.evaluation_steps
+    assert [n for n, _ in evaluation_steps([older])] == list(contract.evaluation_steps)
     # ... and a chain the contract declares differently is the one SR/SSR follow.
     chosen_not_moved = episode("b", executed=False)
     chosen_not_moved["run"]["task"]["evaluation_steps"] = ["reading_ready", "required_standard_chosen"]
     chain = evaluation_steps([chosen_not_moved])
-    assert chain == ("reading_ready", "required_standard_chosen")
+    assert [n for n, _ in chain] == ["reading_ready", "required_standard_chosen"]
     assert pop.steps([chosen_not_moved], chain)["SR"] == 1.0
-    assert pop.steps([chosen_not_moved], contract.evaluation_steps)["SR"] == 0.0
+    assert pop.steps([chosen_not_moved], WEIGHING_STEPS)["SR"] == 0.0
+
+
+def test_step_predicates_are_the_task_familys_not_cores():
+    from labference_ros.tasks.weighing import evaluation
+
+    assert not hasattr(pop, "STEP_PREDICATES")
+    chain = family("feedback_weighing").evaluation_chain(("transferred", "reading_ready"))
+    assert chain == (("transferred", evaluation.transferred), ("reading_ready", evaluation.reading_ready))
+    # core follows whatever predicates the family gives, in the contract's order
+    always = (("a", lambda s: True), ("b", lambda s: False), ("c", lambda s: True))
+    assert pop.step_chain({}, always) == [True, False, False]
+    import pytest
+    with pytest.raises(ValueError, match="unknown evaluation steps"):
+        family("feedback_weighing").evaluation_chain(("reading_ready", "no_such_step"))
+
+
+def test_a_task_family_that_is_not_installed_is_a_clear_error():
+    import pytest
+    other = episode("a")
+    other["run"]["task"]["contract_id"] = "centrifuge_loading.basic@1.0.0"
+    with pytest.raises(TaskFamilyMissing, match="task family 'centrifuge_loading' is not installed"):
+        evaluation_steps([other])
 
 
 def test_confusion_exposes_a_fixed_weight_preference():

@@ -98,5 +98,13 @@ class WeighingFamily(TaskFamily):
 
         return standard_frames(objects)
 
+    def evaluation_chain(self, step_names) -> tuple:
+        from labference_ros.tasks.weighing.evaluation import STEP_PREDICATES
+
+        unknown = [n for n in step_names if n not in STEP_PREDICATES]
+        if unknown:
+            raise ValueError(f"{self.name}: unknown evaluation steps {unknown}; known: {sorted(STEP_PREDICATES)}")
+        return tuple((n, STEP_PREDICATES[n]) for n in step_names)
+
 
 FAMILY = WeighingFamily()

@@ -135,8 +135,8 @@ class TaskContract:
 
     @property
     def evaluation_steps(self) -> tuple[str, ...]:
-        """The ordered steps of SR and SSR (SciHorizon eqs. 6-7) for this task, named
-        after core.populations.STEP_PREDICATES. They summarise scored episodes and
+        """The ordered steps of SR and SSR (SciHorizon eqs. 6-7) for this task; the
+        family tests each on scores.json (tasks/weighing/evaluation.py). They summarise scored episodes and
         score nothing themselves, so they stay outside the content hash; run.json
         records them beside it (task.evaluation_steps)."""
         return WEIGHING_EVALUATION_STEPS
