@@ -102,18 +102,31 @@ def is_late(record: dict) -> bool:
     return record.get("record") == "report" and record.get("reason") == LATE
 
 
-def feed(referee, items, last_t: float, finish_t: float | None = None,
+def cutoff(last_t: float, items, t_end: float) -> float | None:
+    """The sim time after which a delivery is late, the same rule for the online
+    node and the replay audit: max(last measurement handled, t_end), where the last
+    measurement handled counts the measurements among ``items`` (InputMerger.drain)
+    still to be fed. ``t_end`` is the runner's finish (sim time); t_end <= 0 (the
+    runner did not know the sim time) means no cutoff: every delivery received
+    before the finish is given before it."""
+    if t_end <= 0.0:
+        return None
+    handled = [item.t for kind, item in items if kind == "measure"]
+    return max([last_t, t_end, *handled])
+
+
+def feed(referee, items, last_t: float, cutoff: float | None = None,
          held: list | None = None) -> tuple[list[dict], float]:
     """Give merged inputs (InputMerger.drain) to the referee in order; returns its
-    records and the last measurement time. With ``finish_t`` (the runner's finish,
-    sim time), a delivery stamped after it is not given now but appended to
-    ``held``: it arrived after episode_end and is given after ``finish`` (late)."""
+    records and the last measurement time. With ``cutoff`` (input_merge.cutoff), a
+    delivery stamped after it is not given now but appended to ``held``: it is
+    after the episode's end and is given after ``finish`` (late)."""
     out: list[dict] = []
     for kind, item in items:
         if kind == "measure":
             last_t = item.t
             out += referee.step(item)
-        elif finish_t is not None and held is not None and item.t > finish_t + 1e-9:
+        elif cutoff is not None and held is not None and item.t > cutoff + 1e-9:
             held.append(item)
         else:
             out += deliver(referee, item)
@@ -126,12 +139,15 @@ def deliver(referee, item: Delivery) -> list[dict]:
     return referee.deliver_observation(item.observation_id, item.t, item.session_id)
 
 
-def finish(referee, merger: InputMerger, last_t: float, t_end: float, reason: str) -> tuple[list[dict], list[dict]]:
+def finish(referee, merger: InputMerger, last_t: float, t_end: float, reason: str,
+           held: list | None = None) -> tuple[list[dict], list[dict]]:
     """Release every buffered input, end the episode at max(last measurement, t_end),
-    then give the deliveries stamped after t_end, which the referee records as late.
+    then give the deliveries stamped after the cutoff (input_merge.cutoff), and any
+    already ``held`` by the caller, which the referee records as late.
     Returns (records up to and including the final scores, late records)."""
-    held: list[Delivery] = []
-    out, last_t = feed(referee, merger.drain(final=True), last_t, finish_t=t_end, held=held)
+    held = list(held or [])
+    items = merger.drain(final=True)
+    out, last_t = feed(referee, items, last_t, cutoff=cutoff(last_t, items, t_end), held=held)
     out += referee.finish(max(last_t, t_end), reason)
     late: list[dict] = []
     for item in held:

@@ -92,7 +92,9 @@ class RefereeNode(Node):
         if self.referee is None or request.episode_id != self.referee.episode_id:
             response.success, response.message = False, "no such episode is being scored"
             return response
-        # Deliveries stamped after the runner's finish are given after it: late.
+        # Deliveries stamped after the cutoff (core.input_merge.cutoff: the last
+        # measurement handled or the runner's finish, whichever is later; none when
+        # sim_time <= 0) are given after the finish: late. The replay audit uses the same rule.
         out, late = finish_feed(self.referee, self.merger, self.last_t, request.sim_time,
                                 request.reason or "episode_end")
         self._emit(out)
@@ -186,6 +188,8 @@ class RefereeNode(Node):
         return response
 
     def _pump(self, final: bool = False) -> None:
+        # No cutoff before the finish: a delivery drained during the episode is stamped
+        # at or before a measurement handled, so the finish's cutoff cannot make it late.
         for item in self.merger.drain(final):
             out, self.last_t = feed(self.referee, [item], self.last_t)
             self._emit(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labference_ros.core.input_merge import InputMerger, deliver, feed, finish as finish_feed, is_late
+from labference_ros.core.input_merge import InputMerger, cutoff, feed, finish as finish_feed, is_late
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, stamp_to_s, world_from_msg
 from labference_ros.tasks.base import TaskFamily
 
@@ -93,20 +93,21 @@ def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, fi
     t_end, reason = finish
     out: list[dict] = []
     last_t = 0.0
-    # Deliveries stamped after the runner's finish are given after it, as the node
-    # gives them (core.input_merge.finish): late, and not part of the records.
+    # Deliveries stamped after the cutoff (core.input_merge.cutoff: the last
+    # measurement fed or the runner's finish, whichever is later) are given after
+    # the finish, as the node gives them: late, and not part of the records.
+    items = merger.drain(final=True)
+    end = cutoff(last_t, items, t_end)
     held: list = []
-    for kind, item in merger.drain(final=True):
+    for kind, item in items:
         if kind == "measure":
             while side and side[0][0] < item.t - 1e-12:
                 out += _side_input(referee, side.pop(0), last_t)
-        records, last_t = feed(referee, [(kind, item)], last_t, finish_t=t_end, held=held)
+        records, last_t = feed(referee, [(kind, item)], last_t, cutoff=end, held=held)
         out += records
     while side:
         out += _side_input(referee, side.pop(0), last_t)
-    records, late = finish_feed(referee, merger, last_t, t_end, reason)
-    for item in held:
-        late += deliver(referee, item)  # recorded as late by the referee, counted, not written
+    records, _late = finish_feed(referee, merger, last_t, t_end, reason, held=held)
     return [r for r in out + records if not is_late(r)]
 
 

@@ -43,7 +43,7 @@ def test_a_delivery_after_the_runners_finish_leaves_the_rebuilt_records_unchange
     assert _rebuild(golden, [late]) == _rebuild(golden)
 
 
-def test_finish_gives_deliveries_stamped_after_it_as_late():
+def test_finish_gives_deliveries_stamped_after_the_cutoff_as_late():
     ref, w = episode(observe_every_s=None)
     w.keep_measurements = True
     w.referee = None  # record the stream, then feed it as the node does
@@ -52,11 +52,15 @@ def test_finish_gives_deliveries_stamped_after_it_as_late():
     for m in w.measurements:
         merger.add_world(m)
         merger.add_reading(m.t, m.balance)
+    last_world = max(m.t for m in w.measurements)
     merger.add_delivery(Delivery("obs-1", 0.5, "ep"))
-    merger.add_delivery(Delivery("obs-2", 0.9, "ep"))  # after the runner's finish at 0.8
+    # After the runner's finish at 0.8 but before the last measurement handled: on time.
+    merger.add_delivery(Delivery("obs-2", 0.9, "ep"))
+    # After both (the cutoff, max(last measurement, finish)): late.
+    merger.add_delivery(Delivery("obs-3", round(last_world + 0.05, 9), "ep"))
     out, late = finish(ref, merger, 0.0, 0.8, "episode_end")
-    assert out[-1]["record"] == "scores" and out[-1]["t"] >= 0.8
+    assert out[-1]["record"] == "scores" and out[-1]["t"] >= last_world
     receipts = [r for r in out if r["record"] == "receipt"]
-    assert [r["payload_id"] for r in receipts] == ["obs-1"]
-    assert [r["payload_id"] for r in late] == ["obs-2"] and all(is_late(r) for r in late)
+    assert [r["payload_id"] for r in receipts] == ["obs-1", "obs-2"]
+    assert [r["payload_id"] for r in late] == ["obs-3"] and all(is_late(r) for r in late)
     assert ref.late_inputs["observation"] == 1
