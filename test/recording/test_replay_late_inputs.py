@@ -1,6 +1,7 @@
 """Inputs after episode_end (issue 16, referee corner cases): the online node and the
-replay audit give them to the referee through core.input_merge after its finish, so
-they are late, counted, and never make the rebuilt records differ."""
+replay audit give deliveries stamped after the cutoff (core.input_merge.cutoff) to
+the referee through core.input_merge after its finish, so they are late, counted,
+and never make the rebuilt records differ."""
 from __future__ import annotations
 
 import gzip
@@ -29,18 +30,22 @@ def _rebuild(golden, extra_deliveries=()):
                    golden["reports"], deadline_s=golden["deadline_s"])
 
 
-def test_a_delivery_after_the_runners_finish_leaves_the_rebuilt_records_unchanged():
-    path = next(p for p in EPISODES if p.name.startswith("expert_extended"))
+def test_a_delivery_late_only_by_the_runners_finish_leaves_the_rebuilt_records_unchanged():
+    # An episode the referee does not end by itself (policy_stop: no completion, no
+    # deadline), so only the runner's finish and the cutoff rule make the delivery late.
+    path = next(p for p in EPISODES if p.name.startswith("preference_basic"))
     with gzip.open(path, "rt") as f:
         golden = json.load(f)
-    t_end = golden["finish"][0]
+    t_end, reason = golden["finish"]
+    assert reason == "policy_stop" and golden["deadline_s"] > t_end
     last_world = max(w["t"] for w in golden["worlds"])
-    assert last_world > t_end  # the bag holds world states after the finish
-    # Delivered after the finish but before the bag's last world state: without the
-    # rule it would be delivered before the end (and could open an opportunity).
-    late = Delivery("obs-after-finish", round(t_end + 0.01, 9), golden["episode_id"])
-    assert t_end < late.t <= last_world
-    assert _rebuild(golden, [late]) == _rebuild(golden)
+    # Stamped after the cutoff, max(last measurement, t_end): given after the finish,
+    # late, not written. Given before it, it would add a receipt (and could open an
+    # opportunity) and move the episode_end record.
+    late = Delivery("obs-after-finish", round(max(last_world, t_end) + 0.01, 9), golden["episode_id"])
+    with_late = _rebuild(golden, [late])
+    assert with_late == _rebuild(golden)
+    assert "obs-after-finish" not in [r.get("payload_id") for r in with_late]
 
 
 def test_finish_gives_deliveries_stamped_after_the_cutoff_as_late():
