@@ -115,6 +115,16 @@ def cutoff(last_t: float, items, t_end: float) -> float | None:
     return max([last_t, t_end, *handled])
 
 
+LATE_REPORT_ANSWER = (False, LATE)  # (accepted, message) of a report after episode_end
+
+
+def report_answer(report: dict) -> tuple[bool, str]:
+    """The node's answer (accepted, message) to an operation report, from the
+    referee's report record. A late report gets LATE_REPORT_ANSWER whether the
+    referee had ended itself or the node's finish service had already returned."""
+    return bool(report.get("accepted")), str(report.get("reason") or "")
+
+
 def feed(referee, items, last_t: float, cutoff: float | None = None,
          held: list | None = None) -> tuple[list[dict], float]:
     """Give merged inputs (InputMerger.drain) to the referee in order; returns its

@@ -11,7 +11,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
 from labference.srv import FinishEpisode, ReportOperation, StartEpisode
-from labference_ros.core.input_merge import InputMerger, feed, finish as finish_feed, is_late
+from labference_ros.core.input_merge import (LATE_REPORT_ANSWER, InputMerger, feed, finish as finish_feed, is_late,
+                                             report_answer)
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
@@ -168,7 +169,7 @@ class RefereeNode(Node):
     def on_report(self, request, response):
         if self.referee is None and self.finished_episode and request.episode_id == self.finished_episode:
             self.get_logger().info(f"late report after episode_end of {request.episode_id}: not scored")
-            response.accepted, response.message = False, "late"
+            response.accepted, response.message = LATE_REPORT_ANSWER
             return response
         if self.referee is None or request.episode_id != self.referee.episode_id:
             response.accepted, response.message = False, "no such episode is being scored"
@@ -183,8 +184,8 @@ class RefereeNode(Node):
             source=request.source)
         self._emit(out)
         report = out[0]
-        response.accepted = bool(report.get("accepted"))
-        response.message, response.report_id = str(report.get("reason") or ""), str(report.get("report_id", ""))
+        response.accepted, response.message = report_answer(report)
+        response.report_id = str(report.get("report_id", ""))
         return response
 
     def _pump(self, final: bool = False) -> None:

@@ -206,3 +206,20 @@ def test_a_held_objects_choice_needs_a_touchdown_on_a_task_location_away_from_wh
     assert str(held_opportunity.first_choice) == "add(std_20->pan)"
     choices = [e for e in w.events("choice") if e["opportunity_id"] == held_opportunity.id]
     assert len(choices) == 1 and choices[0]["t"] > w.events("grasp")[-1]["t"] + 0.6
+
+
+def test_a_late_report_gets_one_answer_whoever_ended_the_episode():
+    from labference_ros.core.input_merge import LATE_REPORT_ANSWER, is_late, report_answer
+
+    # The referee ended itself at completion while the node still scores the episode:
+    # the node answers from the referee's report record (input_merge.report_answer).
+    ref, w = episode(observe_every_s=None)
+    w.run(0.3)
+    w.move("std_50", "pan")
+    w.run(4.0)
+    assert ref.finished == "completed"
+    record = ref.report_operation({"type": "stop"}, w.t)[0]
+    assert is_late(record) and record["accepted"] is False and record["scored"] is False
+    # The same answer the node gives once its finish service has returned.
+    assert report_answer(record) == LATE_REPORT_ANSWER == (False, "late")
+    assert ref.late_inputs["report"] == 1

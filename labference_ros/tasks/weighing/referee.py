@@ -266,14 +266,16 @@ class Referee:
         return receipt
 
     def _late_report(self, op: Operation, t: float, source: str) -> dict:
-        """An operation report after episode_end: recorded, never scored, no early termination."""
+        """An operation report after episode_end: not accepted, never scored, no early
+        termination; the same answer whether the referee ended itself (completion,
+        deadline) or the node's finish service had already returned."""
         self.late_inputs["report"] += 1
         report = {
             "record": "report", "episode_id": self.episode_id,
             "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
             "operation": op.to_dict(), "source": source,
             "opportunity_id": -1, "evidence_version": self.z.evidence_version,
-            "accepted": True, "scored": False, "correct": None, "reason": LATE,
+            "accepted": False, "scored": False, "correct": None, "reason": LATE,
         }
         self.reports.append(report)
         return report
