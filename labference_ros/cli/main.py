@@ -116,14 +116,15 @@ def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, referenc
     protocol's relative rule; writes report.json and a self-contained report.html."""
     from labference_ros.reporting.identity import IdentityMismatch
     from labference_ros.reporting.relative import CellSelectionError, format_comparison
-    from labference_ros.reporting.report import TaskFamilyMissing, build, format_report, write
+    from labference_ros.reporting.report import (EvaluationStepUnknown, TaskFamilyMissing, build, format_report,
+                                                 write)
 
     if bool(candidate) != bool(references):
         raise click.UsageError("--compare and --reference go together")
     _check_records(run_dirs, allow_incomplete)
     try:
         rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references])
-    except (IdentityMismatch, CellSelectionError, TaskFamilyMissing) as exc:
+    except (IdentityMismatch, CellSelectionError, TaskFamilyMissing, EvaluationStepUnknown) as exc:
         raise click.ClickException(str(exc))
     click.echo(format_report(rep))
     for comparison in rep["comparisons"]:

@@ -151,7 +151,9 @@ def run_info(contract, instance, *, episode_id: str, policy: dict | None = None,
         "episode_id": episode_id,
         "task": {"contract": contract.to_dict(), "contract_id": contract.contract_id,
                  "contract_hash": contract.content_hash,
-                 # The contract's SR/SSR step chain, so a report needs no task code to read it.
+                 # The contract's SR/SSR step names, so a report follows the chain the run
+                 # was scored under; each step's predicate is the task family's
+                 # (TaskFamily.evaluation_chain), so computing SR/SSR needs the family installed.
                  "evaluation_steps": list(getattr(contract, "evaluation_steps", ()))},
         "instance": json.loads(instance.to_json()),
         "layout_hash": instance.layout_hash,

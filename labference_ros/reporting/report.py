@@ -77,6 +77,11 @@ class TaskFamilyMissing(LookupError):
     """A cell's runs were scored by a task family this installation does not have."""
 
 
+class EvaluationStepUnknown(LookupError):
+    """A cell's runs name an SR/SSR step (run.json task.evaluation_steps) that the
+    installed task family has no predicate for."""
+
+
 def _family_of(contract_id: str):
     try:
         return family_of_contract_id(contract_id)
@@ -92,7 +97,8 @@ def evaluation_steps(episodes) -> tuple:
     run.json records them (or, for runs recorded before it did, the task family's
     contract of that condition), each tested by the family's predicate
     (TaskFamily.evaluation_chain). A cell holds one contract (its hash is a shared
-    identity field). A family that is not installed raises TaskFamilyMissing."""
+    identity field). A family that is not installed raises TaskFamilyMissing, a step
+    name the family does not know EvaluationStepUnknown."""
     for ep in episodes:
         run = ep.get("run") or {}
         task = run.get("task") or {}
@@ -103,7 +109,12 @@ def evaluation_steps(episodes) -> tuple:
         if not names:
             condition = (task.get("contract") or {}).get("condition") or (run.get("instance") or {}).get("condition")
             names = tuple(fam.contract_for(condition).evaluation_steps)
-        return fam.evaluation_chain(names)
+        try:
+            return fam.evaluation_chain(names)
+        except ValueError as exc:
+            raise EvaluationStepUnknown(
+                f"cannot compute SR/SSR for runs of contract {task['contract_id']!r} "
+                f"({ep.get('episode_id', '?')}): {exc}") from None
     return ()
 
 

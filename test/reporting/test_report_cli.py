@@ -109,3 +109,20 @@ def test_compare_help_names_every_cell_field():
     assert res.exit_code == 0, res.output
     compare = " ".join(res.output.split("--compare", 1)[1].split("--reference", 1)[0].split())
     assert all(field in compare for field in CELL), compare
+
+
+def test_report_with_an_unknown_evaluation_step_is_a_one_line_error(tmp_path):
+    d = _dir(tmp_path)
+    for path in (d / "episodes").glob("*/run.json"):
+        run = json.loads(path.read_text())
+        run["task"]["evaluation_steps"] = ["reading_ready", "no_such_step"]
+        path.write_text(json.dumps(run))
+    res = CliRunner().invoke(main, ["report", str(d), "--no-plots"])
+    assert res.exit_code != 0
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)  # no traceback
+    error = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and "no_such_step" in error[0] and "feedback_weighing" in error[0], res.output
+    # An expected error about the records, not an internal failure with a logged traceback.
+    assert "cannot compute SR/SSR" in error[0] and "ValueError" not in error[0], error[0]
+    assert "traceback" not in res.output
+    assert not (d / "report.json").exists()
