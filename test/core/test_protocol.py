@@ -199,6 +199,14 @@ def test_wait_legal_while_unstable_then_stop_only_when_complete():
     late_stop = ref.report_operation({"type": "stop"}, w.t)[0]
     assert late_stop["reason"] == "late" and late_stop["scored"] is False
     assert not any(e["category"] == "early_termination" for e in ref.events)
+    # docs/records.md ("Stop is not scored on this version"): earlier versions opened a
+    # fourth opportunity ({Stop}) on the delivery after completion and scored the Stop
+    # (explicit track 4 opportunities, 2 correct); now there are 3, the Wait the only
+    # scored report.
+    scores = ref.finish(w.t, "episode_end")[-1]
+    assert scores["opportunities"] == 3 and [o.id for o in ref.opportunities] == [1, 2, 3]
+    assert ref.late_inputs["observation"] >= 1
+    assert (scores["explicit"]["population"], scores["explicit"]["correct"]) == (3, 1)
 
 
 def test_incomplete_pairs_report_bounds_not_a_rate():
