@@ -226,6 +226,41 @@ def confusion(episodes) -> dict:
     }
 
 
+# -- response latency: delivery of the triggering evidence to the first choice --------
+def response_latency_s(decision: dict) -> float | None:
+    """Sim seconds from the delivery that opened the opportunity (``delivery_time``)
+    to its first identifiable choice (``first_choice_t``), both recorded in the
+    opportunity record; None without an identified choice."""
+    if decision.get("first_choice") is None:
+        return None
+    t0, t1 = decision.get("delivery_time"), decision.get("first_choice_t")
+    if t0 is None or t1 is None:
+        return None
+    return round(float(t1) - float(t0), 9)
+
+
+def latency(episodes) -> dict:
+    """Per-opportunity response latency in sim time over native decisions with an
+    identified choice (all decisions, and the first decision of each episode).
+    Wall time is not measured: no referee input carries a wall-clock stamp."""
+    every, first = [], []
+    for e in scored(episodes):
+        values = [response_latency_s(d) for d in native_decisions(e["scores"])]
+        every += [v for v in values if v is not None]
+        if values and values[0] is not None:
+            first.append(values[0])
+    return {"clock": "sim", "all_decisions": _spread(every), "first_decision": _spread(first)}
+
+
+def _spread(values: list[float]) -> dict:
+    values = sorted(values)
+    n = len(values)
+    if not n:
+        return {"n": 0, "mean_s": None, "median_s": None, "max_s": None}
+    middle = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    return {"n": n, "mean_s": sum(values) / n, "median_s": middle, "max_s": values[-1]}
+
+
 def all_metrics(episodes, registered: int | None = None, registered_pairs=None, chain=()) -> dict:
     """chain: the task's SR/SSR steps, ((name, predicate), ...) (TaskFamily.evaluation_chain)."""
     episodes = list(episodes)
@@ -237,5 +272,6 @@ def all_metrics(episodes, registered: int | None = None, registered_pairs=None, 
         "completion": completion(episodes, registered),
         "pairs": pairs(episodes, registered_pairs),
         "steps": steps(episodes, chain),
+        "latency": latency(episodes),
         "confusion": confusion(episodes),
     }

@@ -197,6 +197,16 @@ def ci(iv: dict, as_pct: bool = True) -> str:
     return f" [{f(iv['lo'])}, {f(iv['hi'])}]"
 
 
+def _latency_line(lat: dict) -> str:
+    """Response latency, delivery of the triggering evidence to the first identified choice (sim time)."""
+    def part(label, x):
+        if not x or not x["n"]:
+            return f"{label} n/a"
+        return f"{label} median {num(x['median_s'], ' s')} mean {num(x['mean_s'], ' s')} (n={x['n']})"
+    return (f"latency        sim time, delivery to first choice: {part('all', lat.get('all_decisions'))}  "
+            f"{part('first decision', lat.get('first_decision'))}  (wall time not measured)")
+
+
 def format_cell(c: dict) -> str:
     m, a, iv, cov = c["metrics"], c["accounting"], c["intervals"], c["coverage"]
     name = cell_name(c["cell"])
@@ -224,6 +234,7 @@ def format_cell(c: dict) -> str:
               f"bounds {pct(m['pairs']['lower'])}..{pct(m['pairs']['upper'])}",
               f"steps          SR {pct(st['SR'])}{ci(iv['SR'])}  SSR {pct(st['SSR'])}{ci(iv['SSR'])}  "
               + "  ".join(f"{k} {pct(v)}" for k, v in st["per_step"].items()),
+              _latency_line(m.get("latency") or {}),
               f"accounting     attempts {a['attempts']} (PASS {a['PASS']}, FAIL {a['FAIL']}, ERROR {a['ERROR']})  "
               f"success {pct(a['success_rate'])}{ci(iv['success_rate'])}  "
               f"time/success {num(a['time_per_success_s'], ' s')}{ci(iv['time_per_success_s'], False)} "

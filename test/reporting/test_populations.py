@@ -155,3 +155,43 @@ def test_confusion_exposes_a_fixed_weight_preference():
     assert cm["cols"] == ["std_100"]
     assert cm["matrix"]["std_20"] == {"std_100": 1}
     assert cm["preferred"] == "std_100" and cm["preferred_share"] == 1.0 and cm["balanced_share"] == 0.25
+
+
+def test_response_latency_runs_from_the_delivery_to_the_first_choice_in_sim_time():
+    from labference_ros.reporting.report import _latency_line
+
+    def timed(eid, delivered, chosen_at, chosen="std_50"):
+        e = episode(eid, chosen=chosen)
+        e["scores"]["opportunity_records"][0].update(delivery_time=delivered, first_choice_t=chosen_at)
+        return e
+
+    fast, slow = timed("a", 1.0, 2.0), timed("b", 1.5, 4.5)
+    no_choice = timed("c", 1.0, None, chosen=None)
+    older = episode("d")  # a record without the two times: unmeasured, never 0
+    second = timed("e", 1.0, 1.5)
+    second["scores"]["opportunity_records"].append(
+        {**second["scores"]["opportunity_records"][0], "opportunity_id": 2, "delivery_time": 3.0,
+         "first_choice_t": 8.0})
+    lat = pop.all_metrics([fast, slow, no_choice, older, second])["latency"]
+    assert lat["clock"] == "sim"
+    assert lat["all_decisions"] == {"n": 4, "mean_s": 2.375, "median_s": 2.0, "max_s": 5.0}
+    assert lat["first_decision"] == {"n": 3, "mean_s": 1.5, "median_s": 1.0, "max_s": 3.0}
+    line = _latency_line(lat)
+    assert "all median 2 s mean 2.38 s (n=4)" in line and "first decision median 1 s" in line
+
+
+def test_the_referees_opportunity_record_carries_both_ends_of_the_latency():
+    import sys
+    import pathlib
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "core"))
+    from referee_streams import episode as stream
+
+    ref, w = stream()
+    w.run(0.3)
+    w.grasp("std_50")
+    w.run(0.5)
+    record = ref.scores()["opportunity_records"][0]
+    assert record["first_choice"] is not None
+    latency = pop.response_latency_s(record)
+    assert latency is not None and latency > 0
+    assert abs(latency - (record["first_choice_t"] - record["delivery_time"])) < 1e-9
