@@ -45,22 +45,22 @@ def _completion(kind):
     return f
 
 
-def _sr(chain):
+def _chain_metric(chain, per_episode):
+    """A cell metric over each scored episode's step chain (True/False per step)."""
     def f(eps):
         if not chain:
             return None, 0
         chains = [pop.step_chain(e["scores"], chain) for e in pop.scored(eps)]
-        return sum(z[-1] for z in chains), len(chains)
+        return sum(per_episode(z) for z in chains), len(chains)
     return f
+
+
+def _sr(chain):
+    return _chain_metric(chain, lambda steps: steps[-1])  # the whole chain held
 
 
 def _ssr(chain):
-    def f(eps):
-        if not chain:
-            return None, 0
-        chains = [pop.step_chain(e["scores"], chain) for e in pop.scored(eps)]
-        return sum(sum(z) / len(z) for z in chains), len(chains)
-    return f
+    return _chain_metric(chain, lambda steps: sum(steps) / len(steps))  # the share of steps that held
 
 
 def _pstate(eps):
