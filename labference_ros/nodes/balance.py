@@ -13,7 +13,6 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import BalanceReading
 from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
 from labference_ros.msgconv import fill_balance_msg, stamp_to_s
-from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.runtime import run_node
 
 
@@ -25,9 +24,7 @@ class Balance(Node):
         self.source = self.declare_parameter("source", "sim_load_cell").value
         self.model = BalanceModel(BalanceParameters(), float(g0))
         self.pub = self.create_publisher(BalanceReading, "/balance/reading", QoSProfile(depth=200))
-        self.wrench_sub = self.create_subscription(WrenchStamped, "/balance/wrench", self.on_wrench,
-                                                   QoSProfile(depth=200))
-        self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
+        self.create_subscription(WrenchStamped, "/balance/wrench", self.on_wrench, QoSProfile(depth=200))
         # Empty-pan calibration: the scene measures its load cell before the sample
         # is introduced and publishes that wrench (latched) at every reset.
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -37,10 +34,6 @@ class Balance(Node):
             self.model.calibrate_empty(self.empty_force)
 
     def on_tare(self, msg: WrenchStamped):
-        # A tare comes with each reset, before the episode's first wrench: the filter
-        # must not miss that wrench, nor the referee its reading (discovery is asynchronous).
-        await_matched(self, {"/balance/wrench": self.wrench_sub}, self.match_timeout_s,
-                      publishers={"/balance/reading": self.pub})
         try:
             self.model.calibrate_empty(msg.wrench.force.z)
         except ValueError as exc:

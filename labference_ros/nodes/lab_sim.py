@@ -206,12 +206,7 @@ class LabSim(Node):
 
     # services ---------------------------------------------------------------
     def on_reset(self, request, response):
-        # Both directions: the first measurements after the reset are volatile and
-        # published once; a reader this node's writers have not matched misses them.
-        outputs = {"/clock": self.pub_clock, "/joint_states": self.pub_joints, "/balance/wrench": self.pub_wrench,
-                   "/evaluator/world_state": self.pub_world,
-                   **{f"/cameras/{c}/image_raw": pub for c, pub in self.pub_images.items()}}
-        await_matched(self, self.inputs, float(self.get_parameter("match_timeout_s").value), publishers=outputs)
+        await_matched(self, self.inputs, float(self.get_parameter("match_timeout_s").value))
         try:
             instance = WeighingInstance.from_json(request.instance_json)
             self.backend.load(instance)

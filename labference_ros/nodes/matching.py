@@ -34,32 +34,15 @@ def unmatched_topics(node: Node, subscriptions: dict) -> list[str]:
     return pending
 
 
-def unmatched_publishers(node: Node, publishers: dict) -> list[str]:
-    """Topics whose publisher (topic -> Publisher) has not yet matched every compatible
-    subscription the graph announces: a writer sends nothing to a reader it has not matched."""
-    pending = []
-    for topic, pub in publishers.items():
-        requests = [s.qos_profile for s in node.get_subscriptions_info_by_topic(topic)]
-        matchable = sum(qos_compatible(pub.qos_profile, request) for request in requests)
-        if pub.get_subscription_count() < matchable:
-            pending.append(topic)
-    return pending
-
-
-def await_matched(node: Node, subscriptions: dict, timeout_s: float, publishers: dict | None = None) -> list[str]:
+def await_matched(node: Node, subscriptions: dict, timeout_s: float) -> list[str]:
     """Block until every subscription has matched every compatible publisher the
-    graph announces (and every given publisher every compatible subscription), or
-    `timeout_s` passes; returns the topics still unmatched (and logs a warning naming them)."""
-    publishers = publishers or {}
-
-    def pending_now():
-        return unmatched_topics(node, subscriptions) + unmatched_publishers(node, publishers)
-
+    graph announces, or `timeout_s` passes; returns the topics still unmatched
+    (and logs a warning naming them)."""
     deadline = time.monotonic() + timeout_s
-    pending = pending_now()
+    pending = unmatched_topics(node, subscriptions)
     while pending and time.monotonic() < deadline:
         time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
-        pending = pending_now()
+        pending = unmatched_topics(node, subscriptions)
     if pending:
         node.get_logger().warning(f"starting before matching the publishers of {', '.join(pending)}")
     return pending
