@@ -6,6 +6,8 @@ In a physical pilot the same topic is fed by a driver for the real balance.
 """
 from __future__ import annotations
 
+from collections import deque
+
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -13,6 +15,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import BalanceReading
 from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
 from labference_ros.msgconv import fill_balance_msg, stamp_to_s
+from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
 
 
@@ -23,15 +26,23 @@ class Balance(Node):
         self.empty_force = self.declare_parameter("empty_force_n", float("nan")).value
         self.source = self.declare_parameter("source", "sim_load_cell").value
         self.model = BalanceModel(BalanceParameters(), float(g0))
-        self.pub = self.create_publisher(BalanceReading, "/balance/reading", QoSProfile(depth=200))
-        self.create_subscription(WrenchStamped, "/balance/wrench", self.on_wrench, QoSProfile(depth=200))
+        # Latched chain (nodes/matching.py): a balance that matches lab_sim late still
+        # gets the episode's first wrenches, and the referee its first readings.
+        self.pub = self.create_publisher(BalanceReading, "/balance/reading", measurement_qos(200))
+        self.create_subscription(WrenchStamped, "/balance/wrench", self.on_wrench, measurement_qos(200))
         # Empty-pan calibration: the scene measures its load cell before the sample
         # is introduced and publishes that wrench (latched) at every reset.
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.create_subscription(WrenchStamped, "/balance/tare", self.on_tare, latched)
         self.last_t = None
+        # Wrenches that arrive before the first tare (the two topics match independently)
+        # wait for it instead of becoming "not calibrated" readings. A rejected tare
+        # ends the wait: its invalid readings are what the referee must see.
+        self.before_tare: deque[WrenchStamped] = deque(maxlen=1000)
+        self.tare_seen = False
         if self.empty_force == self.empty_force:  # a fixed tare (not NaN) for a physical rig
             self.model.calibrate_empty(self.empty_force)
+            self.tare_seen = True
 
     def on_tare(self, msg: WrenchStamped):
         try:
@@ -39,8 +50,16 @@ class Balance(Node):
         except ValueError as exc:
             self.get_logger().error(f"tare rejected: {exc}")
         self.last_t = None
+        self.tare_seen = True
+        waiting = list(self.before_tare)
+        self.before_tare.clear()
+        for wrench in waiting:
+            self.on_wrench(wrench)
 
     def on_wrench(self, msg: WrenchStamped):
+        if not self.tare_seen:
+            self.before_tare.append(msg)
+            return
         t = stamp_to_s(msg.header.stamp)
         if self.last_t is not None and t < self.last_t:
             # The simulator was reset: a new episode starts a new filter window.

@@ -25,7 +25,7 @@ from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpo
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
-from labference_ros.nodes.matching import await_matched
+from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES, CAMERA_NAMES
 from labference_ros.sim.frames import camera_frame_id
@@ -63,10 +63,10 @@ class LabSim(Node):
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_clock = self.create_publisher(Clock, "/clock", qos)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", QoSProfile(depth=200))
+        self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
         self.pub_tare = self.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", QoSProfile(depth=200))
+        self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
         # Fixtures at this layout's poses and the cameras' optical frames (sim/frames.py).
         self.pub_tf_static = self.create_publisher(
             TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -78,7 +78,7 @@ class LabSim(Node):
             "/panda_gripper/command": self.create_subscription(
                 GripperCommand, "/panda_gripper/command", self.on_gripper, qos),
             "/balance/reading": self.create_subscription(
-                BalanceReading, "/balance/reading", self.on_reading, QoSProfile(depth=50)),
+                BalanceReading, "/balance/reading", self.on_reading, measurement_qos(50)),
         }
         self.create_service(ResetEpisode, "/lab_sim/reset", self.on_reset)
         self.create_service(SaveCheckpoint, "/lab_sim/save_checkpoint", self.on_save)

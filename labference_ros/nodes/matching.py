@@ -12,7 +12,20 @@ from __future__ import annotations
 import time
 
 from rclpy.node import Node
-from rclpy.qos import QoSCompatibility, qos_check_compatible
+from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, qos_check_compatible
+
+
+def measurement_qos(depth: int) -> QoSProfile:
+    """QoS of the measurement chain (wrench -> reading, world state) an episode is scored from.
+
+    Transient local on both ends: a reader that matches its writer late still gets
+    the samples written before the match. Waiting for matching alone is not enough:
+    DDS matches the writer and the reader side separately, and a volatile reader may
+    skip what a writer sent before the reader had matched it. A lost first sample
+    deadlocks a sync-mode episode (the referee holds the first delivery until the
+    measurement at its stamp arrives), so these topics are latched like the receipts.
+    Readers that do not need the first sample may stay volatile (compatible)."""
+    return QoSProfile(depth=depth, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def qos_compatible(offered, requested) -> bool:

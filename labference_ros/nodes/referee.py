@@ -16,7 +16,7 @@ from labference_ros.core.input_merge import (LATE_REPORT_ANSWER, InputMerger, fe
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
-from labference_ros.nodes.matching import await_matched
+from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import family as task_family
@@ -48,8 +48,10 @@ class RefereeNode(Node):
         # bridge waits for it before physics advances (input ordering, core/input_merge.py).
         self.pub_receipts = self.create_publisher(DeliveryReceipt, "/referee/receipts", latched)
         self.inputs = {
-            "/evaluator/world_state": self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, qos),
-            "/balance/reading": self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, qos),
+            "/evaluator/world_state": self.create_subscription(WorldState, "/evaluator/world_state", self.on_world,
+                                                               measurement_qos(500)),
+            "/balance/reading": self.create_subscription(BalanceReading, "/balance/reading", self.on_reading,
+                                                         measurement_qos(500)),
             "/policy/receipts": self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, latched),
         }
         self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
