@@ -128,12 +128,53 @@ def _check_http(params: dict) -> None:
 
 
 def check_support(values: dict[str, str]) -> None:
-    from labference_ros.oracle.supports import parse_launch_support
+    """The condition parses, and the tested system exposes every site it names
+    (capability negotiation, paper 6.3): a support the system cannot take would
+    never reach it, and its episodes would look supported while they are not."""
+    from labference_ros.oracle.supports import COMPATIBLE, compatibility, parse_launch_support
 
     try:
-        parse_launch_support(values.get("support", "none"))
+        supports = parse_launch_support(values.get("support", "none"))
     except (ValueError, KeyError) as exc:
         raise LaunchArgumentError(f"launch argument 'support': {exc}") from None
+    name = values.get("system", "")
+    if not supports or not name:
+        return
+    system = _construct(name, system_params(values))
+    if system is None:
+        return
+    refused = {str(s): compatibility(system, s) for s in supports}
+    refused = {s: status for s, status in refused.items() if status != COMPATIBLE}
+    if refused:
+        what = ", ".join(f"{s} ({status})" for s, status in refused.items())
+        able = _systems_taking(supports)
+        hint = f"systems that take {values['support']}: {', '.join(able)}" if able else \
+            f"no registered system takes {values['support']}"
+        raise LaunchArgumentError(f"launch argument 'support': system {name!r} cannot take {what}; the support "
+                                  f"would never reach it. Run it without support, or choose another system ({hint})")
+
+
+def _construct(name: str, params: dict):
+    from labference_ros.policies import make
+
+    try:
+        system = make(name, **params)
+    except Exception:  # required parameters missing: check_system already named what it refused
+        return None
+    system.close()
+    return system
+
+
+def _systems_taking(supports) -> list[str]:
+    from labference_ros.oracle.supports import COMPATIBLE, compatibility
+    from labference_ros.policies import available
+
+    able = []
+    for name in available():
+        system = _construct(name, {})
+        if system is not None and all(compatibility(system, s) == COMPATIBLE for s in supports):
+            able.append(name)
+    return able
 
 
 def check_instances(values: dict[str, str], family) -> None:

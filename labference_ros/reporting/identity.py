@@ -48,11 +48,22 @@ def identity(run: dict) -> dict:
         "intervention_site": iv.get("site"),
         # Full-rollout support and checkpoint continuations never share a cell.
         "intervention_protocol": iv.get("protocol"),
+        # A support the system could not take never shares a cell with delivered support.
+        "intervention_compatibility": _incompatible(iv.get("compatibility")),
     }
 
 
+def _incompatible(statuses) -> str | None:
+    """None when every support was compatible (or none was asked for), else the
+    non-compatible statuses, e.g. 'replace:state=incompatible:action_only'."""
+    if not isinstance(statuses, dict):
+        return None
+    bad = sorted(f"{site}={status}" for site, status in statuses.items() if status != "compatible")
+    return "+".join(bad) or None
+
+
 CELL = ("tested_system", "task_condition", "observation_condition", "intervention_mode", "intervention_site",
-        "intervention_protocol")
+        "intervention_protocol", "intervention_compatibility")
 SHARED = ("task", "task_version", "contract_hash", "action_convention", "history_protocol")
 REPORT_WIDE = ("evaluation_version", "records_schema", "asset_revision", "layout_revision")
 

@@ -37,6 +37,12 @@ def launch(*tokens: str, tmp_path=None):
     (["image_width:=2"], ["'image_width'", "at least 8"]),
     (["seed:=-3"], ["'seed'", "at least 0"]),
     (["support:=replace:nowhere"], ["'support'", "nowhere"]),
+    # Capability negotiation: a site the system does not expose is refused, never run as "supported".
+    (["system:=fixed_preference", "support:=replace:state"],
+     ["'support'", "'fixed_preference' cannot take replace:state (incompatible:action_only)", "misreader"]),
+    (["system:=openpi", "support:=replace:state"], ["'openpi' cannot take", "incompatible:action_only"]),
+    (["system:=misreader", "support:=assist:skill"],
+     ["'misreader' cannot take assist:skill (incompatible:assist_not_accepted_at_skill)"]),
     (["instances:=/nonexistent/list.json"], ["'instances'", "/nonexistent/list.json"]),
 ])
 def test_usage_errors_name_the_argument(tmp_path, tokens, needles):

@@ -68,15 +68,6 @@ def test_state_support_fixes_the_misreaders_choice_in_the_graph_and_the_audit_ag
 
 
 @pytest.mark.slow
-def test_an_action_only_system_gets_a_compatibility_status_and_no_support(tmp_path):
-    ep = _launch(tmp_path, "fixed", "system:=fixed_preference", "support:=replace:state", "record:=false")
-    run = json.loads((ep / "run.json").read_text())
-    assert run["intervention"]["compatibility"] == {"replace:state": "incompatible:action_only"}
-    assert not [r for r in _jsonl(ep / "observations.jsonl") if r.get("kind") == "intervention"]
-    assert json.loads((ep / "scores.json").read_text())["status"] == "final"
-
-
-@pytest.mark.slow
 def test_geometry_assist_over_topics_lets_the_mislocator_complete_its_transfer(tmp_path):
     """The mislocator localizes every standard 3.5 cm wide and its grasp misses; with
     every standard's frame supplied at each opportunity it snaps to the right one."""

@@ -146,3 +146,14 @@ def test_joint_support_interaction_contrast():
     assert out == {"replace:decision+replace:skill": {"choice_correct": 0.0, "completed": 0.0}}
     table["replace:decision+replace:skill"]["mean_completed"] = 0.75
     assert interactions(table)["replace:decision+replace:skill"]["completed"] == pytest.approx(-0.25)
+
+
+def test_a_bridge_started_by_hand_with_an_incompatible_support_records_it_and_never_awaits_it():
+    """The launcher refuses this condition; nodes started without it keep the status in run.json."""
+    from labference_ros.oracle.handoff import SupportHandoff
+
+    handoff = SupportHandoff("replace:state+assist:geometry", make("fixed_preference"))
+    assert handoff.awaited == ()
+    assert handoff.profile()["compatibility"] == {"assist:geometry": "incompatible:action_only",
+                                                  "replace:state": "incompatible:action_only"}
+    assert SupportHandoff("replace:state", make("misreader")).awaited == (Support("replace", "state"),)

@@ -3,7 +3,7 @@ import pytest
 
 from labference_ros.reporting import accounting as acc
 from labference_ros.reporting.bootstrap import Resampler, clusters
-from labference_ros.reporting.identity import IdentityMismatch, group_checked
+from labference_ros.reporting.identity import CELL, IdentityMismatch, group_checked
 from synthetic import episode
 
 
@@ -112,3 +112,16 @@ def test_identity_mismatch_is_refused_naming_the_fields():
 def test_different_systems_are_separate_cells_not_a_mismatch():
     cells = group_checked([episode("a"), episode("b", run_kw={"system": "pi05"}), episode("c")])
     assert sorted(len(v) for v in cells.values()) == [1, 2]
+
+
+def test_support_the_system_could_not_take_never_shares_the_supported_cell():
+    def supported(eid, status):
+        ep = episode(eid, run_kw={"system": "misreader", "mode": "replace", "site": "state"})
+        ep["run"]["intervention"].update(protocol="full_rollout", compatibility={"replace:state": status})
+        return ep
+
+    cells = group_checked([supported("a", "compatible"), supported("b", "incompatible:action_only"),
+                           supported("c", "compatible")])
+    by_status = {dict(zip(CELL, key))["intervention_compatibility"]: [e["episode_id"] for e in eps]
+                 for key, eps in cells.items()}
+    assert by_status == {None: ["a", "c"], "replace:state=incompatible:action_only": ["b"]}
