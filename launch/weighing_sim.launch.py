@@ -126,6 +126,8 @@ def generate_launch_description():
             'record': ParameterValue(LaunchConfiguration('record'), value_type=bool),
             'support': ParameterValue(LaunchConfiguration('support'), value_type=str),
             'task': 'feedback_weighing',
+            'image_width': ParameterValue(LaunchConfiguration('image_width'), value_type=int),
+            'image_height': ParameterValue(LaunchConfiguration('image_height'), value_type=int),
         }],
         on_exit=Shutdown(reason='episode_runner finished'),
     )

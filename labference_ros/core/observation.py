@@ -19,6 +19,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 REGISTERED_CAMERAS = ("front", "wrist", "display")
+OBSERVATION_HISTORY_STEPS = 8  # the system's own last steps delivered with each observation
 ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")
 # The only keys project_observation reads from its source.

@@ -45,6 +45,7 @@ def episode_row(attempt: dict) -> dict:
         "error_kind": attempt.get("error_kind") or (error_kind(attempt.get("error"))
                                                     if attempt.get("status", "error") != "ok" else None),
         "wall_s": attempt.get("wall_s"),
+        "setup_wall_s": attempt.get("setup_wall_s"),
         "sim_s": attempt.get("sim_s"),
         "selection_correct": scores.get("first_choice_correct"),
         "complete": scores.get("valid_complete"),

@@ -27,7 +27,8 @@ class Attempt:
     error: str | None = None
     error_kind: str | None = None  # core.failures kind of `error`
     errors: list[str] = field(default_factory=list)
-    wall_s: float | None = None
+    wall_s: float | None = None  # task time: from the episode's start to its end, setup excluded
+    setup_wall_s: float | None = None  # recorder start, reset, node starts and the finish calls
     sim_s: float | None = None
     scores: dict | None = None
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labference_ros import __version__
+from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, REGISTERED_CAMERAS
 from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 from labference_ros.tasks import family as task_family
@@ -29,6 +30,8 @@ class RunSettings:
     camera_rate: float
     support: str = "none"  # Oracle support condition for full-rollout runs (launch argument)
     task: str = "feedback_weighing"  # the task family (fixed by the graph description)
+    image_width: int = 320  # every camera's image size (the observation condition)
+    image_height: int = 240
 
 
 def resolve_run_dir(output_dir: str, now: float | None = None) -> Path:
@@ -68,14 +71,31 @@ def episode_id(index: int, instance) -> str:
     return f"{index:04d}_{instance.instance_id}"
 
 
-def run_json(settings: RunSettings, instance) -> str:
+# What the policy bridge delivers (nodes/policy_bridge.py): each observation once, at its
+# handoff, with the system's own last steps; anything older lives in the system's own state.
+HISTORY_PROTOCOL = f"single_delivery+last_{OBSERVATION_HISTORY_STEPS}_steps"
+
+
+def observation_condition(settings: RunSettings) -> str:
+    """The observation condition's name, e.g. 'rgb:front+wrist+display@320x240/10Hz'
+    (RGB and RGB-D are distinct conditions, as are image sizes and camera rates)."""
+    cameras = "+".join(REGISTERED_CAMERAS)
+    return f"rgb:{cameras}@{settings.image_width}x{settings.image_height}/{settings.camera_rate:g}Hz"
+
+
+def run_json(settings: RunSettings, instance, assets: dict | None = None) -> str:
     """Resolved settings for the episode's run.json. The referee passes these keys to
     core.records.run_info, so only its sections may appear (the run directory and
-    episode index are in the runner's attempt.json)."""
+    episode index are in the runner's attempt.json). ``assets``: the task family's
+    (TaskFamily.assets), computed once per run."""
     return json.dumps({
         "policy": {"system": settings.system, "seed": instance.policy_seed},
-        "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode},
+        "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode,
+                        "image_width": settings.image_width, "image_height": settings.image_height,
+                        "cameras": list(REGISTERED_CAMERAS), "condition": observation_condition(settings),
+                        "history_protocol": HISTORY_PROTOCOL},
         "budgets": {"deadline_sim_s": settings.deadline_s},
         "intervention": intervention_identity(parse_launch_support(settings.support), FULL_ROLLOUT),
+        "assets": assets or {},
         "versions": {"labference_ros": __version__},
     }, sort_keys=True)

@@ -77,7 +77,8 @@ NODES = (
                          "deadline_s": Param("deadline_s", float), "step_mode": Param("step_mode"),
                          "camera_rate": Param("camera_rate", float),
                          "service_timeout_s": Param("service_timeout_s", float),
-                         "record": Param("record", bool), "support": Param("support"), "task": TASK},
+                         "record": Param("record", bool), "support": Param("support"), "task": TASK,
+                         "image_width": Param("image_width", int), "image_height": Param("image_height", int)},
              ends_graph=True),
 )
 

@@ -87,6 +87,7 @@ def make_node():
         write_plan,
     )
     from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
+    from labference_ros.tasks import family as task_family
 
     class EpisodeRunner(Node):
         def __init__(self):
@@ -96,7 +97,7 @@ def make_node():
                 ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
                 ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
                 ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
-                ("support", "none"), ("task", "feedback_weighing"))}
+                ("support", "none"), ("task", "feedback_weighing"), ("image_width", 320), ("image_height", 240))}
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
             self.service_timeout_s = float(p["service_timeout_s"])
@@ -106,6 +107,7 @@ def make_node():
             self.log: AttemptLog | None = None
             self.current: Attempt | None = None
             self.planned = 0
+            self.assets: dict = {}  # run.json's assets section (TaskFamily.assets), once per run
             self.bar = None
             # What the graph reports, keyed by episode id so a late message of an
             # earlier episode never ends the current one.
@@ -189,6 +191,10 @@ def make_node():
                 self.exit_code = EXIT_SETUP
                 return
             self.planned = len(instances)
+            try:
+                self.assets = task_family(self.settings.task).assets()
+            except (OSError, NotImplementedError) as exc:  # identities then compare as unknown, never as equal
+                self.get_logger().warning(f"asset revision unknown: {exc}")
             # Until the last episode is recorded, a stop means "interrupted" (run_node reads
             # exit_code before close() runs).
             self.exit_code = EXIT_INTERRUPTED
@@ -250,27 +256,30 @@ def make_node():
 
             out_dir = self.log.episode_dir(eid)
             instance_json = instance.to_json()
+            assets = dict(self.assets)  # plus the scene lab_sim compiled for this instance
             sim_start = self.sim_now
             started = True
+            task_wall = 0.0
             if self.record:
                 # The bag opens before the reset so it holds the episode's tare and first state.
                 answer = yield self.call(self.recorder_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, instance)))
+                    run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "recorder", "recorder start")
             if started:
                 answer = yield self.call(self.reset, ResetEpisode.Request(episode_id=eid, instance_json=instance_json))
                 started = not failed(answer, "lab_sim", "lab_sim reset")
             if started:
+                assets["scene_hash"] = answer.scene_hash
                 sim_start = answer.sim_time if answer.sim_time > 0 or self.sim_now is None else self.sim_now
                 answer = yield self.call(self.referee_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, instance)))
+                    run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "referee", "referee start")
             if started:
                 answer = yield self.call(self.bridge_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, instance)))
+                    run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
                 if started:
                     try:
@@ -279,8 +288,9 @@ def make_node():
                         attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
             if started:
                 self.sim_start = sim_start
-                self.sim_seen_wall = time.monotonic()  # the stall watchdog counts from the episode's start
+                self.sim_seen_wall = task_start = time.monotonic()  # the stall watchdog counts from here
                 attempt.reason = yield Until(lambda: self.watch(attempt))
+                task_wall = time.monotonic() - task_start
                 sim_start = self.sim_start
             else:
                 attempt.reason = "error"
@@ -307,7 +317,10 @@ def make_node():
                 answer = yield self.call(self.recorder_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
                 failed(answer, "recorder", "recorder finish")
-            attempt.wall_s = time.monotonic() - wall0
+            # Task time excludes setup (the control protocol): an episode that never started took none.
+            total = time.monotonic() - wall0
+            attempt.wall_s = task_wall
+            attempt.setup_wall_s = total - task_wall
             if sim_start is not None and sim_end is not None:
                 attempt.sim_s = max(0.0, sim_end - sim_start)
             return attempt

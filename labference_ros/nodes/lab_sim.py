@@ -225,6 +225,7 @@ class LabSim(Node):
         self.publish_static_frames()
         response.success, response.message = True, f"loaded {instance.instance_id}"
         response.layout_hash, response.sim_time = instance.layout_hash, self.backend.sim_time
+        response.scene_hash = self.backend.scene_hash()
         return response
 
     async def on_advance(self, request, response):

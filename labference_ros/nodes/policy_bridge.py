@@ -33,7 +33,8 @@ from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.action_conversion import identity
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
-from labference_ros.core.observation import REGISTERED_CAMERAS, delivery_receipt, project_observation
+from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, REGISTERED_CAMERAS, delivery_receipt,
+                                            project_observation)
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
@@ -375,7 +376,7 @@ class PolicyBridge(Node):
             "evidence_version": ep["latest_ev"], "images": images, "image_stamps": stamps,
             "joint_state": dict(zip(js.name, js.position)),
             "instruction": ep["instance"].public_instruction(),
-            "camera_calibration": calib, "history": ep["history"][-8:]})
+            "camera_calibration": calib, "history": ep["history"][-OBSERVATION_HISTORY_STEPS:]})
 
     def _state_echo(self, ep):
         # In sync mode the referee must have the delivery before physics moves.

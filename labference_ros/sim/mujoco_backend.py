@@ -1,6 +1,7 @@
 """MuJoCo implementation of SimBackend for the feedback-weighing scene."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -68,6 +69,13 @@ class _GripperCommand:
     final_ctrl: float = 0.04  # set once the ramp arrives (grasp preload)
 
 
+def model_hash(model: mujoco.MjModel) -> str:
+    """sha256 (16 hex) of a compiled model's binary form: the same scene gives the same hash."""
+    buffer = np.zeros(mujoco.mj_sizeModel(model), np.uint8)
+    mujoco.mj_saveModel(model, None, buffer)
+    return hashlib.sha256(buffer.tobytes()).hexdigest()[:16]
+
+
 class MujocoBackend(SimBackend):
     def __init__(self, render: RenderSettings | None = None):
         self.render_settings = render or RenderSettings()
@@ -81,6 +89,7 @@ class MujocoBackend(SimBackend):
         self.close()
         self.instance = instance
         m = scene.build_weighing_spec(instance).compile()
+        self._scene_hash = model_hash(m)  # before render settings and the display texture change it
         # The offscreen framebuffer must fit the largest configured image.
         sizes = [self.render_settings.size(c) for c in CAMERA_NAMES]
         m.vis.global_.offheight = max(m.vis.global_.offheight, *(h for h, _ in sizes))
@@ -102,6 +111,10 @@ class MujocoBackend(SimBackend):
         mujoco.mj_step(m, d, nstep=int(round(SETTLE_S / m.opt.timestep)))
         d.time = 0.0
         mujoco.mj_forward(m, d)
+
+    def scene_hash(self) -> str:
+        """sha256 (16 hex) of the loaded scene as compiled (run.json assets.scene_hash); '' before a load."""
+        return getattr(self, "_scene_hash", "")
 
     def _index_model(self) -> None:
         m = self.model

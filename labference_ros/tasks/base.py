@@ -96,6 +96,11 @@ class TaskFamily:
                      deadline_s: float | None = None) -> EpisodeReferee:
         raise NotImplementedError
 
+    def assets(self) -> dict:
+        """run.json's assets section: the revision of the files its scenes are built
+        from and the layout generator's revision (cell/assets.py)."""
+        raise NotImplementedError
+
     def build_scene(self, instance: Instance):
         """The simulator scene for an instance (a mujoco.MjSpec); imports the
         simulator lazily so the rest of the family never needs it."""

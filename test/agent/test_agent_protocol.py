@@ -123,19 +123,23 @@ def test_action_budget_ends_the_turn(observed):
     assert system.outcome == "action_limit" and len(system.account.actions) == 3
 
 
-def test_usage_is_null_when_the_server_omits_it(observed, tmp_path):
+def test_usage_is_null_when_the_server_omits_it_and_spending_stops(observed, tmp_path):
     _, obs = observed
     script = [step(call("observe"), usage=None), step(content="done", usage=(50, 5))]
     with FakeChatServer(script) as server:
         system, _ = agent(server, price_table={"input_per_mtok": 1.0, "output_per_mtok": 4.0},
                           record_dir=str(tmp_path))
         system.act(obs)
-    first, second = system.account.calls
+        requests = len(server.bodies())
+    # Unknown usage is unknown, never zero, and it stops spending: the plan it
+    # brought still runs (observe), but no second request goes out.
+    (first,) = system.account.calls
+    assert requests == 1 and system.outcome == "usage_unknown"
+    assert [a.tool for a in system.account.actions] == ["observe"]
     assert first.tokens_in is None and first.tokens_out is None and first.cost_usd is None
-    assert second.tokens_in == 50 and second.cost_usd == pytest.approx((50 + 20) / 1e6)
     s = system.episode_summary()["usage"]
     assert s["tokens_in"] is None and s["tokens_out"] is None and s["cost_usd"] is None
-    assert [c["tokens_in"] for c in s["calls"]] == [None, 50]
+    assert [c["tokens_in"] for c in s["calls"]] == [None]
     lines = [json.loads(l) for l in (tmp_path / "agent_s-1.jsonl").read_text().splitlines()]
     assert lines[0]["kind"] == "model_call" and lines[0]["tokens_in"] is None
     assert lines[-1]["kind"] == "summary" and lines[-1]["usage"]["cost_usd"] is None

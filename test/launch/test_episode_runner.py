@@ -129,3 +129,48 @@ def test_run_json_is_accepted_by_the_records_run_info():
     settings = RunSettings(1, "scripted_expert", "basic", 0, "runs/x", "", 60.0, "sync", 10.0)
     info = run_info(contract_for("basic"), instance, episode_id="e", **json.loads(run_json(settings, instance)))
     assert info["policy"]["system"] == "scripted_expert" and info["budgets"]["deadline_sim_s"] == 60.0
+
+
+def test_run_json_identity_fields_are_written_and_differing_assets_refuse_to_pool(tmp_path):
+    """The identities the report checks before aggregation carry real values
+    (not empty == empty), and two runs that differ only in scene assets never pool."""
+    import shutil
+
+    import pytest
+
+    from labference_ros.cell.assets import CELL_DIR, asset_files, asset_revision
+    from labference_ros.core.records import run_info
+    from labference_ros.episodes.plan import RunSettings, run_json
+    from labference_ros.reporting.identity import IdentityMismatch, group_checked, identity
+    from labference_ros.tasks import family
+    from labference_ros.tasks.weighing.contract import contract_for
+    from labference_ros.tasks.weighing.instances import generate
+
+    weighing = family("feedback_weighing")
+    instance = generate("basic", 1, 0, 0, 0)[0]
+    settings = RunSettings(1, "scripted_expert", "basic", 0, "runs/x", "", 60.0, "sync", 10.0,
+                           image_width=128, image_height=96)
+
+    def episode(eid, assets):
+        run = run_info(contract_for("basic"), instance, episode_id=eid,
+                       **json.loads(run_json(settings, instance, assets)))
+        run["policy"]["action_spec_hash"] = "spec"
+        return {"episode_id": eid, "run": run}
+
+    assets = weighing.assets()
+    ident = identity(episode("a", assets)["run"])
+    assert ident["observation_condition"] == "rgb:front+wrist+display@128x96/10Hz"
+    assert ident["history_protocol"] == "single_delivery+last_8_steps"
+    assert ident["layout_revision"] == "weighing-layout-v1"
+    assert ident["asset_revision"] == assets["revision"] and len(assets["revision"]) == 16
+
+    # The same cell description with one colour changed: another asset revision.
+    edited = tmp_path / "weighing_cell.yaml"
+    shutil.copy(CELL_DIR / "weighing_cell.yaml", edited)
+    edited.write_text(edited.read_text() + "\n# a retextured label\n")
+    other = {**assets, "revision": asset_revision(asset_files(edited))}
+    assert other["revision"] != assets["revision"]
+    assert len(group_checked([episode("a", assets), episode("b", assets)])) == 1
+    with pytest.raises(IdentityMismatch) as err:
+        group_checked([episode("a", assets), episode("b", other)])
+    assert set(err.value.fields) == {"asset_revision"}

@@ -79,6 +79,10 @@ def test_scripted_expert_completes_every_episode_the_same_way_twice_at_once_and_
     # Same seeds, same scores: every field the referee computed, sim times included.
     assert [a["scores"] for a in first] == [a["scores"] for a in second]
     assert_run_matches_golden("expert_basic", out2)
+    # run.json names the scene lab_sim compiled: one per instance, the same on a rerun.
+    scenes = [[json.loads((out / "episodes" / a["episode_id"] / "run.json").read_text())["assets"]["scene_hash"]
+               for a in attempts] for out, attempts in ((out1, first), (out2, second))]
+    assert scenes[0] == scenes[1] and len(set(scenes[0])) == 2 and all(len(h) == 16 for h in scenes[0])
     audit = subprocess.run([LABFERENCE, "audit", str(out1)], capture_output=True, text=True, timeout=600)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.count("agree") >= 2

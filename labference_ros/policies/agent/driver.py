@@ -123,6 +123,9 @@ class AgentSystem(TestedSystem):
         self.pan_xy: tuple[float, float] | None = None
         self.finished = False
         self.stop_reason: str | None = None  # the runtime is ending the episode
+        # A reply without usage: its cost is unknown, so no further request is sent
+        # (control protocol: "missing usage still stops spending"); its plan still runs.
+        self.usage_unknown = False
         self.call_started: float | None = None  # a model request is out (worker thread)
         # finished vs call_started, the call's charge and the record file, across the
         # worker thread (act) and the runtime's (end_episode); reentrant for _settle.
@@ -297,6 +300,8 @@ class AgentSystem(TestedSystem):
     def _plan_round(self, obs: PolicyObservation) -> None:
         if self.stop_reason:
             return self._end(self.stop_reason)
+        if self.usage_unknown:
+            return self._end("usage_unknown")
         if self.rounds >= int(self.params["max_rounds"]):
             return self._end("round_limit")
         if self._past_deadline():
@@ -332,8 +337,10 @@ class AgentSystem(TestedSystem):
                 errors.append(err)
         outcome = ("after_deadline" if late else "malformed" if errors
                    else "plan" if calls else "final")
-        if not self._settle(timing, *usage_of(reply), outcome):
+        tokens = usage_of(reply)
+        if not self._settle(timing, *tokens, outcome):
             return  # the runtime ended the episode meanwhile and charged it as in flight
+        self.usage_unknown = self.usage_unknown or None in tokens
         assistant = {"role": "assistant", "content": msg.get("content") or ""}
         if calls:
             assistant["tool_calls"] = calls

@@ -76,6 +76,12 @@ class WeighingFamily(TaskFamily):
 
         return Referee(contract, instance, episode_id=episode_id, session_id=session_id, deadline_s=deadline_s)
 
+    def assets(self) -> dict:
+        from labference_ros.cell.assets import cell_assets
+        from labference_ros.tasks.weighing.layout import LAYOUT_VERSION
+
+        return {**cell_assets(), "layout_revision": LAYOUT_VERSION}
+
     def build_scene(self, instance):
         from labference_ros.tasks.weighing.scene import build_weighing_spec
 

