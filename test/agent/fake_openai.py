@@ -1,8 +1,10 @@
 """A scripted OpenAI-compatible chat-completions server on 127.0.0.1.
 
 It plays a recorded conversation: one scripted step per request, whatever
-the request says (it does not reason). Every request body is kept so tests
-can scan the exact bytes that crossed the boundary."""
+the request says (it does not reason). A step may instead be a callable that
+receives the parsed request body and returns the step to play, for a model
+whose answer depends on what it was shown. Every request body is kept so
+tests can scan the exact bytes that crossed the boundary."""
 from __future__ import annotations
 
 import json
@@ -43,6 +45,8 @@ class FakeChatServer(LoopbackJsonServer):
             return 500, b'{"error": "script exhausted"}', {}
         s = self.script[self.n]
         self.n += 1
+        if callable(s):
+            s = s(json.loads(body))
         if s["on_request"]:
             s["on_request"]()
         if s["status"] != 200:

@@ -43,6 +43,9 @@ def launch(*tokens: str, tmp_path=None):
     (["system:=openpi", "support:=replace:state"], ["'openpi' cannot take", "incompatible:action_only"]),
     (["system:=misreader", "support:=assist:skill"],
      ["'misreader' cannot take assist:skill (incompatible:assist_not_accepted_at_skill)"]),
+    # The agent takes Assist at state and decision only: it has no separable output to replace.
+    (["system:=agent", "agent_model:=m", "support:=replace:state"],
+     ["'agent' cannot take replace:state (incompatible:replace_not_accepted_at_state)"]),
     (["instances:=/nonexistent/list.json"], ["'instances'", "/nonexistent/list.json"]),
 ])
 def test_usage_errors_name_the_argument(tmp_path, tokens, needles):

@@ -10,6 +10,8 @@ Graph hooks (optional, duck-typed): set_output_dir(path) at episode start,
 drain_reports() after each act() for /referee/report_operation,
 end_episode(reason) at finish (returns the episode summary, whose `usage`
 the episode runner writes into run.json),
+interfaces()/supply(site, mode, payload) for Oracle Assist at the state and
+decision sites (delivered once, as a user message in the next request),
 scan_requests(EvaluatorSecrets) for the leak check.
 """
 from labference_ros.policies.agent.driver import AgentSystem

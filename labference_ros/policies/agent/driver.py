@@ -44,6 +44,17 @@ DEFAULTS = {"agent_url": "http://127.0.0.1:8000/v1", "agent_model": "", "api_key
             "attach_cameras": ["front", "wrist", "display"],
             "max_tokens_field": "max_tokens"}  # newer OpenAI models want "max_completion_tokens"
 
+# Oracle sites the agent takes (capability negotiation, paper 6.3). Assist only:
+# the model reads the display and chooses inside one opaque reply, so it has no
+# separable state or decision output that a Replace could substitute.
+SUPPORT_INTERFACES = {"state": ("assist",), "decision": ("assist",)}
+SUPPORT_LABEL = "Evaluator support"
+
+
+def support_text(site: str, mode: str, payload: dict) -> str:
+    """The user message that carries one support to the model."""
+    return f"{SUPPORT_LABEL} ({mode}, {site}): {json.dumps(payload, sort_keys=True)}"
+
 
 def _png_b64(img: np.ndarray) -> str:
     ok, buf = cv2.imencode(".png", cv2.cvtColor(img, cv2.COLOR_RGB2BGR))
@@ -97,6 +108,37 @@ class AgentSystem(TestedSystem):
                          "api_key_env": self.params["api_key_env"]}
         return prof
 
+    # Oracle supports ---------------------------------------------------------------
+    def interfaces(self) -> dict:
+        return dict(SUPPORT_INTERFACES)
+
+    def supply(self, site: str, mode: str, payload: dict) -> None:
+        """Deliver one support (already scope-checked by the referee). It goes out
+        with the next model request only; a newer one at the same site replaces
+        one not sent yet."""
+        if mode not in SUPPORT_INTERFACES.get(site, ()):
+            raise ValueError(f"{self.name} does not accept {mode}:{site}")
+        with self._handoff:  # the bridge supplies from its own thread while act runs in the worker
+            self.supports.pop(site, None)  # the refreshed support keeps delivery order
+            self.supports[site] = (mode, dict(payload))
+
+    def _support_messages(self) -> list[dict]:
+        """Pending supports as user messages for the request about to go out.
+        They are not kept in the conversation: a support is bound to one
+        opportunity and evidence version, so a later request must not carry it
+        as if it were still current."""
+        with self._handoff:
+            taken, self.supports = self.supports, {}
+        out = []
+        for site, (mode, payload) in taken.items():
+            text = support_text(site, mode, payload)
+            # Scope-checked by the referee: authorized evidence for the leak scan.
+            self.support_spans.append(json.dumps(text)[1:-1].encode())
+            self._record({"kind": "support", "round": self.rounds, "site": site, "mode": mode,
+                          "payload": payload, "text": text})
+            out.append({"role": "user", "content": text})
+        return out
+
     # episode ------------------------------------------------------------------
     def reset(self, session_id: str, policy_seed: int) -> None:
         if getattr(self, "turn_start", None) is not None:
@@ -113,6 +155,8 @@ class AgentSystem(TestedSystem):
         self.attach: list[dict] = []  # image parts waiting for the next user message
         self.request_bodies: list[bytes] = []
         self.attachment_spans: list[bytes] = []
+        self.supports: dict[str, tuple[str, dict]] = {}  # site -> (mode, payload), not sent yet
+        self.support_spans: list[bytes] = []  # delivered support texts, as encoded in the bodies
         self.reports: list[dict] = []  # explicit reports/commitments, for the referee
         self.rounds = self.actions = 0
         self.turn_start: float | None = None
@@ -212,14 +256,15 @@ class AgentSystem(TestedSystem):
 
     def scan_requests(self, secrets, public_text: str = "") -> list:
         """The leak check over every request body sent. Exempt: image
-        attachments (authorized pixels), the declared tool schema (it names
+        attachments (authorized pixels), delivered supports (the referee's
+        scope check authorized them), the declared tool schema (it names
         every standard), the model's own messages and the names the model
         itself chose (echoed back in tool results); everything else the
         driver wrote must not carry an evaluator-only value."""
         out = []
         for body in self.request_bodies:
             req = json.loads(body)
-            spans = list(self.attachment_spans)
+            spans = list(self.attachment_spans) + list(self.support_spans)
             spans.append(json.dumps(req.get("tools", []), separators=(",", ":")).encode())
             named = set()
             for m in req.get("messages", []):
@@ -309,15 +354,17 @@ class AgentSystem(TestedSystem):
         if self.attach:  # images from observe calls, after all tool replies
             self.messages.append({"role": "user", "content": self.attach})
             self.attach = []
-        request = {"messages": self.messages, "tools": TOOLS, "tool_choice": "auto",
-                   self.params["max_tokens_field"]: int(self.params["max_tokens"])}
-        if self.params["temperature"] is not None:  # None: leave it to the server
-            request["temperature"] = float(self.params["temperature"])
         with self._handoff:  # nothing goes out once the runtime has ended the episode
             if self.finished:
                 return
             self.rounds += 1
             self.call_started = self.clock()
+        # Supports are taken only now, when the request is certain to go out.
+        messages = self.messages + self._support_messages()
+        request = {"messages": messages, "tools": TOOLS, "tool_choice": "auto",
+                   self.params["max_tokens_field"]: int(self.params["max_tokens"])}
+        if self.params["temperature"] is not None:  # None: leave it to the server
+            request["temperature"] = float(self.params["temperature"])
         try:
             reply, timing = self.client.complete(request)
         except ModelCallFailed as e:  # charged with unknown usage, then the episode is invalid
