@@ -82,8 +82,9 @@ def test_a_support_goes_out_once_in_the_next_request_and_is_recorded(observed, t
     decision_text = f"{LABEL} (assist, decision): {json.dumps(decision, sort_keys=True)}"
     assert support_lines(bodies[0]) == [state_text]
     assert bodies[0]["messages"][-1]["content"] == state_text  # after the instruction, last
-    assert support_lines(bodies[1]) == [decision_text]  # supplied mid-call: the next request
-    assert support_lines(bodies[2]) == []  # delivered once, never repeated
+    # Supplied mid-call: the next request; both stay in the conversation, each once.
+    assert support_lines(bodies[1]) == [state_text, decision_text]
+    assert support_lines(bodies[2]) == [state_text, decision_text]
     # The model's own record shows what it was shown, and in which round.
     lines = [json.loads(line) for line in (tmp_path / "agent_s-1.jsonl").read_text().splitlines()]
     shown = [(l["round"], l["site"], l["mode"], l["payload"], l["text"]) for l in lines if l["kind"] == "support"]
@@ -153,13 +154,13 @@ def test_state_support_changes_the_agents_choice_at_the_checkpoint(checkpoint, t
     assert (base.completed, sup.completed) == (False, True)
     assert base.receipts == [] and base.first_delivery_step is None
     # One state support per opportunity (the first at the handoff, a second after std_10
-    # landed), each delivered, each in the model's next request exactly once.
+    # landed), each delivered, each joining the conversation at the model's next request.
     assert [(r["status"], r["site"], r["mode"], r["opportunity_id"]) for r in sup.receipts] == [
         ("delivered", "state", "assist", 1), ("delivered", "state", "assist", 2)]
     assert sup.receipts[0]["payload"] == {"displayed_g": 150.0, "stable": True}
     assert sup.first_delivery_step == 0  # delivered before the agent's first act
     shown = [f"{LABEL} (assist, state): {json.dumps(r['payload'], sort_keys=True)}" for r in sup.receipts]
-    assert [support_lines(b) for b in sup_bodies] == [[shown[0]], [shown[1]]]
+    assert [support_lines(b) for b in sup_bodies] == [[shown[0]], [shown[0], shown[1]]]
     assert [support_lines(b) for b in base_bodies] == [[], []]
     # The agent's own record shows the supports it passed on, in the rounds it sent them.
     (record,) = (tmp_path / "assist").glob("agent_*.jsonl")

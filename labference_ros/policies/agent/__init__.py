@@ -11,7 +11,7 @@ drain_reports() after each act() for /referee/report_operation,
 end_episode(reason) at finish (returns the episode summary, whose `usage`
 the episode runner writes into run.json),
 interfaces()/supply(site, mode, payload) for Oracle Assist at the state and
-decision sites (delivered once, as a user message in the next request),
+decision sites (each joins the conversation once, as a user message at the next request),
 scan_requests(EvaluatorSecrets) for the leak check.
 """
 from labference_ros.policies.agent.driver import AgentSystem

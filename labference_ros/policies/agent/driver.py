@@ -123,10 +123,9 @@ class AgentSystem(TestedSystem):
             self.supports[site] = (mode, dict(payload))
 
     def _support_messages(self) -> list[dict]:
-        """Pending supports as user messages for the request about to go out.
-        They are not kept in the conversation: a support is bound to one
-        opportunity and evidence version, so a later request must not carry it
-        as if it were still current."""
+        """Pending supports as user messages for the request about to go out. They
+        join the conversation like any other message (the model's later turns may
+        refer to them); each is sent once, and later evidence arrives after it."""
         with self._handoff:
             taken, self.supports = self.supports, {}
         out = []
@@ -360,8 +359,8 @@ class AgentSystem(TestedSystem):
             self.rounds += 1
             self.call_started = self.clock()
         # Supports are taken only now, when the request is certain to go out.
-        messages = self.messages + self._support_messages()
-        request = {"messages": messages, "tools": TOOLS, "tool_choice": "auto",
+        self.messages.extend(self._support_messages())
+        request = {"messages": self.messages, "tools": TOOLS, "tool_choice": "auto",
                    self.params["max_tokens_field"]: int(self.params["max_tokens"])}
         if self.params["temperature"] is not None:  # None: leave it to the server
             request["temperature"] = float(self.params["temperature"])
