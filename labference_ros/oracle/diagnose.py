@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from labference_ros.core.metrics import rate
+from labference_ros.reporting.checkpoint_populations import population_metrics, records_from_branches
 
 from .checkpoints import prepare, read_population
 from .continuation import DEFAULT_BUDGET_S, run_branch
@@ -34,7 +35,10 @@ def diagnose_oracle(population_path, system: str, conditions, *, params: dict | 
     return {"system": system, "design": "checkpoint_continuation", "population": [
                 {"checkpoint_id": cp.spec.checkpoint_id, "status": cp.status, "reason": cp.reason}
                 for cp in checkpoints],
-            "table": table, "interactions": interactions(table), "branches": branches}
+            "table": table, "interactions": interactions(table),
+            # J/K populations, per-condition rates and gains with intervals (reporting/checkpoint_populations.py).
+            "populations": population_metrics(records_from_branches(checkpoints, branches)),
+            "branches": branches}
 
 
 def _mean(xs):

@@ -3,7 +3,8 @@
 `labference diagnose-oracle ... --out DIR/oracle_gains.json` writes one:
 the result of oracle.diagnose.diagnose_oracle without its per-branch objects
 (system, design, population with each checkpoint's status, table of
-condition rows, interactions). The report shows every such file found
+condition rows, interactions, and the J/K population metrics of
+reporting/checkpoint_populations.py under `populations`). The report shows every such file found
 under its run directories.
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ RECORD_SCHEMA = 1
 def gains_record(result: dict) -> dict:
     """The JSON-safe part of a diagnose_oracle result."""
     return {"oracle_gains_schema": RECORD_SCHEMA,
-            **{k: result[k] for k in ("system", "design", "population", "table", "interactions") if k in result}}
+            **{k: result[k] for k in ("system", "design", "population", "table", "interactions", "populations")
+                if k in result}}
 
 
 def find(roots) -> list[dict]:
