@@ -35,6 +35,13 @@ class BranchResult:
     choice: dict | None = None  # first choice after the handoff (behavioural, else reported)
     choice_correct: bool | None = None
     completed: bool | None = None
+    # The first opportunity after the handoff, for the checkpoint population J (paper eq. 4-5):
+    # was its evidence delivered, was a physical operation legal there, its legal set, and
+    # the native (behavioural) first choice alone. None: the branch did not run.
+    evidence_delivered: bool | None = None
+    native_scorable: bool | None = None
+    legal_set: list[dict] | None = None
+    native_choice: dict | None = None
     receipts: list[dict] = field(default_factory=list)
     executor_attempts: list[dict] = field(default_factory=list)
     first_delivery_step: int | None = None
@@ -271,6 +278,10 @@ def _outcomes(res: BranchResult, referee) -> None:
     res.choice = op.to_dict() if op else None
     res.choice_correct = bool(first is not None and op is not None and op in first.legal_set)
     res.completed = bool(referee.z.physically_complete)
+    res.evidence_delivered = bool(first is not None and first.delivered_observation_id)
+    res.native_scorable = bool(first is not None and first.native_scorable)
+    res.legal_set = [o.to_dict() for o in sorted(first.legal_set)] if first is not None else []
+    res.native_choice = first.first_choice.to_dict() if first is not None and first.first_choice else None
 
 
 def _executor_outcomes(attempts: list[dict], referee) -> None:

@@ -242,29 +242,29 @@ def population_metrics(records, draws: int = DRAWS, seed: int = SEED) -> dict:
 def record_from_branch(branch, checkpoint, cluster: str | None = None, **known) -> dict:
     """A record from an oracle.continuation.BranchResult and its oracle.checkpoints.Checkpoint.
 
-    BranchResult does not keep, today: whether the first opportunity after the
-    handoff was delivered (evidence_delivered), whether a physical operation was
-    legal there (native_scorable), its legal set (legal_set; only the verdict
-    choice_correct is kept), nor whether the subgoal was supplied (subgoal_supplied).
-    These default to None (unknown: the checkpoint stays out of J/K and is counted
-    as membership_unknown) unless the caller passes them in `known`. Its `choice`
-    is the first behavioural choice, else the first *reported* operation, so it is
-    not purely the native b_i. subgoal_confirmed is known only where the reference
+    A branch that ran keeps its first opportunity after the handoff: whether its
+    evidence was delivered, whether a physical operation was legal there, its legal
+    set and the native (behavioural) first choice b_i. BranchResult does not keep
+    whether the subgoal was supplied (subgoal_supplied): it defaults to None
+    (unknown: the checkpoint stays out of K and is counted as membership_unknown)
+    unless the caller passes it in `known`; so do the J fields of a branch that did
+    not run. subgoal_confirmed is known only where the reference
     executor attempted the operation (skill replacement): its first attempt's
     physical outcome; otherwise None. Duck-typed so this module stays free of the
     simulator that oracle.continuation imports.
     """
     instance = checkpoint.spec.instance
+    ran = getattr(branch, "native_scorable", None) is not None  # the branch kept its first opportunity
     record = {
         "checkpoint_id": branch.checkpoint_id,
         "cluster": cluster or _default_cluster(instance, branch.checkpoint_id),
         "condition": branch.condition,
         "status": branch.status,
         "verified": bool(checkpoint.verified),
-        "evidence_delivered": None,
-        "native_scorable": None,
-        "first_choice": branch.choice,
-        "legal_set": None,
+        "evidence_delivered": getattr(branch, "evidence_delivered", None),
+        "native_scorable": getattr(branch, "native_scorable", None),
+        "first_choice": getattr(branch, "native_choice", None) if ran else branch.choice,
+        "legal_set": getattr(branch, "legal_set", None),
         "choice_correct": branch.choice_correct if branch.status == OK else None,
         "subgoal_supplied": None,
         "subgoal_confirmed": _executor_confirmed(branch.executor_attempts),

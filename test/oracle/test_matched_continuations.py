@@ -41,6 +41,13 @@ def test_misreader_state_and_decision_support_fix_its_choice(misreader):
     r = misreader["branches"]["replace:state"][0].receipts[0]
     assert r["original_output"]["displayed_g"] != r["substituted_output"]["displayed_g"]
     assert r["payload_id"] and r["first_subsequent_choice"]["type"] == "add"
+    # Both checkpoints are in J (evidence delivered, a physical operation legal): B_next over
+    # J is the misreader's 0 of 2, and 2 of 2 with its display read for it.
+    pops = misreader["populations"]
+    assert sorted(pops["J"]) == sorted(p["checkpoint_id"] for p in misreader["population"])
+    assert pops["conditions"]["base"]["B_next"]["rate"] == 0.0
+    assert pops["conditions"]["replace:state"]["B_next"]["rate"] == 1.0
+    assert pops["gains"]["replace:state"]["metrics"]["choice_correct"]["gain"] == 1.0
 
 
 def test_misreader_skill_support_does_not_fix_its_choice(misreader):
