@@ -97,7 +97,7 @@ def test_sigterm_stops_the_whole_graph_and_keeps_the_attempt(tmp_path):
     assert code == 4
     proc.wait_for("\0", timeout=2)
     assert any("received SIGTERM" in line for line in proc.seen)
-    assert not any("Traceback" in line for line in proc.seen), proc.seen  # no spurious _Stop on shutdown
+    assert not any("Traceback" in line for line in proc.seen), "\n".join(proc.seen)  # no spurious _Stop on shutdown
     rows = read_summary(run_dir)["per_episode"]
     assert len(rows) == 1 and rows[0]["status"] == "error"
 
