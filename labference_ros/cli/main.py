@@ -284,6 +284,16 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
     sys.exit(code)
 
 
+def _prefix_operation(text: str):
+    """'add:std_10' -> add(std_10->pan); 'remove:std_20' -> remove(std_20->table)."""
+    from labference_ros.core.operations import ADD, REMOVE, add, remove
+
+    kind, _, obj = text.partition(":")
+    if kind not in (ADD, REMOVE) or not obj:
+        raise click.BadParameter(f"{text!r}: expected add:OBJECT or remove:OBJECT", param_hint="'--prefix'")
+    return add(obj) if kind == ADD else remove(obj)
+
+
 @main.command("diagnose-oracle")
 @click.argument("population", type=click.Path(dir_okay=False))
 @click.option("--system", required=True, help="Tested system (policy registry name), e.g. misreader.")
@@ -291,15 +301,26 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
               help="A support condition, e.g. replace:state, assist:state, replace:decision, replace:skill; "
                    "join supports with + for a joint condition. Repeat for several.")
 @click.option("--new", "new_instances", type=int, default=0, metavar="N",
-              help="First write a population of N basic checkpoints (seed --seed) to POPULATION.")
+              help="First write a population of N checkpoints (seed --seed) to POPULATION.")
+@click.option("--condition", "task_condition", type=click.Choice(["basic", "extended"]), default="basic",
+              show_default=True, help="Task condition of the instances --new generates.")
+@click.option("--prefix", "prefix", multiple=True, metavar="TYPE:OBJECT",
+              help="With --new: an operation carried out before the handoff in every checkpoint, e.g. "
+                   "add:std_10 or remove:std_20 (repeat, in order). A prefix the instance cannot carry "
+                   "out leaves that checkpoint preparation_failed, counted as unresolved.")
 @click.option("--seed", type=int, default=1, help="Task and layout seed for --new.")
 @click.option("--budget-s", type=float, default=None, help="Sim seconds per branch.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the gain table as JSON; name it oracle_gains.json inside a run directory and "
                    "`labference report` over that directory puts it in report.html and report.json "
                    "(not in its terminal tables).")
+@click.option("--records", "records_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write every branch's run records (run.json, events, observations, scores) under "
+                   "this directory as RECORDS/<condition>/episodes/<checkpoint>/; `labference report "
+                   "RECORDS` reports each condition as its own cell (protocol checkpoint_continuation).")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
-                            seed: int, budget_s: float | None, out_file: str | None) -> None:
+                            task_condition: str, prefix: tuple[str, ...], seed: int, budget_s: float | None,
+                            out_file: str | None, records_dir: str | None) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
     same system with each registered support; prints gains (eq. 3) with counts,
     delivery and agreement rates."""
@@ -319,14 +340,19 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
         except (ValueError, KeyError) as exc:
             raise click.BadParameter(str(exc), param_hint="'--support'") from None
 
+    prefix_ops = [_prefix_operation(text) for text in prefix]
+    if prefix_ops and not new_instances:
+        raise click.BadParameter("--prefix shapes the population --new writes; give --new N",
+                                 param_hint="'--prefix'")
     if new_instances:
-        from labference_ros.tasks.weighing.instances import generate
         from labference_ros.oracle.checkpoints import population_from_instances, write_population
+        from labference_ros.tasks import family
 
-        write_population(population, population_from_instances(
-            generate("basic", new_instances, task_seed=seed, layout_seed=seed, policy_seed=0)))
+        instances = family("feedback_weighing").generate(task_condition, new_instances, task_seed=seed,
+                                                         layout_seed=seed, policy_seed=0)
+        write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops)))
     result = diagnose_oracle(population, system, list(supports),
-                             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s)
+                             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s, records_dir=records_dir)
     click.echo(format_table(result))
     if out_file:
         from pathlib import Path

@@ -8,7 +8,10 @@ interval per row (/lab_sim/advance, command-stamped), so physics moves only
 over commanded intervals and pauses during inference. The loop is a state
 machine on a timer; inference runs in a worker thread and every service call
 is call_async, so the single-threaded executor never blocks.
-Logic lives in core/ (ActionSpec, observation) and policies/ (systems).
+The episode's protocol (evidence versions, stop rules, observation numbering
+and history, chunk checks, row queue and invalidation, report binding) is
+core.episode_loop.EpisodeLoop, the same class the Oracle's continuations run;
+this node only moves its inputs and outputs over ROS.
 """
 from __future__ import annotations
 
@@ -31,17 +34,17 @@ from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, G
                             Operation, WorldState)
 from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
 from labference_ros.core.action_conversion import identity
+from labference_ros.core.episode_loop import STOP_HOLD_S, EpisodeLoop
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
-from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, REGISTERED_CAMERAS, delivery_receipt,
-                                            project_observation)
+from labference_ros.core.observation import REGISTERED_CAMERAS
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
-from labference_ros.policies import EvaluationValidityError, EvaluatorView, make
+from labference_ros.policies import EvaluationValidityError, make
 from labference_ros.tasks import family as task_family
 
 EPS = 1e-6
@@ -72,7 +75,7 @@ class PolicyBridge(Node):
             ("system", "display_reader"), ("system_params_json", "{}"), ("step_mode", "sync"),
             ("camera_rate", 10.0), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
-            ("observation_timeout_s", 30.0), ("stop_hold_s", 4.0), ("episode_deadline_s", 0.0),
+            ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
             ("task", "feedback_weighing"), ("match_timeout_s", 5.0)])
         v = {x.name: x.value for x in p}
@@ -139,12 +142,8 @@ class PolicyBridge(Node):
         self._note_evidence(int(msg.evidence_version), msg.delivered_observation_id)
 
     def _note_evidence(self, version: int, observation_id: str):
-        ep = self.ep
-        if ep is None or version <= ep["latest_ev"]:
-            return
-        ep["latest_ev"] = version
-        if observation_id and observation_id == ep.get("obs_id"):
-            ep["obs_ev"] = version  # the handoff our own pending observation carried
+        if self.ep is not None:
+            self.ep["loop"].note_evidence(version, observation_id)
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
@@ -180,10 +179,12 @@ class PolicyBridge(Node):
         self._close_log()
         self.latest.pop("world", None)
         self.echoes.clear()
-        self.ep = {"id": request.episode_id, "instance": instance, "t": 0.0, "state": "prime",
-                   "queue": [], "latest_ev": 0, "obs_ev": 0, "chunk_ev": 0, "k": 0, "obs_id": "",
-                   "gripper": None, "log": log, "since": time.monotonic(), "finished_at": None,
-                   "history": [], "future": None}
+        loop = EpisodeLoop(self.system, self.conversion, episode_id=request.episode_id, instance=instance,
+                           stop_hold_s=float(self.v["stop_hold_s"]),
+                           deadline_s=float(self.v["episode_deadline_s"]), record=self._record,
+                           wall_clock=time.time)
+        self.ep = {"id": request.episode_id, "instance": instance, "t": 0.0, "state": "prime", "loop": loop,
+                   "log": log, "since": time.monotonic(), "future": None}
         self._status(request.episode_id, "running", "")
         self.support.start_episode(request.episode_id)
         response.success = True
@@ -332,35 +333,11 @@ class PolicyBridge(Node):
                 return
             ep["t"] = t  # realtime: the boundary is wherever the simulator has got to
 
-        if self._should_stop(ep, t):
+        loop = ep["loop"]
+        stop = loop.stop_reason(t)
+        if stop is not None:
+            self._end("done", stop)
             return
-        obs = self._observation(ep, t)
-        receipt = delivery_receipt(obs)
-        ep["obs"], ep["obs_id"], ep["obs_ev"] = obs, obs.observation_id, ep["latest_ev"]
-        msg = DeliveryReceipt(episode_id=ep["id"], receipt_id=f"{obs.observation_id}:r",
-                              kind="observation", payload_id=obs.observation_id,
-                              opportunity_id=-1, evidence_version=ep["latest_ev"], status="delivered",
-                              detail_json=json.dumps(receipt))
-        s_to_stamp(t, msg.header.stamp)
-        self.pub_receipt.publish(msg)
-        self._record({"record": "receipt", **receipt})
-        ep["state"] = "echo" if self.v["wait_for_referee_receipt"] else "infer"
-        ep["since"] = time.monotonic()
-
-    def _should_stop(self, ep, t) -> bool:
-        deadline = float(self.v["episode_deadline_s"])
-        if deadline > 0 and t >= deadline - EPS:
-            self._end("done", "deadline")
-            return True
-        if getattr(self.system, "finished", False):
-            ep["finished_at"] = t if ep["finished_at"] is None else ep["finished_at"]
-            if t - ep["finished_at"] >= float(self.v["stop_hold_s"]) - EPS:
-                self._end("done", "policy_stop")
-                return True
-        return False
-
-    def _observation(self, ep, t):
-        k = ep["k"] = ep["k"] + 1
         images, stamps = {}, {}
         for cam in REGISTERED_CAMERAS:
             m = self.latest[f"image:{cam}"]
@@ -371,21 +348,25 @@ class PolicyBridge(Node):
         # description (mount) and the delivered image (size), never from the simulator.
         front = images["front"]
         calib = {"front": world_camera_calibration("front", front.shape[0], front.shape[1]).to_dict()}
-        return project_observation({
-            "observation_id": f"{ep['id']}:obs{k:05d}", "episode_id": ep["id"], "sim_time": t,
-            "evidence_version": ep["latest_ev"], "images": images, "image_stamps": stamps,
-            "joint_state": dict(zip(js.name, js.position)),
-            "instruction": ep["instance"].public_instruction(),
-            "camera_calibration": calib, "history": ep["history"][-OBSERVATION_HISTORY_STEPS:]})
+        obs = loop.observe(t, images, stamps, dict(zip(js.name, js.position)), calib)
+        msg = DeliveryReceipt(episode_id=ep["id"], receipt_id=f"{obs.observation_id}:r",
+                              kind="observation", payload_id=obs.observation_id,
+                              opportunity_id=-1, evidence_version=loop.obs_ev, status="delivered",
+                              detail_json=json.dumps(loop.receipt()))
+        s_to_stamp(t, msg.header.stamp)
+        self.pub_receipt.publish(msg)
+        ep["state"] = "echo" if self.v["wait_for_referee_receipt"] else "infer"
+        ep["since"] = time.monotonic()
 
     def _state_echo(self, ep):
         # In sync mode the referee must have the delivery before physics moves.
-        echo = self.echoes.get(ep["obs_id"])
+        loop = ep["loop"]
+        echo = self.echoes.get(loop.obs_id)
         if echo is None:
             if time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
                 raise EvaluationValidityError("the referee never acknowledged the delivery")
             return
-        ep["obs_ev"] = max(ep["obs_ev"], int(echo.evidence_version))
+        loop.acknowledged(int(echo.evidence_version))
         if self.support.awaited and json.loads(echo.detail_json or "{}").get("opened", False):
             self.support.expect(int(echo.opportunity_id))
             ep["state"], ep["since"] = "support", time.monotonic()
@@ -414,10 +395,11 @@ class PolicyBridge(Node):
             raise EvaluationValidityError(f"oracle support never settled: {self.support.waiting_for()}")
 
     def _state_infer(self, ep):
+        loop = ep["loop"]
         if ep.get("inference") is None:
             ev = self._evaluator_view(ep) if self.system.privileged else None
             ep["wall0"] = time.perf_counter()
-            ep["inference"] = self.pool.submit(self.system.act, ep["obs"], ev)
+            ep["inference"] = self.pool.submit(self.system.act, loop.obs, ev)
             return
         fut = ep["inference"]
         if not fut.done():
@@ -425,47 +407,30 @@ class PolicyBridge(Node):
         ep["inference"] = None
         wall = time.perf_counter() - ep["wall0"]
         chunk = fut.result()  # EvaluationValidityError propagates to tick()
-        self._send_reports(ep)
+        for report in loop.reports(ep["t"], self.v["system"]):
+            op = report.operation
+            self.report.call_async(ReportOperation.Request(
+                episode_id=ep["id"], opportunity_id=report.opportunity_id,
+                evidence_version=report.evidence_version,
+                operation=Operation(type=op["type"], object=op["object"], destination=op["destination"]),
+                source=report.source))
         for entry in self.support.outputs_after_act():
             self._record({"record": "support_outcome", "t": ep["t"], **entry})
-        current = np.concatenate([ep["obs"].joint_positions, [ep["obs"].gripper_width]])
-        verdict = self.conversion.validate(chunk, ep["obs_ev"], ep["latest_ev"], current)
-        cid = f"{ep['obs_id']}:chunk"
-        self._publish_chunk(ep, cid, verdict)
-        self._record({"record": "chunk", "chunk_id": cid, "observation_id": ep["obs_id"],
-                      "t": ep["t"], "inference_wall_s": wall, **verdict.record()})
-        ep["history"].append({"observation_id": ep["obs_id"], "chunk_status": verdict.status,
-                              "rows": 0 if verdict.applied is None else len(verdict.applied)})
+        verdict = loop.take_chunk(chunk, ep["t"], wall)
+        self._publish_chunk(ep, verdict)
         if not verdict.accepted:
-            self.get_logger().warning(f"chunk {cid} {verdict.status}: {'; '.join(verdict.reasons)}; holding")
-        ep["queue"] = list(verdict.applied) if verdict.accepted else [None]
-        ep["chunk_ev"] = ep["obs_ev"]
+            self.get_logger().warning(f"chunk {loop.chunk_id} {verdict.status}: {'; '.join(verdict.reasons)}; "
+                                      "holding")
         ep["state"] = "execute"
 
-    def _send_reports(self, ep):
-        """Explicit operation reports go to the referee's separately scored track."""
-        for r in self.system.drain_reports():
-            op = r.get("operation") or {}
-            # The bridge, not the system, knows which handoff the inference answered.
-            req = ReportOperation.Request(
-                episode_id=ep["id"], opportunity_id=-1, evidence_version=int(ep["obs_ev"]),
-                operation=Operation(type=op.get("type", ""), object=op.get("object", ""),
-                                    destination=op.get("destination", "")),
-                source=str(r.get("source", self.v["system"])))
-            self.report.call_async(req)
-            self._record({"record": "report_sent", "t": ep["t"], **r})
+    def _evaluator_view(self, ep):
+        return self.family.evaluator_view(ep["instance"], world_from_msg(self.latest["world"]))
 
-    def _evaluator_view(self, ep) -> EvaluatorView:
-        w = world_from_msg(self.latest["world"])
-        msg = self.latest["world"]
-        on_pan = frozenset(o.name for o in msg.objects if o.supported_by == "pan")
-        return EvaluatorView(instance=ep["instance"], t=w.t, on_pan=on_pan,
-                             positions={n: o.position for n, o in w.objects.items()})
-
-    def _publish_chunk(self, ep, cid, verdict):
+    def _publish_chunk(self, ep, verdict):
+        loop = ep["loop"]
         req = verdict.requested
-        msg = ActionChunk(episode_id=ep["id"], chunk_id=cid, observation_id=ep["obs_id"],
-                          evidence_version=ep["obs_ev"], representation=self.spec.representation,
+        msg = ActionChunk(episode_id=ep["id"], chunk_id=loop.chunk_id, observation_id=loop.obs_id,
+                          evidence_version=loop.obs_ev, representation=self.spec.representation,
                           mode=self.spec.mode, frame=self.spec.frame,
                           control_frequency_hz=self.spec.control_frequency_hz)
         if req is not None and req.ndim == 2:
@@ -475,14 +440,8 @@ class PolicyBridge(Node):
         self.pub_chunk.publish(msg)
 
     def _state_execute(self, ep):
-        if ep["latest_ev"] > ep["chunk_ev"] and ep["queue"]:
-            self._record({"record": "invalidated", "t": ep["t"], "rows_dropped": len(ep["queue"]),
-                          "chunk_evidence_version": ep["chunk_ev"], "latest": ep["latest_ev"]})
-            ep["queue"] = []
-        if not ep["queue"]:
-            ep["state"], ep["since"] = "observe", time.monotonic()
-            return
-        if self.v["step_mode"] == "realtime":
+        loop = ep["loop"]
+        if self.v["step_mode"] == "realtime" and loop.queue and loop.latest_ev <= loop.chunk_ev:
             # Rows are paced on the simulator's clock, not the wall clock: a
             # simulator slower than real time must not receive targets faster
             # than its physics moves (JTC replace semantics would skip them).
@@ -491,16 +450,18 @@ class PolicyBridge(Node):
                 return
             ep["next_row_t"] = now + self.spec.hold_interval_s
             ep["t"] = now
-        row = ep["queue"].pop(0)
+        command = loop.next_command(ep["t"])
+        if command is None:
+            ep["state"], ep["since"] = "observe", time.monotonic()
+            return
         dt = self.spec.hold_interval_s
         arm = grip = False
-        if row is not None:
-            self._send_row(ep, row, dt)
+        if command.row is not None:
+            self._send_row(ep, command.row, dt)
             arm = True
-            g = float(row[self.spec.gripper_index])
-            if g != ep["gripper"]:
-                self._send_gripper(ep, g)
-                ep["gripper"], grip = g, True
+            if command.gripper is not None:
+                self._send_gripper(ep, command.gripper)
+                grip = True
         self._advance(ep, dt, arm=arm, gripper=grip, then="execute")
 
     def _send_row(self, ep, row, dt):

@@ -130,6 +130,18 @@ def verify(world: World, expected_on_pan: frozenset) -> dict:
             "failures": failures}
 
 
+def at_reset(instance, checkpoint_id: str | None = None) -> Checkpoint:
+    """The start every graph episode has: the instance as reset, t = 0, nothing
+    moved or settled. A continuation from it runs the episode the graph runs."""
+    spec = CheckpointSpec(checkpoint_id or f"{instance.instance_id}:reset", instance)
+    world = World(instance)
+    try:
+        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, frozenset(instance.initial_on_pan),
+                          {"at_reset": True})
+    finally:
+        world.close()
+
+
 def prepare(spec: CheckpointSpec) -> Checkpoint:
     """Rebuild one registered start and verify it at the handoff."""
     world = World(spec.instance)

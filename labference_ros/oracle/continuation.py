@@ -4,23 +4,32 @@ branches share checkpoint, system, seeds, sensors and budget; they differ
 only by what the Oracle delivers, so they are bit-identical until the
 first delivered support.
 
-The loop mirrors the ROS graph: observe -> deliver (referee receipt) ->
-Oracle handoff (scope check, receipt) -> act -> validate -> command ->
-advance; the referee is fed a measurement after every hold interval."""
+The loop is the graph's: core.episode_loop.EpisodeLoop, driven here in one
+process (run_in_world) as the policy bridge drives it over ROS: observe ->
+deliver (referee receipt) -> Oracle handoff (scope check, receipt) -> act ->
+reports -> chunk check -> command -> advance; the referee is fed a
+measurement after every hold interval."""
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from labference_ros.core.action_spec import validate_chunk
+from labference_ros import __version__
+
+from labference_ros.core.action_conversion import identity
+from labference_ros.core.episode_loop import STOP_HOLD_S, EpisodeLoop
 from labference_ros.core.geometry import body_axis, geometry_errors
 from labference_ros.core.operations import Operation
-from labference_ros.core.system import EvaluatorView
+from labference_ros.core.records import RunRecords, final_status, run_info
+from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import make
 
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor
-from .supports import COMPATIBLE, Support, compatibility, condition_name
+from .supports import (CHECKPOINT_CONTINUATION, COMPATIBLE, Support, compatibility, condition_name,
+                       intervention_identity)
 from .world import World
 
 DEFAULT_BUDGET_S = 25.0  # sim seconds after the handoff, same for every branch
@@ -48,6 +57,7 @@ class BranchResult:
     readout_abs_error_g: float | None = None  # state interface: own report vs displayed, first decision
     geometry_error: dict | None = None  # geometry interface: own frame of the first selected target (eq. 2)
     trace: list[str] = field(default_factory=list)  # sim-state sha256 per hold interval
+    scores: dict | None = None  # the branch referee's scores.json, as the graph's referee writes it
 
     @property
     def resolved(self) -> bool:
@@ -143,9 +153,57 @@ class _Oracle:
                 r["agreement"] = entry["operation_used"] == r["payload"]["operation"]
 
 
+class _RecordedReferee:
+    """The branch's referee, every output of it also written to the branch's run
+    records (core.records.RunRecords, as the referee node writes them)."""
+
+    _SCORED_CALLS = ("step", "deliver_observation", "report_operation", "check_intervention", "finish")
+
+    def __init__(self, referee, records: RunRecords):
+        self._referee, self._records = referee, records
+
+    def __getattr__(self, name):
+        attr = getattr(self._referee, name)
+        if name not in self._SCORED_CALLS:
+            return attr
+
+        def recorded(*args, **kwargs):
+            out = attr(*args, **kwargs)
+            self._records.write_all(r for r in out if r.get("record") != "scores")
+            return out
+
+        return recorded
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+
+
+def _branch_records(records_dir, cp: Checkpoint, condition, world: World, system, referee,
+                    handoff_inst, budget_s: float) -> RunRecords:
+    """<records_dir>/<condition>/episodes/<checkpoint>/: run.json and the referee's
+    records of one branch, laid out like a launch so `labference report` reads it."""
+    name = condition_name(condition)
+    family = world.family
+    intervention = (intervention_identity(condition, CHECKPOINT_CONTINUATION) if condition
+                    else {"mode": "none", "protocol": CHECKPOINT_CONTINUATION})
+    info = run_info(family.contract_for(handoff_inst.condition), handoff_inst, episode_id=referee.episode_id,
+                    policy=system.profile(), observation=world.observation_identity(),
+                    intervention=intervention, budgets={"deadline_sim_s": cp.t + budget_s},
+                    assets={**family.assets(), "scene_hash": world.backend.scene_hash()},
+                    versions={"labference_ros": __version__})
+    info["checkpoint"] = {"checkpoint_id": cp.spec.checkpoint_id, "t": cp.t,
+                          "snapshot_sha256": cp.snapshot.sha256 if cp.snapshot else None,
+                          "prefix": [op.to_dict() for op in cp.spec.prefix]}
+    return RunRecords(Path(records_dir) / _safe(name) / "episodes" / _safe(cp.spec.checkpoint_id), info)
+
+
 def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] = (), *,
                params: dict | None = None, budget_s: float = DEFAULT_BUDGET_S,
-               after_finish_s: float = 2.0, trace: bool = False) -> BranchResult:
+               after_finish_s: float = STOP_HOLD_S, trace: bool = False,
+               records_dir=None) -> BranchResult:
+    """One branch from a verified checkpoint. ``records_dir``: also write the branch's
+    run records there (see _branch_records), readable by `labference report`."""
     name = condition_name(condition)
     res = BranchResult(cp.spec.checkpoint_id, name, "ok")
     system = make(system_name, **(params or {}))
@@ -160,6 +218,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         return res
     inst = cp.spec.instance
     world = World(inst)
+    records = None
     try:
         world.restore(cp.snapshot)
         # The referee starts from the verified handoff, not the raw initialization.
@@ -167,6 +226,9 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         referee = world.family.make_referee(world.family.contract_for(inst.condition), handoff_inst,
                                             episode_id=f"{cp.spec.checkpoint_id}:{name}", session_id="",
                                             deadline_s=cp.t + budget_s)
+        if records_dir is not None:
+            records = _branch_records(records_dir, cp, condition, world, system, referee, handoff_inst, budget_s)
+            referee = _RecordedReferee(referee, records)
         session = f"oracle-{cp.spec.checkpoint_id}"
         system.reset(session, inst.policy_seed)
         system.receive_prefix(list(cp.prefix_record))  # the same authorized history in every branch
@@ -178,41 +240,45 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         referee.step(world.measure())
         if trace:
             res.trace.append(_sha(world))  # the restored handoff state
-        _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace)
-        if not referee.finished:
-            referee.finish(world.t, "deadline")
+        reason = _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace)
         _outcomes(res, referee)
+        res.scores = referee.scores()
+        if records is not None:
+            records.write_scores(res.scores, status=final_status(reason))
         res.receipts = oracle.receipts
         res.executor_attempts = list(system.executor.attempts) if getattr(system, "executor", None) else []
         _executor_outcomes(res.executor_attempts, referee)
         return res
     except Exception as e:  # noqa: BLE001 -- a branch fault is a validity event, kept as unresolved
         res.status, res.reason = "unresolved", f"branch_fault: {type(e).__name__}: {e}"
+        if records is not None and not records.scores_written:
+            try:  # the branch's records say it was not a valid evaluation
+                records.write_scores(referee.scores(), status="branch_fault")
+            except Exception:  # noqa: BLE001 -- the fault itself is already recorded in res
+                pass
         return res
     finally:
+        if records is not None:
+            records.close()
         system.close()
         world.close()
 
 
-def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, trace) -> None:
-    spec = system.spec
-    instruction = world.instance.public_instruction()
-    last_gripper, finished_at, k = None, None, 0
-    while world.t < end_t - 1e-9 and not referee.finished:
-        oid, obs = world.observe(instruction, referee.z.evidence_version)
-        referee.deliver_observation(oid, world.t, session)
+def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, trace) -> str:
+    def before_act():
         was = oracle.delivered_any
         oracle.handoff()
         if oracle.delivered_any and not was and res.first_delivery_step is None:
             res.first_delivery_step = len(res.trace)
         log = getattr(system, "interface_log", None)
-        n_log = len(log) if log is not None else 0
         geo = getattr(system, "geometry_log", None)
-        n_geo = len(geo) if geo is not None else 0
-        ev = _evaluator_view(world) if system.privileged else None
-        chunk = system.act(obs, ev)
+        return was, len(log) if log is not None else 0, len(geo) if geo is not None else 0
+
+    def after_act(marks):
+        was, n_log, n_geo = marks
         if oracle.delivered_any and not was and res.first_delivery_step is None:
             res.first_delivery_step = len(res.trace)  # skill support delivered inside act
+        geo = getattr(system, "geometry_log", None)
         if geo is not None and res.geometry_error is None:
             for entry in geo[n_geo:]:
                 ref, own = oracle.reference_frame(entry["object"]), entry["original"]
@@ -223,50 +289,81 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
                                           {"valid": False, "e_p_m": None, "e_v_rad": None,
                                            "reason": "no_prediction"})}
                     break
-        if log is not None:
-            for entry in log[n_log:]:
-                own = entry.get("state_original")
-                if own is not None and res.readout_abs_error_g is None and world.reading is not None:
-                    res.readout_abs_error_g = abs(own["displayed_g"] - world.reading.displayed_g)
-                oracle.after_decision(entry)
-                opp = referee.book.current
-                if entry["operation_used"] is not None and opp is not None:
-                    referee.report_operation(entry["operation_used"], world.t, opp.id, opp.evidence_version,
-                                             source=system.name)
-        # A system with its own action convention goes through the bridge's conversion.
-        conversion = getattr(system, "action_conversion", None)
-        verdict = (conversion.validate(chunk, 0, 0, obs.robot_state) if conversion is not None
-                   else validate_chunk(spec, chunk, 0, 0))
-        rows = verdict.applied if verdict.accepted else [None]
-        for row in rows:
-            if row is not None:
-                check = world.backend.set_arm_targets(row[:7])
+        log = getattr(system, "interface_log", None)
+        for entry in (log or [])[n_log:]:
+            own = entry.get("state_original")
+            if own is not None and res.readout_abs_error_g is None and world.reading is not None:
+                res.readout_abs_error_g = abs(own["displayed_g"] - world.reading.displayed_g)
+            oracle.after_decision(entry)
+
+    def after_interval():
+        if trace:
+            res.trace.append(_sha(world))
+
+    return run_in_world(system, world, referee, session=session, deadline_t=end_t, stop_hold_s=after_finish_s,
+                        before_act=before_act, after_act=after_act, after_interval=after_interval)
+
+
+def run_in_world(system, world, referee, *, session: str, deadline_t: float, stop_hold_s: float,
+                 before_act=None, after_act=None, after_interval=None, record=None) -> str:
+    """One episode of `system` in a simulated `world`, scored by `referee`, driven
+    through core.episode_loop.EpisodeLoop exactly as the policy bridge drives it
+    in the graph (sync mode): observe -> deliver -> (Oracle handoff) -> act ->
+    reports -> chunk check -> one row per hold interval, the referee fed a
+    measurement after each. Returns why it ended (the referee's finish reason)."""
+    conversion = getattr(system, "action_conversion", None) or identity(system.spec)
+    loop = EpisodeLoop(system, conversion, episode_id=referee.episode_id, instance=world.instance,
+                       stop_hold_s=stop_hold_s, deadline_s=deadline_t, record=record)
+
+    def hear(records):
+        # What the referee node would publish and the bridge would hear.
+        for r in records:
+            if r["record"] == "opportunity":
+                loop.note_evidence(int(r["evidence_version"]), r.get("delivered_observation_id") or "")
+            elif r["record"] == "receipt" and r.get("kind") == "observation":
+                loop.note_evidence(int(r["evidence_version"]), r["payload_id"])
+                if r["payload_id"] == loop.obs_id:
+                    loop.acknowledged(int(r["evidence_version"]))
+
+    reason = "deadline"
+    while not referee.finished:
+        t = world.t
+        stop = loop.stop_reason(t)
+        if stop is not None:
+            reason = stop
+            break
+        images, stamps, joints = world.sensors()
+        calib = {"front": world_camera_calibration("front", *images["front"].shape[:2]).to_dict()}
+        obs = loop.observe(t, images, stamps, joints, calib)
+        hear(referee.deliver_observation(obs.observation_id, t, session))
+        marks = before_act() if before_act else None
+        ev = world.family.evaluator_view(world.instance, world.measure()) if system.privileged else None
+        chunk = system.act(obs, ev)
+        for report in loop.reports(t, system.name):
+            hear(referee.report_operation(report.operation, t, None, report.evidence_version,
+                                          source=report.source))
+        if after_act:
+            after_act(marks)
+        loop.take_chunk(chunk, t)
+        while not referee.finished:
+            command = loop.next_command(world.t)
+            if command is None:
+                break
+            if command.row is not None:
+                check = world.backend.set_arm_targets(command.row[:7])
                 if not check.ok:
                     raise RuntimeError(f"validated row rejected by the simulator: {check.reason}")
-                g = float(row[spec.gripper_index])
-                if g != last_gripper:
-                    c = spec.gripper.command(g)
+                if command.gripper is not None:
+                    c = conversion.reference.gripper.command(command.gripper)
                     world.backend.set_gripper(c["width"], c["speed"], c["force"], c["epsilon_inner"],
                                               c["epsilon_outer"], c["grasp"])
-                    last_gripper = g
-            world.advance(spec.hold_interval_s)
-            referee.step(world.measure())
-            if trace:
-                res.trace.append(_sha(world))
-            if referee.finished:
-                break
-        k += 1
-        if getattr(system, "finished", False):
-            finished_at = world.t if finished_at is None else finished_at
-            if world.t - finished_at >= after_finish_s:
-                referee.finish(world.t, "policy_done")
-                break
-
-
-def _evaluator_view(world) -> EvaluatorView:
-    m = world.measure()
-    return EvaluatorView(instance=world.instance, positions={n: o.position for n, o in m.objects.items()},
-                         on_pan=frozenset(n for n, o in m.objects.items() if "pan" in o.contacts), t=m.t)
+            world.advance(conversion.reference.hold_interval_s)
+            hear(referee.step(world.measure()))
+            if after_interval:
+                after_interval()
+    if not referee.finished:
+        referee.finish(world.t, reason)
+    return reason
 
 
 def _outcomes(res: BranchResult, referee) -> None:

@@ -11,16 +11,18 @@ from labference_ros.reporting.checkpoint_populations import population_metrics, 
 from .checkpoints import prepare, read_population
 from .continuation import DEFAULT_BUDGET_S, run_branch
 from .gains import OUTCOMES, condition_row, interactions
-from .supports import parse_condition
+from .supports import CHECKPOINT_CONTINUATION, parse_condition
 
 
 def diagnose_oracle(population_path, system: str, conditions, *, params: dict | None = None,
-                    budget_s: float = DEFAULT_BUDGET_S, specs=None) -> dict:
-    """conditions: strings like 'replace:state' or 'assist:state+replace:decision'."""
+                    budget_s: float = DEFAULT_BUDGET_S, specs=None, records_dir=None) -> dict:
+    """conditions: strings like 'replace:state' or 'assist:state+replace:decision'.
+    records_dir: every branch also writes its run records under it
+    (<condition>/episodes/<checkpoint>/), which `labference report` reads."""
     specs = specs if specs is not None else read_population(population_path)
     checkpoints = [prepare(s) for s in specs]
     parsed = {"base": ()} | {c: parse_condition(c) for c in conditions}
-    branches = {name: [run_branch(cp, system, cond, params=params, budget_s=budget_s) for cp in checkpoints]
+    branches = {name: [run_branch(cp, system, cond, params=params, budget_s=budget_s, records_dir=records_dir) for cp in checkpoints]
                 for name, cond in parsed.items()}
     base = branches["base"]
     table = {}
@@ -32,7 +34,7 @@ def diagnose_oracle(population_path, system: str, conditions, *, params: dict | 
         table[name] = row
     table["base"]["interface_errors"] = interface_errors(base)
     # Common-checkpoint continuations only; full-rollout interventions are a separate design.
-    return {"system": system, "design": "checkpoint_continuation", "population": [
+    return {"system": system, "design": CHECKPOINT_CONTINUATION, "population": [
                 {"checkpoint_id": cp.spec.checkpoint_id, "status": cp.status, "reason": cp.reason}
                 for cp in checkpoints],
             "table": table, "interactions": interactions(table),
@@ -95,7 +97,48 @@ def format_table(result: dict) -> str:
             _fmt(r["agreement_rate"])]))
     for name, c in result["interactions"].items():
         lines.append(f"interaction {name}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in c.items()))
+    lines.extend(format_populations(result.get("populations")))
     return "\n".join(lines)
+
+
+def _bounded(r: dict | None) -> str:
+    """A fixed-population rate: count/N (rate), or its bounds while members are unresolved."""
+    if not r or not r.get("N"):
+        return "-"
+    if r["rate"] is None:
+        lo, hi = r["bounds"]
+        return f"{r['count']}/{r['N']} bounds [{lo:.2f},{hi:.2f}]"
+    return f"{r['count']}/{r['N']} ({r['rate']:.2f})"
+
+
+def _gain(g: dict | None) -> str:
+    if not g or g.get("gain") is None:
+        return f"- ({g['unresolved']} unresolved)" if g and g.get("unresolved") else "-"
+    iv = g.get("interval") or {}
+    return f"{_fmt(g['gain'])} [{_fmt(iv.get('lo'))},{_fmt(iv.get('hi'))}]"
+
+
+def format_populations(pops: dict | None) -> list[str]:
+    """The paper's checkpoint populations (section 7): B_next and C_id over J,
+    E_fixed over K, gains (eq. 3, errors reversed) with 95 % cluster-bootstrap intervals."""
+    if not pops:
+        return []
+    v = pops.get("validity") or {}
+    lines = [f"checkpoint populations: J = {len(pops['J'])}, K = {len(pops['K'])} of {v.get('registered', 0)} "
+             f"registered (not delivered {len(v.get('not_evidence_delivered', []))}, not scorable "
+             f"{len(v.get('not_native_scorable', []))}, K membership unknown {len(v.get('membership_unknown', []))})"]
+    lines.append(" | ".join(("condition", "B_next (J)", "C_id (J)", "E_fixed (K)", "gain B_next",
+                             "gain wrong (J)", "gain E_fixed", "gain done")))
+    for name, c in pops["conditions"].items():
+        if c.get("compatibility", "compatible") != "compatible":
+            lines.append(f"{name} | {c['compatibility']}")
+            continue
+        metrics = (pops["gains"].get(name) or {}).get("metrics") or {}
+        gains = [_gain(metrics.get(m)) if name != "base" else "" for m in
+                 ("choice_correct", "wrong_choice", "subgoal_confirmed", "completed")]
+        lines.append(" | ".join([name, _bounded(c.get("B_next")), _bounded(c.get("C_id")),
+                                 _bounded(c.get("E_fixed")), *gains]).rstrip(" |"))
+    return lines
 
 
 def main(argv=None) -> int:

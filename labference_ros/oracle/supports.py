@@ -47,6 +47,9 @@ def parse_launch_support(text: str) -> tuple[Support, ...]:
     return () if text in ("", "none", "base") else parse_condition(text)
 
 
+CHECKPOINT_CONTINUATION = "checkpoint_continuation"
+
+
 def intervention_identity(cond: tuple[Support, ...], protocol: str) -> dict:
     """run.json's intervention section. protocol: "full_rollout" (support from
     the episode's start, in the graph) or "checkpoint_continuation" (matched

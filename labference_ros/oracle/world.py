@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from labference_ros.core.measurements import WorldMeasurement
-from labference_ros.core.observation import PolicyObservation, project_observation
+from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, PolicyObservation, project_observation
 from labference_ros.sim.camera import calibration_from_model
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 from labference_ros.tasks import family as task_family
@@ -46,8 +46,22 @@ class World:
         self.balance.calibrate_empty(self.backend.empty_pan_wrench().force_up)
         self.calib = calibration_from_model(self.backend.model, self.backend.data, "front",
                                             *FRONT_SIZE).to_dict()
-        self.reading = None
+        # The balance reads the pan at the reset instant, as the graph's balance
+        # node does with the wrench lab_sim publishes at reset.
+        w = self.backend.pan_wrench()
+        self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
+        self.backend.set_display(self.reading.displayed_g, self.reading.stable)
         self._obs_k = 0
+
+    def observation_identity(self) -> dict:
+        """run.json's observation section for a continuation: what this world renders
+        (each camera's size, a fresh frame at every observation, collision geoms
+        drawn for the robot), so it never pools with the graph's camera schedule."""
+        settings = self.backend.render_settings
+        sizes = "+".join(f"{c}@{settings.size(c)[1]}x{settings.size(c)[0]}" for c in CAMERAS)
+        return {"cameras": list(CAMERAS), "condition": f"rgb:{sizes}/each_observation:collision_geoms",
+                "history_protocol": f"single_delivery+last_{OBSERVATION_HISTORY_STEPS}_steps+checkpoint_prefix",
+                "step_mode": "sync"}
 
     @property
     def t(self) -> float:
@@ -62,6 +76,12 @@ class World:
 
     def measure(self) -> WorldMeasurement:
         return replace(self.backend.measure(), balance=self.reading)
+
+    def sensors(self) -> tuple[dict, dict, dict]:
+        """What the cell's sensors give now: images and their stamps per camera, joint positions."""
+        js = self.backend.joint_state()
+        images = {c: self.backend.render(c) for c in CAMERAS}
+        return images, {c: self.t for c in CAMERAS}, dict(zip(js.names, js.position))
 
     def observe(self, instruction: str, evidence_version: int = 0) -> tuple[str, PolicyObservation]:
         js = self.backend.joint_state()

@@ -106,6 +106,10 @@ class TaskFamily:
         simulator lazily so the rest of the family never needs it."""
         raise NotImplementedError
 
+    def evaluator_view(self, instance: Instance, measurement):
+        """What a privileged tested system may read at one measurement (core.system.EvaluatorView)."""
+        raise NotImplementedError
+
     def state_payload(self, world) -> dict:
         """Oracle state site: the decision-relevant observable state, as seen."""
         raise NotImplementedError

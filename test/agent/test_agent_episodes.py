@@ -55,10 +55,13 @@ def test_correct_agent_completes_basic_weighing(tmp_path):
     parts = [p for m in bodies[1]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
              for p in m["content"]]
     assert sum(p["type"] == "image_url" for p in parts) == 3
-    (report,) = system.drain_reports()
+    # The commitment went to the referee's report track, once, and was scored there.
+    (report,) = result.reports
     assert report["kind"] == "operation" and report["evidence_version"] == 0
     assert report["operation"] == {"type": "add", "object": "std_50", "destination": "pan"}
     assert system.drain_reports() == []  # each report is handed out once
+    # Scored there: committed at t = 0, before the reading was ready, so not a legal choice then.
+    assert result.scores["explicit"]["identified"] == 1 and result.scores["explicit"]["correct"] == 0
     # Accounting: usage known -> tokens and cost known; physical time recorded.
     summary = system.episode_summary()["usage"]
     assert summary["model_calls"] == 3 and summary["actions"] == 6

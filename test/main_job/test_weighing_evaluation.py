@@ -52,6 +52,41 @@ def test_display_reader_selects_the_required_standard_from_pixels(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["episodes"] == 2
     assert_run_matches_golden("reader_basic", out)
+    assert_continuation_matches_the_graph(out, attempts[0], "display_reader")
+
+
+# What the graph and a continuation must agree on exactly: every opportunity's
+# trigger, legal set, first choice, its correctness and its execution, and the
+# episode's completion. Times may differ by what the graph's transport adds
+# (trajectory interpolation, the display's render lag), so they are not compared.
+OPPORTUNITY_FIELDS = ("trigger", "evidence_version", "legal_set", "native_scorable", "first_choice",
+                      "choice_correct", "execution", "first_report", "report_correct")
+EPISODE_FIELDS = ("finished", "completion_class", "physically_complete", "first_choice_correct", "executed",
+                  "opportunities", "identified_choices", "correct_choices", "execution", "obligations",
+                  "categories", "native", "explicit")
+
+
+def assert_continuation_matches_the_graph(out: pathlib.Path, attempt: dict, system: str) -> None:
+    """One start through the graph (this run) and through the Oracle's matched
+    continuation (oracle.continuation.run_branch from the reset checkpoint) with the
+    same system and seeds: one episode loop, so identical choice, execution and
+    completion records."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from labference_ros.oracle.checkpoints import at_reset
+    from labference_ros.oracle.continuation import run_branch
+    from labference_ros.tasks import family
+
+    episode = out / "episodes" / attempt["episode_id"]
+    run = json.loads((episode / "run.json").read_text())
+    graph = json.loads((episode / "scores.json").read_text())
+    weighing = family("feedback_weighing")
+    instance = weighing.instance_from_json(json.dumps(run["instance"]))
+    branch = run_branch(at_reset(instance), system, budget_s=float(run["budgets"]["deadline_sim_s"]))
+    assert branch.resolved, branch.reason
+    alone = branch.scores
+    assert [{k: o[k] for k in OPPORTUNITY_FIELDS} for o in alone["opportunity_records"]] == \
+        [{k: o[k] for k in OPPORTUNITY_FIELDS} for o in graph["opportunity_records"]]
+    assert {k: alone[k] for k in EPISODE_FIELDS} == {k: graph[k] for k in EPISODE_FIELDS}
 
 
 def test_fixed_preference_executes_transfers_but_selects_right_only_when_its_preference_is_required(tmp_path):

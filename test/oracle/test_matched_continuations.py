@@ -1,6 +1,11 @@
 """Matched continuations on MujocoBackend with the diagnostic reference
 systems (issue 6 acceptance). basic-1-0000..0003 require std_10, std_20,
 std_50, std_100; samples 150, 160, 150, 60 g."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from labference_ros.oracle import continuation
@@ -10,15 +15,21 @@ from labference_ros.oracle.diagnose import diagnose_oracle, format_table
 from labference_ros.oracle.supports import parse_condition
 from labference_ros.tasks.weighing.instances import generate
 
+LABFERENCE = os.path.join(os.path.dirname(sys.executable), "labference")
 INSTANCES = generate("basic", 4, task_seed=1, layout_seed=100, policy_seed=0)
 
 
 @pytest.fixture(scope="module")
-def misreader():
+def misreader_records(tmp_path_factory):
+    return tmp_path_factory.mktemp("branch_records")
+
+
+@pytest.fixture(scope="module")
+def misreader(misreader_records):
     # 150 g reads as 160 g: it stops at once instead of adding.
     specs = population_from_instances([INSTANCES[0], INSTANCES[2]])
     return diagnose_oracle(None, "misreader", ["replace:state", "assist:state", "replace:decision",
-                                               "replace:skill"], specs=specs)
+                                               "replace:skill"], specs=specs, records_dir=misreader_records)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +59,30 @@ def test_misreader_state_and_decision_support_fix_its_choice(misreader):
     assert pops["conditions"]["base"]["B_next"]["rate"] == 0.0
     assert pops["conditions"]["replace:state"]["B_next"]["rate"] == 1.0
     assert pops["gains"]["replace:state"]["metrics"]["choice_correct"]["gain"] == 1.0
+
+
+def test_branch_records_are_runs_the_report_reads_as_separate_cells(misreader, misreader_records):
+    # Every branch wrote run.json, its referee's records and the scores it was given.
+    for name, branches in misreader["branches"].items():
+        for b in branches:
+            episode = misreader_records / name.replace(":", "_") / "episodes" / b.checkpoint_id.replace(":", "_")
+            run = json.loads((episode / "run.json").read_text())
+            assert run["intervention"]["protocol"] == "checkpoint_continuation"
+            assert run["checkpoint"]["checkpoint_id"] == b.checkpoint_id
+            scores = json.loads((episode / "scores.json").read_text())
+            assert {k: v for k, v in scores.items() if k not in ("records_schema", "status")} == b.scores
+            assert (episode / "events.jsonl").read_text().count('"record":"opportunity"') == scores["opportunities"]
+    proc = subprocess.run([LABFERENCE, "report", str(misreader_records), "--no-plots"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cells = {(c["cell"]["intervention_mode"], c["cell"]["intervention_site"]): c
+             for c in json.loads((misreader_records / "report.json").read_text())["cells"]}
+    assert set(cells) == {("none", None), ("replace", "state"), ("assist", "state"), ("replace", "decision"),
+                          ("replace", "skill")}
+    assert all(c["cell"]["intervention_protocol"] == "checkpoint_continuation" for c in cells.values())
+    # The native first decision: the misreader never adds; with its display read for it, it does.
+    assert cells[("none", None)]["metrics"]["choice"]["first_decision"]["B_next"] == 0.0
+    assert cells[("replace", "state")]["metrics"]["choice"]["first_decision"]["B_next"] == 1.0
 
 
 def test_misreader_skill_support_does_not_fix_its_choice(misreader):

@@ -1,15 +1,15 @@
 """A closed loop without ROS that is also scored: the referee core is fed
 every observation delivery and a measurement after every hold interval, as
-the referee node is in the graph (the same stepping as the Oracle's matched
-continuations, oracle/continuation.py, without an Oracle)."""
+the referee node is in the graph: the Oracle's run_in_world (the graph's
+episode loop, core.episode_loop) without an Oracle."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labference_ros.core.action_spec import validate_chunk
+from labference_ros.oracle.continuation import run_in_world
+from labference_ros.oracle.world import World
 from labference_ros.tasks.weighing.contract import contract_for
 from labference_ros.tasks.weighing.referee import Referee
-from labference_ros.oracle.world import World
 
 
 @dataclass
@@ -36,36 +36,15 @@ def run_refereed_episode(system, instance, budget_s: float = 60.0, after_finish_
                           deadline_s=budget_s)
         session = f"session-{instance.instance_id}"
         system.reset(session, instance.policy_seed)
-        spec = system.spec
-        instruction = instance.public_instruction()
         referee.step(world.measure())
-        rejected, last_gripper, finished_at = 0, None, None
-        while world.t < budget_s - 1e-9 and not referee.finished:
-            oid, obs = world.observe(instruction, referee.z.evidence_version)
-            referee.deliver_observation(oid, world.t, session)
-            verdict = validate_chunk(spec, system.act(obs, None), 0, 0)
-            if not verdict.accepted:
-                rejected += 1
-            for row in (verdict.applied if verdict.accepted else [None]):
-                if row is not None:
-                    check = world.backend.set_arm_targets(row[:7])
-                    assert check.ok, check.reason
-                    g = float(row[spec.gripper_index])
-                    if g != last_gripper:
-                        c = spec.gripper.command(g)
-                        world.backend.set_gripper(c["width"], c["speed"], c["force"], c["epsilon_inner"],
-                                                  c["epsilon_outer"], c["grasp"])
-                        last_gripper = g
-                world.advance(spec.hold_interval_s)
-                referee.step(world.measure())
-                if referee.finished:
-                    break
-            if system.finished:
-                finished_at = world.t if finished_at is None else finished_at
-                if world.t - finished_at >= after_finish_s and not referee.finished:
-                    referee.finish(world.t, "policy_done")
-        if not referee.finished:
-            referee.finish(world.t, "deadline")
+        rejected = []
+
+        def count_rejected(entry):
+            if entry["record"] == "chunk" and entry["status"] not in ("accepted", "clipped"):
+                rejected.append(entry["chunk_id"])
+
+        run_in_world(system, world, referee, session=session, deadline_t=budget_s, stop_hold_s=after_finish_s,
+                     record=count_rejected)
         choices = []
         for opp in referee.opportunities:
             op = opp.first_choice
@@ -73,7 +52,7 @@ def run_refereed_episode(system, instance, budget_s: float = 60.0, after_finish_
                 choices.append((opp.id, op.to_dict(), op in opp.legal_set))
         m = world.backend.measure()
         on_pan = frozenset(n for n, o in m.objects.items() if n.startswith("std_") and "pan" in o.contacts)
-        return RefereedEpisode(instance, bool(referee.z.physically_complete), choices, rejected, on_pan,
+        return RefereedEpisode(instance, bool(referee.z.physically_complete), choices, len(rejected), on_pan,
                                list(system.decisions), referee.scores(world.t))
     finally:
         system.close()

@@ -87,6 +87,15 @@ class WeighingFamily(TaskFamily):
 
         return build_weighing_spec(instance)
 
+    def evaluator_view(self, instance, measurement):
+        # Support as the referee and lab_sim classify it (contacts, stacks, the rim), not raw contacts.
+        from labference_ros.core.system import EvaluatorView
+        from labference_ros.tasks.weighing.recognisers import S_PAN, support_classes
+
+        on_pan = frozenset(n for n, c in support_classes(measurement).items() if c == S_PAN)
+        return EvaluatorView(instance=instance, t=measurement.t, on_pan=on_pan,
+                             positions={n: o.position for n, o in measurement.objects.items()})
+
     def state_payload(self, world) -> dict:
         # What the display shows now: displayed load and stability indicator.
         r = world.reading

@@ -53,10 +53,19 @@ class HookedReader(_PixelSystem):
         self.geometry_hook = None  # geometry replacement: (name, own frame) -> frame or None
         self.committed: Operation | None = None
         self.interface_log: list[dict] = []  # original and executed outputs per decision
+        self._reported = 0  # interface_log entries already handed out as reports
         self.geometry_log: list[dict] = []  # own and used frame per localization of a selected target
 
     def interfaces(self) -> dict:
         return dict(self.INTERFACES)
+
+    def drain_reports(self) -> list[dict]:
+        """Each decision's commitment (the operation it went on to execute) as an
+        explicit report, scored on the referee's separate report track."""
+        new = self.interface_log[self._reported:]
+        self._reported = len(self.interface_log)
+        return [{"operation": e["operation_used"], "source": self.name} for e in new
+                if e["operation_used"] is not None]
 
     def supply(self, site: str, mode: str, payload: dict) -> None:
         """Deliver one support; it holds until the next delivery at that site."""

@@ -1,0 +1,174 @@
+"""The episode loop at the policy boundary: one pure class that the
+policy_bridge node, the Oracle's matched continuations and the tests' closed
+loops all drive, so the protocol they run cannot differ.
+
+Per handoff the driver calls, in order:
+  stop_reason(t)     -- the deadline, or a finished system held for stop_hold_s
+  observe(...)       -- the whitelist observation at t (numbered, with history)
+  acknowledged(ev)   -- the referee's echo of that delivery (its evidence version)
+  reports()          -- after the system acted: its explicit reports, bound to
+                        the delivery they answered, opportunity "unstated"
+  take_chunk(chunk)  -- the ActionSpec check with the current robot state
+  next_command()     -- one row per hold interval (None: hold), until the queue
+                        is empty or newer evidence invalidates it
+
+Evidence versions reach the loop from the referee (note_evidence) however the
+driver hears of them: topics in the graph, returned records in a continuation.
+Transport, clocks and threads stay with the driver; nothing here imports rclpy
+or a simulator."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from labference_ros.core.action_conversion import ActionConversion
+from labference_ros.core.action_spec import ChunkVerdict
+from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyObservation, delivery_receipt,
+                                            project_observation)
+
+EPS = 1e-6
+# A system that says it is finished is held this long (sim s) before the episode
+# stops, so the task's terminal dwell can still be observed (graph and continuations).
+STOP_HOLD_S = 4.0
+UNSTATED = -1  # a report's opportunity: the referee binds it by its evidence version
+
+
+@dataclass(frozen=True)
+class Command:
+    """One hold interval: an arm row (None: hold the last target) and a new
+    gripper target when it changed."""
+
+    row: np.ndarray | None
+    gripper: float | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """An explicit operation report for the referee's separately scored track."""
+
+    operation: dict
+    opportunity_id: int
+    evidence_version: int
+    source: str
+
+
+class EpisodeLoop:
+    def __init__(self, system, conversion: ActionConversion, *, episode_id: str, instance,
+                 stop_hold_s: float = STOP_HOLD_S, deadline_s: float = 0.0,
+                 record: Callable[[dict], None] | None = None, wall_clock: Callable[[], float] | None = None):
+        self.system = system
+        self.conversion = conversion
+        self.spec = conversion.reference
+        self.episode_id = episode_id
+        self.instance = instance
+        self.stop_hold_s = float(stop_hold_s)
+        self.deadline_s = float(deadline_s)  # <= 0: no deadline of the loop's own
+        self._record = record or (lambda entry: None)
+        # Wall-clock seconds (e.g. time.time) stamped on receipts and chunks, so the
+        # report can place a sim instant on the wall clock (response latency).
+        self._wall_clock = wall_clock
+        self.latest_ev = 0  # newest evidence version the referee announced
+        self.obs_ev = 0  # evidence version of the pending observation
+        self.chunk_ev = 0  # evidence version the queued rows answer
+        self.k = 0
+        self.obs: PolicyObservation | None = None
+        self.obs_id = ""
+        self.queue: list = []
+        self.gripper: float | None = None
+        self.history: list[dict] = []
+        self.finished_at: float | None = None
+
+    # evidence ---------------------------------------------------------------
+    def note_evidence(self, version: int, observation_id: str = "") -> None:
+        """The referee announced an evidence version (an echo or an opened opportunity)."""
+        if version <= self.latest_ev:
+            return
+        self.latest_ev = version
+        if observation_id and observation_id == self.obs_id:
+            self.obs_ev = version  # the handoff our own pending observation carried
+
+    def acknowledged(self, evidence_version: int) -> None:
+        """The referee's receipt of the pending delivery."""
+        self.obs_ev = max(self.obs_ev, int(evidence_version))
+
+    # the handoff ------------------------------------------------------------
+    def stop_reason(self, t: float) -> str | None:
+        if self.deadline_s > 0 and t >= self.deadline_s - EPS:
+            return "deadline"
+        if getattr(self.system, "finished", False):
+            self.finished_at = t if self.finished_at is None else self.finished_at
+            if t - self.finished_at >= self.stop_hold_s - EPS:
+                return "policy_stop"
+        return None
+
+    def observe(self, t: float, images: Mapping, image_stamps: Mapping, joint_state: Mapping,
+                camera_calibration: Mapping) -> PolicyObservation:
+        """The policy observation at t (whitelist projection); its receipt is recorded."""
+        self.k += 1
+        obs = project_observation({
+            "observation_id": f"{self.episode_id}:obs{self.k:05d}", "episode_id": self.episode_id,
+            "sim_time": t, "evidence_version": self.latest_ev, "images": dict(images),
+            "image_stamps": dict(image_stamps), "joint_state": dict(joint_state),
+            "instruction": self.instance.public_instruction(), "camera_calibration": dict(camera_calibration),
+            "history": self.history[-OBSERVATION_HISTORY_STEPS:]})
+        self.obs, self.obs_id, self.obs_ev = obs, obs.observation_id, self.latest_ev
+        self._record({"record": "receipt", **self.receipt(), **self._wall()})
+        return obs
+
+    def _wall(self) -> dict:
+        return {"wall_time": self._wall_clock()} if self._wall_clock is not None else {}
+
+    def receipt(self) -> dict:
+        return delivery_receipt(self.obs)
+
+    def reports(self, t: float, source: str) -> list[Report]:
+        """The system's explicit reports since it last acted. The loop, not the
+        system, knows which delivery the inference answered; the opportunity is
+        left to the referee (bound by evidence version)."""
+        out = []
+        for r in self.system.drain_reports():
+            op = r.get("operation") or {}
+            operation = {"type": op.get("type", ""), "object": op.get("object", ""),
+                         "destination": op.get("destination", "")}
+            out.append(Report(operation, UNSTATED, int(self.obs_ev), str(r.get("source", source))))
+            self._record({"record": "report_sent", "t": t, **r})
+        return out
+
+    def take_chunk(self, chunk, t: float, inference_wall_s: float | None = None) -> ChunkVerdict:
+        """Check the returned chunk against the ActionSpec and the robot state it
+        was computed from; accepted rows are queued, anything else holds."""
+        obs = self.obs
+        current = np.concatenate([obs.joint_positions, [obs.gripper_width]])
+        verdict = self.conversion.validate(chunk, self.obs_ev, self.latest_ev, current)
+        entry = {"record": "chunk", "chunk_id": self.chunk_id, "observation_id": self.obs_id, "t": t}
+        if inference_wall_s is not None:
+            entry["inference_wall_s"] = inference_wall_s
+        self._record({**entry, **verdict.record(), **self._wall()})
+        self.history.append({"observation_id": self.obs_id, "chunk_status": verdict.status,
+                             "rows": 0 if verdict.applied is None else len(verdict.applied)})
+        self.queue = list(verdict.applied) if verdict.accepted else [None]
+        self.chunk_ev = self.obs_ev
+        return verdict
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.obs_id}:chunk"
+
+    def next_command(self, t: float) -> Command | None:
+        """The next hold interval's command; None when the queue is done (observe next).
+        Rows computed from older evidence than the referee's latest are dropped."""
+        if self.latest_ev > self.chunk_ev and self.queue:
+            self._record({"record": "invalidated", "t": t, "rows_dropped": len(self.queue),
+                          "chunk_evidence_version": self.chunk_ev, "latest": self.latest_ev})
+            self.queue = []
+        if not self.queue:
+            return None
+        row = self.queue.pop(0)
+        if row is None:
+            return Command(None)
+        g = float(row[self.spec.gripper_index])
+        changed = g != self.gripper
+        self.gripper = g
+        return Command(row, g if changed else None)
