@@ -150,6 +150,11 @@ def check_support(values: dict[str, str]) -> None:
         able = _systems_taking(supports)
         hint = f"systems that take {values['support']}: {', '.join(able)}" if able else \
             f"no registered system takes {values['support']}"
+        from labference_ros.policies.request_support import PARAM, RequestSupport
+
+        if isinstance(system, RequestSupport):  # a remote server says what it can take
+            hint += (f"; or, if the {name} server reads the request's 'support' field, declare it: "
+                     f"system_params:='{{\"{PARAM}\": \"{values['support'].replace('+', ',')}\"}}'")
         raise LaunchArgumentError(f"launch argument 'support': system {name!r} cannot take {what}; the support "
                                   f"would never reach it. Run it without support, or choose another system ({hint})")
 

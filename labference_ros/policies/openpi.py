@@ -28,11 +28,12 @@ from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies import msgpack_numpy
 from labference_ros.policies.openpi_profiles import PARAM_KEYS, ProfileError, build_profile
 from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, reply_limits
+from labference_ros.policies.request_support import RequestSupport
 
 ACTIONS_KEY = "actions"
 
 
-class OpenPiPolicy(TestedSystem):
+class OpenPiPolicy(RequestSupport, TestedSystem):
     name = "openpi"
     optional_params = PARAM_KEYS  # the request/response profile's options (openpi_profiles.py)
 
@@ -45,6 +46,7 @@ class OpenPiPolicy(TestedSystem):
         params.setdefault("profile", "joint_position")
         params.setdefault("api_key_env", "")  # the variable's name; its value is read at connect time
         super().__init__(spec, **params)
+        self._init_support()
         try:
             self.openpi_profile = build_profile(self.params, self.spec)
         except ProfileError as e:
@@ -103,13 +105,18 @@ class OpenPiPolicy(TestedSystem):
         # The protocol has no reset message: a fresh connection is the
         # declared session boundary.
         super().reset(session_id, policy_seed)
+        self.reset_support()
         self._connect()
 
     def request(self, obs: PolicyObservation) -> dict:
         prompt = obs.instruction
         if len(prompt) > int(self.params["max_prompt_chars"]):
             raise EvaluationValidityError(f"prompt of {len(prompt)} chars exceeds the declared limit")
-        return self.openpi_profile.request.build(obs)
+        request = self.openpi_profile.request.build(obs)
+        support = self.take_support()
+        if support:  # optional field, only when the evaluator delivered support (request_support.py)
+            request["support"] = support
+        return request
 
     def profile(self) -> dict:
         """Adds the request layout, the reply's action convention and the

@@ -2,7 +2,8 @@
 
 Request: core.observation.request_dict() plus session_id; images as base64
 of the raw rgb8 buffer (with shape) or as nested lists. Reply: a JSON
-object with "actions": [[...], ...]. Reset posts {session_id, policy_seed}
+object with "actions": [[...], ...]. With `accepts_support` declared, a request
+may carry the optional "support" field (policies/request_support.py). Reset posts {session_id, policy_seed}
 to the reset path. Transport and protocol failures raise
 EvaluationValidityError: the evaluation is invalid, the policy did not fail.
 A reply over max_reply_bytes is refused before it is read, one over
@@ -21,10 +22,12 @@ import numpy as np
 from labference_ros.core.observation import PolicyObservation, request_dict
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies.limits import check_rows, read_bounded, reply_limits
+from labference_ros.policies.request_support import RequestSupport
 
 
-class HttpPolicy(TestedSystem):
+class HttpPolicy(RequestSupport, TestedSystem):
     name = "http"
+
     def __init__(self, spec=None, **params):
         params.setdefault("url", "http://127.0.0.1:8000")
         params.setdefault("act_path", "/act")
@@ -32,6 +35,7 @@ class HttpPolicy(TestedSystem):
         params.setdefault("timeout_s", 30.0)
         params.setdefault("image_encoding", "base64")
         super().__init__(spec, **params)
+        self._init_support()
         self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
         self.last_request: bytes = b""  # kept for the leak check and receipts
 
@@ -63,6 +67,7 @@ class HttpPolicy(TestedSystem):
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
+        self.reset_support()
         if self.params["reset_path"]:
             body = json.dumps({"session_id": session_id, "policy_seed": int(policy_seed)}).encode()
             self._post(self.params["reset_path"], body)
@@ -70,6 +75,9 @@ class HttpPolicy(TestedSystem):
     def act(self, observation: PolicyObservation, evaluator=None) -> np.ndarray:
         req = request_dict(observation, self.params["image_encoding"])
         req["session_id"] = self.session_id
+        support = self.take_support()
+        if support:  # optional field, only when the evaluator delivered support (request_support.py)
+            req["support"] = support
         body = json.dumps(req, sort_keys=True, separators=(",", ":")).encode()
         self.last_request = body
         reply = self._post(self.params["act_path"], body)

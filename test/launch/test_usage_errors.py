@@ -40,7 +40,13 @@ def launch(*tokens: str, tmp_path=None):
     # Capability negotiation: a site the system does not expose is refused, never run as "supported".
     (["system:=fixed_preference", "support:=replace:state"],
      ["'support'", "'fixed_preference' cannot take replace:state (incompatible:action_only)", "misreader"]),
-    (["system:=openpi", "support:=replace:state"], ["'openpi' cannot take", "incompatible:action_only"]),
+    (["system:=openpi", "support:=replace:state"], ["'openpi' cannot take", "incompatible:action_only",
+                                                    "accepts_support"]),
+    # A remote server takes only what it declares, and only sites a remote server can take.
+    (["system:=http", "support:=assist:decision", 'system_params:={"accepts_support": "assist:state"}'],
+     ["'http' cannot take assist:decision (incompatible:no_decision_interface)"]),
+    (["system:=http", 'system_params:={"accepts_support": "replace:skill"}'],
+     ["accepts_support", "'replace:skill' is not a support a remote server can take"]),
     (["system:=misreader", "support:=assist:skill"],
      ["'misreader' cannot take assist:skill (incompatible:assist_not_accepted_at_skill)"]),
     # The agent takes Assist at state and decision only: it has no separable output to replace.
