@@ -113,9 +113,12 @@ def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, fi
 
 def _side_input(referee, entry, last_t: float) -> list[dict]:
     _t, _order, _i, _kind, x = entry
-    # The request's opportunity/evidence ids are not recorded; a stale_* reason
-    # is reproduced by binding to an id that cannot match.
-    opp = -2 if x.get("reason") == "stale_opportunity" else None
-    ev = -2 if x.get("reason") == "stale_evidence" else None
+    if "requested_opportunity_id" in x:  # the report record keeps what was asked for
+        opp, ev = x["requested_opportunity_id"], x.get("requested_evidence_version")
+    else:
+        # Records written before the request was kept: a stale_* reason is
+        # reproduced by binding to an id that cannot match.
+        opp = -2 if x.get("reason") == "stale_opportunity" else None
+        ev = -2 if x.get("reason") == "stale_evidence" else None
     return referee.report_operation(x["operation"], last_t, opportunity_id=opp, evidence_version=ev,
                                     source=x.get("source", ""))

@@ -69,3 +69,30 @@ def test_finish_gives_deliveries_stamped_after_the_cutoff_as_late():
     assert [r["payload_id"] for r in receipts] == ["obs-1", "obs-2"]
     assert [r["payload_id"] for r in late] == ["obs-3"] and all(is_late(r) for r in late)
     assert ref.late_inputs["observation"] == 1
+
+
+def test_the_audit_repeats_each_reports_request_from_its_record():
+    # Reports as the node received them (stated opportunity and evidence ids), then
+    # the audit's rebuild from the report records written: identical records, with
+    # no sentinel standing in for what the reporter asked.
+    path = next(p for p in EPISODES if p.name.startswith("reader_basic"))
+    with gzip.open(path, "rt") as f:
+        golden = json.load(f)
+    plain = _rebuild(golden)
+    opp = next(r for r in plain if r["record"] == "opportunity" and r["trigger"] == "confirmed_change")
+    t0 = opp["delivery_time"]
+    op = {"type": "add", "object": "std_10", "destination": "pan"}
+    asked = [
+        {"t": t0 + 0.1, "operation": op, "source": "s", "requested_opportunity_id": opp["opportunity_id"] - 1,
+         "requested_evidence_version": None},
+        {"t": t0 + 0.2, "operation": op, "source": "s", "requested_opportunity_id": None,
+         "requested_evidence_version": opp["evidence_version"] + 5},
+        {"t": t0 + 0.3, "operation": op, "source": "s", "requested_opportunity_id": opp["opportunity_id"],
+         "requested_evidence_version": opp["evidence_version"]},
+    ]
+    online = _rebuild({**golden, "reports": asked})
+    reports = [r for r in online if r["record"] == "report"]
+    assert [r["reason"] for r in reports] == ["stale_opportunity", "stale_evidence", ""]
+    assert [r["requested_opportunity_id"] for r in reports] == [opp["opportunity_id"] - 1, None,
+                                                                 opp["opportunity_id"]]
+    assert _rebuild({**golden, "reports": reports}) == online

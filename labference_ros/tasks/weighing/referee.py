@@ -196,6 +196,8 @@ class Referee:
             "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
             "operation": op.to_dict(), "source": source,
             "opportunity_id": opp.id if opp else -1, "evidence_version": self.z.evidence_version,
+            # What the reporter asked for (None: not stated), so a replay makes the same call.
+            "requested_opportunity_id": opportunity_id, "requested_evidence_version": evidence_version,
             "accepted": True, "scored": scored, "correct": correct, "reason": reason,
         }
         self.reports.append(report)
