@@ -239,17 +239,27 @@ def response_latency_s(decision: dict) -> float | None:
     return round(float(t1) - float(t0), 9)
 
 
-def latency(episodes) -> dict:
-    """Per-opportunity response latency in sim time over native decisions with an
-    identified choice (all decisions, and the first decision of each episode).
-    Wall time is not measured: no referee input carries a wall-clock stamp."""
-    every, first = [], []
+def latency(episodes, wall_latencies=None) -> dict:
+    """Per-opportunity response latency over native decisions with an identified
+    choice (all decisions, and the first decision of each episode), in sim time
+    and, when ``wall_latencies(episode, decisions) -> [seconds | None]`` is given
+    (the report reads the policy bridge's wall-clock stamps), in wall time."""
+    every, first, wall_every, wall_first = [], [], [], []
     for e in scored(episodes):
-        values = [response_latency_s(d) for d in native_decisions(e["scores"])]
+        decisions = native_decisions(e["scores"])
+        values = [response_latency_s(d) for d in decisions]
         every += [v for v in values if v is not None]
         if values and values[0] is not None:
             first.append(values[0])
-    return {"clock": "sim", "all_decisions": _spread(every), "first_decision": _spread(first)}
+        if wall_latencies is not None:
+            walls = wall_latencies(e, decisions)
+            wall_every += [w for v, w in zip(values, walls) if v is not None and w is not None]
+            if walls and values and values[0] is not None and walls[0] is not None:
+                wall_first.append(walls[0])
+    out = {"clock": "sim", "all_decisions": _spread(every), "first_decision": _spread(first)}
+    if wall_latencies is not None:
+        out["wall"] = {"all_decisions": _spread(wall_every), "first_decision": _spread(wall_first)}
+    return out
 
 
 def _spread(values: list[float]) -> dict:
@@ -261,8 +271,10 @@ def _spread(values: list[float]) -> dict:
     return {"n": n, "mean_s": sum(values) / n, "median_s": middle, "max_s": values[-1]}
 
 
-def all_metrics(episodes, registered: int | None = None, registered_pairs=None, chain=()) -> dict:
-    """chain: the task's SR/SSR steps, ((name, predicate), ...) (TaskFamily.evaluation_chain)."""
+def all_metrics(episodes, registered: int | None = None, registered_pairs=None, chain=(),
+                wall_latencies=None) -> dict:
+    """chain: the task's SR/SSR steps, ((name, predicate), ...) (TaskFamily.evaluation_chain);
+    wall_latencies: see latency()."""
     episodes = list(episodes)
     k = max(max_decisions(episodes), 1)
     return {
@@ -272,6 +284,6 @@ def all_metrics(episodes, registered: int | None = None, registered_pairs=None, 
         "completion": completion(episodes, registered),
         "pairs": pairs(episodes, registered_pairs),
         "steps": steps(episodes, chain),
-        "latency": latency(episodes),
+        "latency": latency(episodes, wall_latencies),
         "confusion": confusion(episodes),
     }

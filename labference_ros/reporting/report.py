@@ -20,7 +20,7 @@ from .diagnose import attribution_counts
 from .episodes import load, registered_instances, resolve
 from .identity import CELL, cell_name, group_checked
 from .relative import compare_cells, select_pair
-from .runtime import runtime
+from .runtime import runtime, wall_latencies
 
 REPORT_SCHEMA = 1
 
@@ -147,7 +147,7 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
     step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain)}
     return {
         "coverage": coverage,
-        "metrics": pop.all_metrics(results, n_registered, reg_pairs, chain),
+        "metrics": pop.all_metrics(results, n_registered, reg_pairs, chain, wall_latencies=wall_latencies),
         "accounting": acc.accounting(attempts),
         "intervals": {**{k: res.interval(f) for k, f in {**RESULT_INTERVALS, **step_intervals}.items()},
                       **{k: att.interval(f) for k, f in ATTEMPT_INTERVALS.items()}},
@@ -198,13 +198,17 @@ def ci(iv: dict, as_pct: bool = True) -> str:
 
 
 def _latency_line(lat: dict) -> str:
-    """Response latency, delivery of the triggering evidence to the first identified choice (sim time)."""
+    """Response latency, delivery of the triggering evidence to the first identified choice
+    (sim time; wall time where the policy bridge stamped its records)."""
     def part(label, x):
         if not x or not x["n"]:
             return f"{label} n/a"
         return f"{label} median {num(x['median_s'], ' s')} mean {num(x['mean_s'], ' s')} (n={x['n']})"
+    wall = lat.get("wall") or {}
+    walls = (f"wall time: {part('all', wall.get('all_decisions'))}  {part('first decision', wall.get('first_decision'))}"
+             if (wall.get("all_decisions") or {}).get("n") else "(wall time not recorded)")
     return (f"latency        sim time, delivery to first choice: {part('all', lat.get('all_decisions'))}  "
-            f"{part('first decision', lat.get('first_decision'))}  (wall time not measured)")
+            f"{part('first decision', lat.get('first_decision'))}  {walls}")
 
 
 def format_cell(c: dict) -> str:

@@ -82,3 +82,45 @@ def summarize(splits: list[dict]) -> dict:
 
 def runtime(attempts) -> dict:
     return summarize([attempt_split(a) for a in attempts])
+
+
+# -- response latency on the wall clock ---------------------------------------------
+def sim_wall_pairs(policy_records: list[dict] | None) -> list[tuple[float, float]]:
+    """(sim time, wall time) of every receipt and chunk the loop stamped, in wall order.
+    A receipt is stamped when the observation went out; a chunk when the system's
+    answer came back (sim time has not moved in between: it waits for inference)."""
+    pairs = []
+    for r in policy_records or []:
+        wall = r.get("wall_time")
+        sim = r.get("sim_time") if r.get("record") == "receipt" else r.get("t") if r.get("record") == "chunk" else None
+        if wall is not None and sim is not None:
+            pairs.append((float(sim), float(wall)))
+    return sorted(pairs, key=lambda p: p[1])
+
+
+def wall_at(pairs: list[tuple[float, float]], t: float) -> float | None:
+    """Wall time at which the simulation passed sim time t: linear between the
+    last stamp at or before t and the next one after it; None outside them."""
+    before = [p for p in pairs if p[0] <= t + 1e-9]
+    after = [p for p in pairs if p[0] > t + 1e-9]
+    if not before or not after:
+        return None
+    (t0, w0), (t1, w1) = before[-1], after[0]
+    return w0 + (t - t0) / (t1 - t0) * (w1 - w0)
+
+
+def wall_latencies(ep: dict, decisions: list[dict]) -> list[float | None]:
+    """Per decision: wall seconds from its delivery (the receipt's stamp) to its
+    first identified choice; None where a stamp is missing (older records, a
+    choice after the last stamp)."""
+    records = read_policy_records(ep.get("path"))
+    pairs = sim_wall_pairs(records)
+    delivered = {r.get("observation_id"): r.get("wall_time") for r in records or []
+                 if r.get("record") == "receipt"}
+    out = []
+    for d in decisions:
+        start = delivered.get(d.get("delivered_observation_id"))
+        end = wall_at(pairs, float(d["first_choice_t"])) if d.get("first_choice_t") is not None else None
+        out.append(None if start is None or end is None or d.get("first_choice") is None else end - start)
+    return out
+

@@ -195,3 +195,32 @@ def test_the_referees_opportunity_record_carries_both_ends_of_the_latency():
     latency = pop.response_latency_s(record)
     assert latency is not None and latency > 0
     assert abs(latency - (record["first_choice_t"] - record["delivery_time"])) < 1e-9
+
+
+def test_wall_latency_runs_from_the_receipt_stamp_to_the_wall_time_the_choice_happened(tmp_path):
+    import json
+
+    from labference_ros.reporting.report import _latency_line
+    from labference_ros.reporting.runtime import wall_latencies
+
+    e = episode("a", chosen="std_50")
+    e["scores"]["opportunity_records"][0].update(delivery_time=1.0, first_choice_t=1.5,
+                                                 delivered_observation_id="a:obs00002")
+    # Out at sim 1.0 (wall 100.0); the answer after 0.5 s of inference; the next
+    # observation at sim 2.0 one wall second later. The choice at sim 1.5 falls
+    # halfway through that second: wall 101.0, one second after the delivery.
+    lines = [{"record": "receipt", "observation_id": "a:obs00001", "sim_time": 0.0, "wall_time": 99.0},
+             {"record": "chunk", "observation_id": "a:obs00001", "t": 0.0, "wall_time": 99.2},
+             {"record": "receipt", "observation_id": "a:obs00002", "sim_time": 1.0, "wall_time": 100.0},
+             {"record": "chunk", "observation_id": "a:obs00002", "t": 1.0, "wall_time": 100.5},
+             {"record": "receipt", "observation_id": "a:obs00003", "sim_time": 2.0, "wall_time": 101.5}]
+    (tmp_path / "policy_actions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    e["path"] = str(tmp_path)
+    unstamped = episode("b", chosen="std_50")  # records written before the stamps: not recorded, never 0
+    unstamped["scores"]["opportunity_records"][0].update(delivery_time=1.0, first_choice_t=2.0)
+    lat = pop.all_metrics([e, unstamped], wall_latencies=wall_latencies)["latency"]
+    assert lat["all_decisions"]["n"] == 2  # sim time for both
+    assert lat["wall"]["all_decisions"]["n"] == 1
+    assert abs(lat["wall"]["first_decision"]["mean_s"] - 1.0) < 1e-9
+    assert "wall time: all median 1 s" in _latency_line(lat)
+    assert "(wall time not recorded)" in _latency_line(pop.all_metrics([unstamped])["latency"])
