@@ -26,8 +26,10 @@ def condition_row(base: list, supported: list) -> dict:
     row["unresolved"] = unresolved
     for o, pr in pairs.items():
         row[f"gain_{o}"] = gain(pr)
+        # Bounds on the supported branch's rate: its successes, and those plus its
+        # unresolved members (a success whose base is unresolved counts once).
         s = sum(1 for a, _ in pr if a == 1.0)
-        u = sum(1 for a, b in pr if a is None or b is None)
+        u = sum(1 for a, _ in pr if a is None)
         row[f"{o}_supported"] = s
         row[f"{o}_base"] = sum(1 for _, b in pr if b == 1.0)
         row[f"{o}_bounds"] = (rate(s, n), rate(s + u, n))

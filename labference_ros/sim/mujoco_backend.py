@@ -83,6 +83,7 @@ class MujocoBackend(SimBackend):
         self.data: mujoco.MjData | None = None
         self.instance: WeighingInstance | None = None
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._scene_hash = ""
 
     # loading -----------------------------------------------------------------
     def load(self, instance: WeighingInstance) -> None:
@@ -114,7 +115,7 @@ class MujocoBackend(SimBackend):
 
     def scene_hash(self) -> str:
         """sha256 (16 hex) of the loaded scene as compiled (run.json assets.scene_hash); '' before a load."""
-        return getattr(self, "_scene_hash", "")
+        return self._scene_hash
 
     def _index_model(self) -> None:
         m = self.model

@@ -87,6 +87,11 @@ def test_gain_table_and_provisional_bounds():
     row = condition_row(base, sup)
     assert row["gain_completed"] is None and row["unresolved"] == 1
     assert row["completed_bounds"] == (pytest.approx(2 / 3), pytest.approx(1.0))
+    # A supported success whose base member is unresolved counts once: the bound stays within 1.
+    base[0] = _b("a", None, None, status="unresolved")
+    row = condition_row(base, sup)
+    assert row["gain_completed"] is None and row["unresolved"] == 2
+    assert row["completed_bounds"] == (pytest.approx(2 / 3), pytest.approx(1.0))
     inc = condition_row(base, [_b(x, None, None, "incompatible:action_only") for x in "abc"])
     assert inc["compatibility"] == "incompatible:action_only" and "gain_completed" not in inc
 
