@@ -308,6 +308,10 @@ def _prefix_operation(text: str):
               help="With --new: an operation carried out before the handoff in every checkpoint, e.g. "
                    "add:std_10 or remove:std_20 (repeat, in order). A prefix the instance cannot carry "
                    "out leaves that checkpoint preparation_failed, counted as unresolved.")
+@click.option("--fixed-subgoal", is_flag=True,
+              help="With --new: register the starts for the fixed-subgoal population K (paper eq. 6): every "
+                   "branch gets the correct operation and the reference geometry supplied, and E_fixed "
+                   "measures whether it is physically confirmed.")
 @click.option("--seed", type=int, default=1, help="Task and layout seed for --new.")
 @click.option("--budget-s", type=float, default=None, help="Sim seconds per branch.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
@@ -319,8 +323,8 @@ def _prefix_operation(text: str):
                    "this directory as RECORDS/<condition>/episodes/<checkpoint>/; `labference report "
                    "RECORDS` reports each condition as its own cell (protocol checkpoint_continuation).")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
-                            task_condition: str, prefix: tuple[str, ...], seed: int, budget_s: float | None,
-                            out_file: str | None, records_dir: str | None) -> None:
+                            task_condition: str, prefix: tuple[str, ...], fixed_subgoal: bool, seed: int,
+                            budget_s: float | None, out_file: str | None, records_dir: str | None) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
     same system with each registered support; prints gains (eq. 3) with counts,
     delivery and agreement rates."""
@@ -341,16 +345,17 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
             raise click.BadParameter(str(exc), param_hint="'--support'") from None
 
     prefix_ops = [_prefix_operation(text) for text in prefix]
-    if prefix_ops and not new_instances:
-        raise click.BadParameter("--prefix shapes the population --new writes; give --new N",
-                                 param_hint="'--prefix'")
+    if (prefix_ops or fixed_subgoal) and not new_instances:
+        raise click.BadParameter("--prefix and --fixed-subgoal shape the population --new writes; give --new N",
+                                 param_hint="'--new'")
     if new_instances:
         from labference_ros.oracle.checkpoints import population_from_instances, write_population
         from labference_ros.tasks import family
 
         instances = family("feedback_weighing").generate(task_condition, new_instances, task_seed=seed,
                                                          layout_seed=seed, policy_seed=0)
-        write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops)))
+        write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops),
+                                                               fixed_subgoal=fixed_subgoal))
     result = diagnose_oracle(population, system, list(supports),
                              budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s, records_dir=records_dir)
     click.echo(format_table(result))

@@ -2,7 +2,8 @@
 initialization and an optional operation prefix, verified at the handoff.
 
 A population file is JSON lines, one registered start per line:
-  {"checkpoint_id": ..., "instance": {WeighingInstance}, "prefix": [{"type", "object", "destination"}]}
+  {"checkpoint_id": ..., "instance": {WeighingInstance}, "prefix": [{"type", "object", "destination"}],
+   "fixed_subgoal": true}   (optional: a start of the fixed-subgoal population K)
 Preparation failures stay in the population with their reason: they are
 unresolved pairs, never silently dropped.
 
@@ -37,6 +38,10 @@ class CheckpointSpec:
     checkpoint_id: str
     instance: WeighingInstance
     prefix: tuple[Operation, ...] = ()
+    # A fixed-subgoal start (paper eq. 6, population K): every branch from it gets the
+    # correct operation and the reference geometry supplied (replace:decision and
+    # replace:geometry), so what it measures is the physical execution.
+    fixed_subgoal: bool = False
 
     def expected_on_pan(self) -> frozenset:
         on = set(self.instance.initial_on_pan)
@@ -45,13 +50,19 @@ class CheckpointSpec:
         return frozenset(on)
 
     def to_dict(self) -> dict:
-        return {"checkpoint_id": self.checkpoint_id, "instance": json.loads(self.instance.to_json()),
-                "prefix": [op.to_dict() for op in self.prefix]}
+        out = {"checkpoint_id": self.checkpoint_id, "instance": json.loads(self.instance.to_json()),
+               "prefix": [op.to_dict() for op in self.prefix]}
+        if self.fixed_subgoal:
+            out["fixed_subgoal"] = True
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "CheckpointSpec":
+        fixed = d.get("fixed_subgoal", False)
+        if not isinstance(fixed, bool):
+            raise ValueError(f"checkpoint {d.get('checkpoint_id')!r}: fixed_subgoal must be true or false")
         return cls(str(d["checkpoint_id"]), WeighingInstance.from_json(json.dumps(d["instance"])),
-                   tuple(Operation.from_dict(o) for o in d.get("prefix", ())))
+                   tuple(Operation.from_dict(o) for o in d.get("prefix", ())), fixed)
 
 
 @dataclass
@@ -85,8 +96,10 @@ def read_population(path) -> list[CheckpointSpec]:
     return specs
 
 
-def population_from_instances(instances, prefix=()) -> list[CheckpointSpec]:
-    return [CheckpointSpec(f"{i.instance_id}:p{len(prefix)}", i, tuple(prefix)) for i in instances]
+def population_from_instances(instances, prefix=(), fixed_subgoal: bool = False) -> list[CheckpointSpec]:
+    suffix = ":fixed" if fixed_subgoal else ""
+    return [CheckpointSpec(f"{i.instance_id}:p{len(prefix)}{suffix}", i, tuple(prefix), fixed_subgoal)
+            for i in instances]
 
 
 def _run_prefix(world: World, op: Operation) -> None:

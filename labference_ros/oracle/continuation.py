@@ -29,10 +29,11 @@ from labference_ros.policies import make
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor
 from .supports import (CHECKPOINT_CONTINUATION, COMPATIBLE, Support, compatibility, condition_name,
-                       intervention_identity)
+                       intervention_identity, parse_condition)
 from .world import World
 
 DEFAULT_BUDGET_S = 25.0  # sim seconds after the handoff, same for every branch
+FIXED_SUBGOAL = "replace:decision+replace:geometry"  # what a fixed-subgoal start supplies in every branch
 
 
 @dataclass
@@ -58,6 +59,10 @@ class BranchResult:
     geometry_error: dict | None = None  # geometry interface: own frame of the first selected target (eq. 2)
     trace: list[str] = field(default_factory=list)  # sim-state sha256 per hold interval
     scores: dict | None = None  # the branch referee's scores.json, as the graph's referee writes it
+    # Fixed-subgoal starts only (population K, eq. 6): the correct operation and reference
+    # geometry were delivered at the first opportunity; the supplied operation was confirmed.
+    subgoal_supplied: bool | None = None
+    subgoal_confirmed: bool | None = None
 
     @property
     def resolved(self) -> bool:
@@ -179,11 +184,40 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
 
 
-def _branch_records(records_dir, cp: Checkpoint, condition, world: World, system, referee,
+def delivered_supports(cp: Checkpoint, condition: tuple[Support, ...]) -> tuple[Support, ...]:
+    """What the Oracle delivers in a branch: the registered condition, and at a
+    fixed-subgoal start also the correct operation and the reference geometry
+    (they take the decision and geometry sites over from the condition)."""
+    if not cp.spec.fixed_subgoal:
+        return tuple(condition)
+    fixed = parse_condition(FIXED_SUBGOAL)
+    sites = {s.site for s in fixed}
+    return fixed + tuple(s for s in condition if s.site not in sites)
+
+
+def _fixed_subgoal_outcome(res: BranchResult, referee, receipts: list[dict]) -> None:
+    """At a fixed-subgoal start: was the subgoal supplied at the first opportunity
+    (the decision and a geometry frame delivered), and was it physically confirmed
+    (the first choice is the supplied operation and its execution confirmed)?"""
+    first = referee.opportunities[0] if referee.opportunities else None
+    decision = [r for r in receipts if r["site"] == "decision" and first is not None
+                and r["opportunity_id"] == first.id and r["status"] == "delivered"]
+    # The reference geometry reached the system's localization, or a reference
+    # executor (skill replacement) used it itself.
+    geometry = [r for r in receipts if r["site"] in ("geometry", "skill") and r["status"] == "delivered"]
+    res.subgoal_supplied = bool(decision and geometry)
+    if not res.subgoal_supplied:
+        return
+    supplied = Operation.from_dict(decision[0]["payload"]["operation"])
+    res.subgoal_confirmed = first.first_choice == supplied and first.execution == "confirmed"
+
+
+def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: World, system, referee,
                     handoff_inst, budget_s: float) -> RunRecords:
     """<records_dir>/<condition>/episodes/<checkpoint>/: run.json and the referee's
-    records of one branch, laid out like a launch so `labference report` reads it."""
-    name = condition_name(condition)
+    records of one branch, laid out like a launch so `labference report` reads it.
+    ``registered``: the condition the branch belongs to; ``condition``: what was delivered."""
+    name = condition_name(registered)
     family = world.family
     intervention = (intervention_identity(condition, CHECKPOINT_CONTINUATION) if condition
                     else {"mode": "none", "protocol": CHECKPOINT_CONTINUATION})
@@ -192,6 +226,8 @@ def _branch_records(records_dir, cp: Checkpoint, condition, world: World, system
                     intervention=intervention, budgets={"deadline_sim_s": cp.t + budget_s},
                     assets={**family.assets(), "scene_hash": world.backend.scene_hash()},
                     versions={"labference_ros": __version__})
+    if cp.spec.fixed_subgoal:
+        info["execution_population"] = "fixed"  # the report's E_fixed population K (core.populations)
     info["checkpoint"] = {"checkpoint_id": cp.spec.checkpoint_id, "t": cp.t,
                           "snapshot_sha256": cp.snapshot.sha256 if cp.snapshot else None,
                           "prefix": [op.to_dict() for op in cp.spec.prefix]}
@@ -207,6 +243,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     name = condition_name(condition)
     res = BranchResult(cp.spec.checkpoint_id, name, "ok")
     system = make(system_name, **(params or {}))
+    registered = condition
+    condition = delivered_supports(cp, condition)
     # Capability preflight first: compatibility does not depend on the checkpoint.
     for s in condition:
         c = compatibility(system, s)
@@ -227,7 +265,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
                                             episode_id=f"{cp.spec.checkpoint_id}:{name}", session_id="",
                                             deadline_s=cp.t + budget_s)
         if records_dir is not None:
-            records = _branch_records(records_dir, cp, condition, world, system, referee, handoff_inst, budget_s)
+            records = _branch_records(records_dir, cp, registered, condition, world, system, referee,
+                                      handoff_inst, budget_s)
             referee = _RecordedReferee(referee, records)
         session = f"oracle-{cp.spec.checkpoint_id}"
         system.reset(session, inst.policy_seed)
@@ -242,6 +281,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
             res.trace.append(_sha(world))  # the restored handoff state
         reason = _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace)
         _outcomes(res, referee)
+        if cp.spec.fixed_subgoal:
+            _fixed_subgoal_outcome(res, referee, oracle.receipts)
         res.scores = referee.scores()
         if records is not None:
             records.write_scores(res.scores, status=final_status(reason))

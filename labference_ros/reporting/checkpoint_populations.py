@@ -15,8 +15,10 @@ One *record* per (checkpoint, branch). Fields:
   first_choice        operation dict | None: b_i, first recognizable choice; None = ⊥
   legal_set           list of operation dicts | None: U_i; None = not recorded
   choice_correct      bool | None: 1[b_i in U_i] when only this, not U_i, was recorded
+  fixed_subgoal       bool: a start registered for the fixed-subgoal population (every
+                      branch gets the correct operation and reference geometry supplied)
   subgoal_supplied    bool | None: the correct operation and geometric references were
-                      supplied (registration of the fixed-subgoal population K)
+                      supplied (at a fixed-subgoal start: both were delivered)
   subgoal_confirmed   bool | None: the physical subgoal was confirmed
   completed           bool | None: physical completion
 
@@ -25,6 +27,8 @@ from the base record (and the checkpoint's verification) and are the same for
 every condition.
   J = verified, evidence-delivered, native-scorable checkpoints        (eqs. 4-5)
   K = verified checkpoints with the correct subgoal and geometry supplied (eq. 6)
+A fixed-subgoal start is never in J (its choice was supplied): it is in K when
+the subgoal was supplied, else listed under `subgoal_not_supplied`.
 A membership field that is None (not recorded) keeps the checkpoint out of J/K
 and lists it under `membership_unknown` in the validity report: an unknown is
 never guessed.
@@ -121,7 +125,7 @@ def memberships(records) -> dict:
     j_ids, k_ids = [], []
     validity = {"registered": len(table), "verified": 0, "preparation_failed": [],
                 "not_evidence_delivered": [], "not_native_scorable": [], "membership_unknown": [],
-                "no_base_record": []}
+                "no_base_record": [], "fixed_subgoal": [], "subgoal_not_supplied": []}
     for cid, branches in table.items():
         if BASE not in branches:
             validity["no_base_record"].append(cid)
@@ -130,6 +134,14 @@ def memberships(records) -> dict:
             validity["preparation_failed"].append(cid)
             continue
         validity["verified"] += 1
+        if source.get("fixed_subgoal"):
+            # A fixed-subgoal start measures execution (K); its choice was supplied, so never J.
+            validity["fixed_subgoal"].append(cid)
+            if source.get("subgoal_supplied") is True:
+                k_ids.append(cid)
+            else:
+                validity["subgoal_not_supplied"].append(cid)
+            continue
         delivered = source.get("evidence_delivered")
         scorable = source.get("native_scorable")
         if delivered is None or scorable is None:
@@ -245,13 +257,14 @@ def record_from_branch(branch, checkpoint, cluster: str | None = None, **known) 
     A branch that ran keeps its first opportunity after the handoff: whether its
     evidence was delivered, whether a physical operation was legal there, its legal
     set and the native (behavioural) first choice b_i. BranchResult does not keep
-    whether the subgoal was supplied (subgoal_supplied): it defaults to None
-    (unknown: the checkpoint stays out of K and is counted as membership_unknown)
-    unless the caller passes it in `known`; so do the J fields of a branch that did
-    not run. subgoal_confirmed is known only where the reference
-    executor attempted the operation (skill replacement): its first attempt's
-    physical outcome; otherwise None. Duck-typed so this module stays free of the
-    simulator that oracle.continuation imports.
+    At a fixed-subgoal start (checkpoint.spec.fixed_subgoal) the branch keeps whether
+    the correct operation and reference geometry were supplied (subgoal_supplied)
+    and whether the supplied operation was physically confirmed (subgoal_confirmed);
+    elsewhere subgoal_supplied is None (not a K start) unless the caller passes it in
+    `known`, and subgoal_confirmed is known only where the reference executor
+    attempted the operation (skill replacement): its first attempt's physical
+    outcome. The J fields of a branch that did not run are None. Duck-typed so
+    this module stays free of the simulator that oracle.continuation imports.
     """
     instance = checkpoint.spec.instance
     ran = getattr(branch, "native_scorable", None) is not None  # the branch kept its first opportunity
@@ -266,8 +279,10 @@ def record_from_branch(branch, checkpoint, cluster: str | None = None, **known) 
         "first_choice": getattr(branch, "native_choice", None) if ran else branch.choice,
         "legal_set": getattr(branch, "legal_set", None),
         "choice_correct": branch.choice_correct if branch.status == OK else None,
-        "subgoal_supplied": None,
-        "subgoal_confirmed": _executor_confirmed(branch.executor_attempts),
+        "fixed_subgoal": bool(getattr(checkpoint.spec, "fixed_subgoal", False)),
+        "subgoal_supplied": getattr(branch, "subgoal_supplied", None),
+        "subgoal_confirmed": (branch.subgoal_confirmed if getattr(branch, "subgoal_confirmed", None) is not None
+                              else _executor_confirmed(branch.executor_attempts)),
         "completed": branch.completed if branch.status == OK else None,
     }
     record.update(known)

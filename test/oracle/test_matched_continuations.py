@@ -129,6 +129,25 @@ def test_unsteady_grasp_skill_replacement_raises_completion(unsteady):
     assert t["replace:state"]["gain_completed"] == 0
 
 
+def test_fixed_subgoal_start_measures_execution_over_k():
+    # basic-1-0003 requires std_100, which slips from the unsteady grasp. At a start
+    # registered for K every branch is given the operation and the reference geometry:
+    # the base branch still drops it, the reference executor seats it.
+    specs = population_from_instances([INSTANCES[3]], fixed_subgoal=True)
+    result = diagnose_oracle(None, "unsteady_grasp", ["replace:skill"], specs=specs)
+    print(format_table(result))
+    (base,) = result["branches"]["base"]
+    assert base.subgoal_supplied is True and base.subgoal_confirmed is False
+    assert base.choice == {"type": "add", "object": "std_100", "destination": "pan"}
+    delivered = {r["site"] for r in base.receipts if r["status"] == "delivered"}
+    assert {"decision", "geometry"} <= delivered
+    pops = result["populations"]
+    assert pops["J"] == [] and pops["K"] == [specs[0].checkpoint_id]  # a supplied choice is never in J
+    assert pops["conditions"]["base"]["E_fixed"]["rate"] == 0.0
+    assert pops["conditions"]["replace:skill"]["E_fixed"]["rate"] == 1.0
+    assert pops["gains"]["replace:skill"]["metrics"]["subgoal_confirmed"]["gain"] == 1.0
+
+
 @pytest.fixture(scope="module")
 def checkpoint():
     cp = prepare(population_from_instances([INSTANCES[0]])[0])

@@ -201,3 +201,22 @@ def test_records_from_oracle_objects_keep_unknown_fields_unknown():
     assert cp.is_correct(known) is False  # a recorded legal set wins over the verdict
     faulted = cp.record_from_branch(SimpleNamespace(**{**vars(branch), "status": "unresolved"}), checkpoint)
     assert faulted["choice_correct"] is None and faulted["completed"] is None
+
+
+def test_a_fixed_subgoal_start_counts_in_k_only_and_never_in_j():
+    # f1, f2: starts registered for the fixed-subgoal population. Their choice was the
+    # supplied one (correct by construction), so counting them in J would raise B_next.
+    fixed = [
+        {**rec("f1", choice="std_50", supplied=True, confirmed=False), "fixed_subgoal": True},
+        {**rec("f2", choice="std_50", supplied=False), "fixed_subgoal": True},  # the supply failed
+        {**rec("f1", "replace:skill", choice="std_50", supplied=True, confirmed=True), "fixed_subgoal": True},
+        {**rec("f2", "replace:skill", choice="std_50", supplied=False), "fixed_subgoal": True},
+    ]
+    m = cp.population_metrics([r for r in base_population() if r["checkpoint_id"] in ("c1", "c2")]
+                              + [rec(c, "replace:skill", choice="std_50", supplied=True, confirmed=True)
+                                 for c in ("c1", "c2")] + fixed, draws=200)
+    assert m["J"] == ["c1", "c2"] and m["K"] == ["c1", "c2", "f1"]
+    assert m["validity"]["fixed_subgoal"] == ["f1", "f2"] and m["validity"]["subgoal_not_supplied"] == ["f2"]
+    assert m["conditions"]["base"]["B_next"]["rate"] == 0.5  # f1, f2 left out
+    assert m["conditions"]["base"]["E_fixed"]["count"] == 1 and m["conditions"]["base"]["E_fixed"]["N"] == 3
+    assert m["gains"]["replace:skill"]["metrics"]["subgoal_confirmed"]["gain"] == pytest.approx(2 / 3)
