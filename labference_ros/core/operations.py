@@ -1,4 +1,6 @@
-"""Task-level operations u = (type, object, destination) (paper 3.1).
+"""Task-level operations u = (type, object, destination) (paper 3.1): the
+weighing family's Add/Remove and the centrifuge family's Pick/Insert share
+one vocabulary; each contract names the types it uses (operation_types).
 
 Kept apart from low-level robot commands. Wait and Stop carry empty object and
 destination fields, matching msg/Operation.msg.
@@ -13,8 +15,10 @@ ADD = "add"
 REMOVE = "remove"
 WAIT = "wait"
 STOP = "stop"
-OPERATION_TYPES = (ADD, REMOVE, WAIT, STOP)
-PHYSICAL_TYPES = (ADD, REMOVE)
+PICK = "pick"  # centrifuge loading: take a tube (out of a slot, or from its rack)
+INSERT = "insert"  # centrifuge loading: insert a tube into a rotor slot (destination = slot label)
+OPERATION_TYPES = (ADD, REMOVE, WAIT, STOP, PICK, INSERT)
+PHYSICAL_TYPES = (ADD, REMOVE, PICK, INSERT)
 
 
 @dataclass(frozen=True, order=True)
@@ -50,6 +54,14 @@ def add(obj: str) -> Operation:
 
 def remove(obj: str) -> Operation:
     return Operation(REMOVE, obj, TABLE)
+
+
+def pick(obj: str) -> Operation:
+    return Operation(PICK, obj)
+
+
+def insert(obj: str, slot: str) -> Operation:
+    return Operation(INSERT, obj, slot)
 
 
 WAIT_OP = Operation(WAIT)

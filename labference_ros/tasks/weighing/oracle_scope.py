@@ -15,10 +15,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from labference_ros.core.operations import OPERATION_TYPES, Operation
+from labference_ros.core.operations import ADD, REMOVE, STOP, WAIT, Operation
 from labference_ros.tasks.weighing.contract import TaskContract
 
 MODES = ("assist", "replace")
+WEIGHING_OPERATION_TYPES = (ADD, REMOVE, WAIT, STOP)  # the contract's operation_types
 COORDINATE_KEYS = ("position", "orientation", "pose", "x", "y", "z", "xyz", "quaternion", "coordinates",
                    "point", "translation", "rotation")
 
@@ -145,7 +146,7 @@ def _operation_reasons(payload: dict, legal_set) -> list[str]:
         reasons.append("operation_fields:" + ",".join(sorted(set(op) - {"type", "object", "destination"})))
     if {k.lower() for k in _keys(op)} & set(COORDINATE_KEYS) or any(True for _ in _numbers(op)):
         reasons.append("coordinates_in_operation")
-    if op.get("type") not in OPERATION_TYPES:
+    if op.get("type") not in WEIGHING_OPERATION_TYPES:
         return reasons + ["unknown_operation_type"]
     if legal_set is not None:
         try:

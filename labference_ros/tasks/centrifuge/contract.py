@@ -1,0 +1,144 @@
+"""TaskContract for centrifuge loading (paper 3.2 elements, 4.1, 8.1).
+
+Plain frozen data: every threshold the paper fixes (10 degrees, 60 % depth,
+radial tolerance bounded by the clearance, 0.5 s release and support, 3 s
+terminal window) and every one it leaves to us (rotor calibration, tube size,
+the approach recogniser's thresholds) is declared here, versioned and covered
+by the content hash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from labference_ros.tasks.centrifuge.rotor import RotorGeometry
+
+CONTRACT_SCHEMA = 1
+TASK = "centrifuge_loading"
+TUBES = ("tube_a", "tube_b")  # the equal-mass pair
+
+
+@dataclass(frozen=True)
+class TubeGeometry:
+    radius_m: float = 0.0075
+    length_m: float = 0.080
+    mass_kg: float = 0.012  # both tubes: an equal-mass pair
+
+
+@dataclass(frozen=True)
+class InsertionThresholds:
+    """Physical confirmation of a seated tube (paper 8.1)."""
+
+    max_axial_error_deg: float = 10.0
+    min_depth_fraction: float = 0.60  # of the socket's effective depth
+    # Radial offset of the tube's bottom from the socket axis: at most the physical
+    # clearance (bore radius - tube radius) plus this allowance for measurement noise.
+    radial_allowance_m: float = 0.0
+    dwell_s: float = 0.50  # released and supported, continuously
+    max_linear_mps: float = 0.005
+    max_angular_rps: float = 0.05
+
+
+@dataclass(frozen=True)
+class ApproachThresholds:
+    """The insertion recogniser (paper 5.3: "directed entry into a unique socket").
+    Looser than the seating predicate: a choice is identified early."""
+
+    max_lateral_m: float = 0.015  # tube bottom within this of one socket's axis line
+    max_height_m: float = 0.060  # and at most this far above its mouth, along the axis
+    max_axis_error_deg: float = 30.0
+    min_descent_mps: float = 0.005  # moving into the socket along its axis
+    hold_s: float = 0.10  # all of the above, towards the same slot, this long
+
+
+@dataclass(frozen=True)
+class TerminalConditions:
+    dwell_s: float = 3.0  # both tubes seated in opposite slots, continuously
+
+
+@dataclass(frozen=True)
+class OpportunityRules:
+    response_window_s: float = 60.0
+    triggers: tuple[str, ...] = ("initial_readiness", "confirmed_change", "failed_attempt")
+
+
+@dataclass(frozen=True)
+class DiagnosticInterfaces:
+    sites: tuple[str, ...] = ("state", "decision", "geometry", "skill")
+    state_payload_keys: tuple[str, ...] = ("occupied_slots",)
+    decision_payload_keys: tuple[str, ...] = ("operation",)
+    geometry_payload_keys: tuple[str, ...] = ("slot", "mouth", "axis", "candidates")
+    skill_payload_keys: tuple[str, ...] = ("operation",)
+    hidden_keys: tuple[str, ...] = ("legal_set", "legal_operations", "reference_state", "state_json",
+                                    "first_intended_slot")
+
+
+@dataclass(frozen=True)
+class CentrifugeContract:
+    task: str
+    condition: str  # "basic" | "extended"
+    version: str
+    state_variables: tuple[str, ...]
+    authorized_evidence: tuple[str, ...]
+    operation_types: tuple[str, ...]
+    exposes_wait: bool
+    exposes_stop: bool
+    stop_requires_completion: bool
+    rotor: RotorGeometry
+    tube: TubeGeometry
+    insertion: InsertionThresholds
+    approach: ApproachThresholds
+    terminal: TerminalConditions
+    opportunities: OpportunityRules
+    diagnostics: DiagnosticInterfaces
+    tubes: tuple[str, ...] = field(default=TUBES)
+    initially_seated: int = 0  # tubes already stably seated at the start (basic: 1)
+
+    @property
+    def clearance_m(self) -> float:
+        return self.rotor.bore_radius_m - self.tube.radius_m
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["schema"] = CONTRACT_SCHEMA
+        return d
+
+    @property
+    def content_hash(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def contract_id(self) -> str:
+        return f"{self.task}.{self.condition}@{self.version}"
+
+    def identity(self) -> dict:
+        return {"id": self.contract_id, "version": self.version, "hash": self.content_hash}
+
+
+_STATE_VARIABLES = ("seated", "held", "unfinished", "attempts", "first_intended_slot", "terminal_dwell_s",
+                    "physically_complete", "evidence_version")
+_EVIDENCE = ("camera:front", "camera:wrist", "robot_state", "public_instruction", "authorized_history")
+
+
+def _centrifuge(condition: str, seated: int) -> CentrifugeContract:
+    contract = CentrifugeContract(
+        task=TASK, condition=condition, version="0.1.0", state_variables=_STATE_VARIABLES,
+        authorized_evidence=_EVIDENCE, operation_types=("pick", "insert", "wait", "stop"),
+        exposes_wait=True, exposes_stop=True, stop_requires_completion=True,
+        rotor=RotorGeometry(), tube=TubeGeometry(), insertion=InsertionThresholds(),
+        approach=ApproachThresholds(), terminal=TerminalConditions(), opportunities=OpportunityRules(),
+        diagnostics=DiagnosticInterfaces(), initially_seated=seated)
+    if contract.clearance_m <= 0:
+        raise ValueError("the tube does not fit the socket bore")
+    return contract
+
+
+def contract_for(condition: str) -> CentrifugeContract:
+    """basic: one tube already stably seated, the second available; extended: both outside."""
+    if condition == "basic":
+        return _centrifuge("basic", 1)
+    if condition == "extended":
+        return _centrifuge("extended", 0)
+    raise ValueError(f"unknown centrifuge condition {condition!r}")

@@ -1,0 +1,113 @@
+"""The insertion predicate (paper 8.1): a tube is seated in a slot when its axis
+is within 10 degrees of the socket's directed axis, its bottom is at least
+60 % of the effective socket depth past the mouth, its bottom's radial offset
+from the socket axis is within the physical clearance, and it is released,
+supported by the rotor and still; confirmed once all of that has held for
+0.5 s without a break. Choosing a slot and seating a tube are separate
+measurements: this module only judges the seating.
+
+Pure: measurements in (core.measurements.ObjectMeasurement), verdicts out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from labference_ros.core.geometry import body_axis
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ROBOT, ObjectMeasurement
+from labference_ros.tasks.centrifuge.contract import CentrifugeContract
+from labference_ros.tasks.centrifuge.rotor import SlotFrame
+
+ROTOR = "rotor"  # the contact identity of the rotor and its sockets
+ROBOT_CONTACTS = (LEFT_FINGER, RIGHT_FINGER, ROBOT)
+CHECKS = ("in_socket", "aligned", "deep", "centred", "released", "supported", "still")
+
+
+def tube_bottom(obj: ObjectMeasurement, length_m: float) -> tuple[np.ndarray, np.ndarray]:
+    """The tube's bottom point and its unit axis pointing from cap to bottom
+    (the tube's body +z points to its cap)."""
+    up = np.asarray(body_axis(obj.orientation), dtype=float)
+    down = -up / np.linalg.norm(up)
+    return np.asarray(obj.position, dtype=float) + down * (length_m / 2), down
+
+
+@dataclass(frozen=True)
+class SeatCheck:
+    slot: int | None  # the socket the tube's bottom is nearest to (None: near none)
+    axial_error_deg: float | None = None
+    depth_fraction: float | None = None
+    radial_m: float | None = None
+    passed: tuple[str, ...] = ()
+
+    @property
+    def seated(self) -> bool:
+        return self.slot is not None and set(CHECKS) <= set(self.passed)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(c for c in CHECKS if c not in self.passed)
+
+    def to_dict(self) -> dict:
+        return {"slot": self.slot, "axial_error_deg": self.axial_error_deg, "depth_fraction": self.depth_fraction,
+                "radial_m": self.radial_m, "failures": list(self.failures)}
+
+
+def _offsets(bottom: np.ndarray, frame: SlotFrame) -> tuple[float, float]:
+    """(depth past the mouth along the axis, radial distance from the axis line)."""
+    v = bottom - frame.mouth
+    depth = float(v @ frame.axis)
+    return depth, float(np.linalg.norm(v - depth * frame.axis))
+
+
+def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: CentrifugeContract) -> SeatCheck:
+    """The predicate at one instant, for the slot whose axis the tube's bottom is nearest."""
+    bottom, down = tube_bottom(obj, contract.tube.length_m)
+    near = [(_offsets(bottom, f), f) for f in frames]
+    (depth, radial), frame = min(near, key=lambda x: x[0][1])
+    if radial > contract.rotor.mouth_radius_m:  # nowhere near any socket
+        return SeatCheck(None)
+    th = contract.insertion
+    axial = math.degrees(math.acos(float(np.clip(down @ frame.axis, -1.0, 1.0))))
+    fraction = depth / contract.rotor.socket_depth_m
+    contacts = set(obj.contacts)
+    passed = []
+    if depth > 0 and radial <= contract.rotor.bore_radius_m:
+        passed.append("in_socket")
+    if axial <= th.max_axial_error_deg:
+        passed.append("aligned")
+    if fraction >= th.min_depth_fraction:
+        passed.append("deep")
+    if radial <= contract.clearance_m + th.radial_allowance_m:
+        passed.append("centred")
+    if not contacts & set(ROBOT_CONTACTS):
+        passed.append("released")
+    if ROTOR in contacts:
+        passed.append("supported")
+    if obj.linear_speed <= th.max_linear_mps and obj.angular_speed <= th.max_angular_rps:
+        passed.append("still")
+    return SeatCheck(frame.index, axial, fraction, radial, tuple(passed))
+
+
+class SeatTracker:
+    """One tube's seating over time: confirmed when the predicate has held in the
+    same slot for the contract's dwell (0.5 s), continuously; any break restarts it."""
+
+    def __init__(self, contract: CentrifugeContract):
+        self.dwell_s = contract.insertion.dwell_s
+        self.since: float | None = None
+        self.slot: int | None = None
+        self.confirmed: int | None = None  # the slot it is confirmed in, while it stays
+
+    def update(self, t: float, check: SeatCheck) -> int | None:
+        """The slot confirmed at this instant (once per seating), else None."""
+        if not check.seated:
+            self.since, self.slot, self.confirmed = None, None, None
+            return None
+        if check.slot != self.slot or self.since is None:
+            self.since, self.slot, self.confirmed = t, check.slot, None
+        if self.confirmed is None and t - self.since >= self.dwell_s - 1e-9:
+            self.confirmed = check.slot
+            return check.slot
+        return None

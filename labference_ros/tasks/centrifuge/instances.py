@@ -1,0 +1,136 @@
+"""Centrifuge instances and their generator (paper 3.4, 4.1, 8.1).
+
+Seeds stay separate: the task seed orders the answer strata (which slot is
+occupied, which rotor-angle bin) and draws the pair partners; the layout seed
+draws the nuisance placement (the exact yaw within its bin, the rotor's
+position, the tube stand); the policy seed goes to the tested system only.
+
+Strata: basic balances (occupied slot) x (rotor-angle bin), 12 x 4 = 48,
+each used once per 48 instances in a task-seed order; extended balances the
+angle bin alone (nothing occupied). Controlled destination pairs (4.1): the
+same layout draw, the second tube held ready over the rotor, the first
+tube's actual slot differing between the members, so their legal sets at
+the scored choice are disjoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from dataclasses import asdict, dataclass, field
+
+from labference_ros.tasks.centrifuge.contract import TUBES, contract_for
+from labference_ros.tasks.centrifuge.rotor import RotorPose, opposite
+
+GENERATOR_VERSION = "centrifuge-gen-v1"
+YAW_BINS = 4  # rotor-angle strata over a full turn
+ROTOR_CENTER = (0.50, 0.00, 0.11)  # nominal; the layout seed jitters it
+CENTER_JITTER_M = 0.03
+STAND_XY = (0.45, 0.25)  # nominal tube stand for tubes outside the rotor
+
+
+@dataclass(frozen=True)
+class CentrifugeInstance:
+    instance_id: str
+    condition: str  # "basic" | "extended"
+    task_seed: int
+    layout_seed: int
+    policy_seed: int
+    rotor_center: tuple[float, float, float]
+    rotor_yaw_rad: float
+    seated: dict[str, int] = field(default_factory=dict)  # tubes stably seated at the start
+    stand: dict[str, tuple[float, float]] = field(default_factory=dict)  # outside tubes: xy on the stand
+    held: str = ""  # a tube that starts held ready over the rotor (controlled destination checkpoints)
+    stratum: str = ""
+    pair_id: str = ""
+    pair_role: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CentrifugeInstance":
+        data = json.loads(text)
+        data["rotor_center"] = tuple(data["rotor_center"])
+        data["stand"] = {k: tuple(v) for k, v in data.get("stand", {}).items()}
+        data["seated"] = {k: int(v) for k, v in data.get("seated", {}).items()}
+        return cls(**data)
+
+    @property
+    def rotor_pose(self) -> RotorPose:
+        return RotorPose(self.rotor_center, self.rotor_yaw_rad)
+
+    @property
+    def layout_hash(self) -> str:
+        blob = json.dumps({"rotor": [round(c, 6) for c in (*self.rotor_center, self.rotor_yaw_rad)],
+                           "stand": {k: [round(c, 6) for c in v] for k, v in sorted(self.stand.items())}})
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def public_instruction(self) -> str:
+        """What a policy may read: the rule, never a slot number."""
+        return ("Load the two equal-mass tubes into opposite slots of the centrifuge rotor. "
+                "Insert each tube fully and release it; the second tube goes opposite the slot "
+                "the first one actually occupies.")
+
+
+def _layout(layout_seed: int, yaw_bin: int, tubes_outside) -> dict:
+    rng = random.Random(f"{GENERATOR_VERSION}:layout:{layout_seed}")
+    width = 2 * math.pi / YAW_BINS
+    yaw = (yaw_bin + rng.uniform(0.1, 0.9)) * width
+    cx, cy, cz = ROTOR_CENTER
+    center = (round(cx + rng.uniform(-CENTER_JITTER_M, CENTER_JITTER_M), 6),
+              round(cy + rng.uniform(-CENTER_JITTER_M, CENTER_JITTER_M), 6), cz)
+    stand = {t: (round(STAND_XY[0] + 0.04 * i + rng.uniform(-0.01, 0.01), 6),
+                 round(STAND_XY[1] + rng.uniform(-0.01, 0.01), 6)) for i, t in enumerate(tubes_outside)}
+    return {"rotor_center": center, "rotor_yaw_rad": round(yaw, 9), "stand": stand}
+
+
+def strata(condition: str) -> list[tuple[int | None, int]]:
+    """(occupied slot or None, rotor-angle bin) in canonical order."""
+    n = contract_for(condition).rotor.n_slots
+    if condition == "basic":
+        return [(j, b) for j in range(n) for b in range(YAW_BINS)]
+    return [(None, b) for b in range(YAW_BINS)]
+
+
+def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list[CentrifugeInstance]:
+    """n instances; every stratum once per len(strata) instances, in a task-seed order."""
+    plan = strata(condition)
+    order = list(plan)
+    random.Random(f"{GENERATOR_VERSION}:task:{condition}:{task_seed}").shuffle(order)
+    out = []
+    for i in range(n):
+        occupied, yaw_bin = order[i % len(order)]
+        seated = {TUBES[0]: occupied} if occupied is not None else {}
+        outside = [t for t in TUBES if t not in seated]
+        out.append(CentrifugeInstance(
+            instance_id=f"{condition}-{task_seed}-{i:04d}", condition=condition,
+            task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
+            seated=seated, stratum=f"slot:{'-' if occupied is None else occupied}:yaw_bin:{yaw_bin}",
+            **_layout(layout_seed + i, yaw_bin, outside)))
+    return out
+
+
+def generate_pairs(n_pairs: int, task_seed: int, layout_seed: int, policy_seed: int) -> list[tuple]:
+    """Controlled destination pairs: tube_a seated in slot j (member a) or k (member b),
+    tube_b held ready; one layout draw per pair. Legal sets {Insert(tube_b, opposite(j))}
+    and {Insert(tube_b, opposite(k))} are disjoint because j != k."""
+    n = contract_for("basic").rotor.n_slots
+    rng = random.Random(f"{GENERATOR_VERSION}:pairs:{task_seed}")
+    pairs = []
+    for i in range(n_pairs):
+        j = i % n
+        k = (j + rng.randrange(1, n)) % n
+        yaw_bin = (i // n) % YAW_BINS
+        layout = _layout(layout_seed + i, yaw_bin, [TUBES[1]])
+        members = []
+        for role, slot in (("a", j), ("b", k)):
+            members.append(CentrifugeInstance(
+                instance_id=f"pair-{task_seed}-{i:04d}{role}", condition="basic",
+                task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
+                seated={TUBES[0]: slot}, held=TUBES[1], stratum=f"slot:{slot}:yaw_bin:{yaw_bin}",
+                pair_id=f"pair-{task_seed}-{i:04d}", pair_role=role, **layout))
+        assert opposite(j, n) != opposite(k, n)
+        pairs.append(tuple(members))
+    return pairs
