@@ -86,8 +86,9 @@ def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict,
         "errors": errors,
         "errors_outstanding": errors_outstanding,
         "categories": {c: counts.get(c, 0) for c in sorted(set(ERROR_CATEGORIES) | set(EXPLICIT_CATEGORIES))},
-        "obligations": {k: v["status"] for k, v in sorted(state.obligations.items())},
-        "supported_standards": sorted(state.supported_standards),
+        "obligations": {k: v["status"] for k, v in sorted(getattr(state, "obligations", {}).items())},
+        # Weighing's standards on the pan; a family without standards has none.
+        "supported_standards": sorted(getattr(state, "supported_standards", ())),
     }
 
 

@@ -4,10 +4,12 @@ first one actually settled, not where the robot meant to put it.
 
 Built so far (pure, no simulator): the rotor's calibrated slots (rotor.py),
 the versioned contract (contract.py), the insertion predicate with its 0.5 s
-seating dwell (insertion.py), the task state and legal set (task_state.py)
-and the instance generator with its strata and controlled destination pairs
-(instances.py). Not yet built: the directed-insertion recogniser and the
-episode referee, the MuJoCo scene, reference systems, Oracle payloads and the
-graph. The family is therefore not in the task registry
-(labference_ros.tasks.BUILTIN) yet: nothing can launch or score it.
+seating dwell (insertion.py), the grasp, release and directed-approach
+recognisers (recognisers.py), the task state and legal set (task_state.py),
+the episode referee (referee.py, scored on synthetic streams in
+test/tasks/centrifuge) and the instance generator with its strata and
+controlled destination pairs (instances.py). Not yet built: the MuJoCo scene
+and the simulator's tube measurements, reference systems, Oracle payloads,
+the TaskFamily object and the graph. The family is therefore not in the task
+registry (labference_ros.tasks.BUILTIN) yet: nothing can launch it.
 """

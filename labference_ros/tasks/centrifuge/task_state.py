@@ -36,6 +36,12 @@ class TaskState:
     complete_t: float | None = None
     evidence_version: int = 0
 
+    @property
+    def obligations(self) -> dict:
+        """Each tube's placement: confirmed once seated (scores.json `obligations`)."""
+        return {t: {"status": "confirmed" if t in self.seated else "open"}
+                for t in sorted({*self.seated, *self.attempts, *self.unfinished})}
+
     def to_dict(self) -> dict:
         return {"seated": {t: slot_name(s) for t, s in sorted(self.seated.items())},
                 "unfinished": {t: slot_name(s) for t, s in sorted(self.unfinished.items())},

@@ -1,0 +1,108 @@
+"""Behaviour recognisers of centrifuge loading (paper 5.3): looser than the
+insertion predicate, so a choice is identified early and success is judged
+strictly and separately.
+
+  grasp      bilateral finger contact while the gripper closes, held grasp_hold_s
+  approach   the held tube's bottom within one socket's approach region (near its
+             axis line, above its mouth), its axis roughly along the socket's, and
+             moving into it: the first directed attempt toward that slot
+  release    no robot contact on a grasped tube for release_hold_s
+
+Pure: measurements in, recognitions out; each tracker keeps only what it needs
+from the previous sample (a position, a start time).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ObjectMeasurement, WorldMeasurement
+from labference_ros.tasks.centrifuge.contract import CentrifugeContract
+from labference_ros.tasks.centrifuge.insertion import ROBOT_CONTACTS, tube_bottom
+from labference_ros.tasks.centrifuge.rotor import SlotFrame
+
+GRASP_HOLD_S = 0.10
+RELEASE_HOLD_S = 0.10
+
+
+def grasped(m: WorldMeasurement, o: ObjectMeasurement) -> bool:
+    return {LEFT_FINGER, RIGHT_FINGER} <= set(o.contacts) and m.gripper_closing
+
+
+@dataclass
+class Approach:
+    slot: int
+    since: float
+
+
+class TubeTracker:
+    """Grasp, release and directed approach of one tube."""
+
+    def __init__(self, name: str, contract: CentrifugeContract):
+        self.name, self.contract = name, contract
+        self.grasping = False
+        self._grasp_since: float | None = None
+        self._free_since: float | None = None
+        self._approach: Approach | None = None
+        self._last_bottom: tuple[float, np.ndarray] | None = None
+        self.approached_this_grasp: set[int] = set()
+        self.attempt = 0
+
+    def step(self, m: WorldMeasurement, o: ObjectMeasurement, frames: list[SlotFrame]) -> list[dict]:
+        out = []
+        now = m.t
+        if grasped(m, o):
+            self._free_since = None
+            if not self.grasping:
+                self._grasp_since = now if self._grasp_since is None else self._grasp_since
+                if now - self._grasp_since >= GRASP_HOLD_S - 1e-9:
+                    self.grasping = True
+                    self.attempt += 1
+                    self.approached_this_grasp = set()
+                    out.append({"category": "grasp", "t": now, "object": self.name, "attempt": self.attempt})
+        else:
+            self._grasp_since = None
+            if self.grasping and not set(o.contacts) & set(ROBOT_CONTACTS):
+                self._free_since = now if self._free_since is None else self._free_since
+                if now - self._free_since >= RELEASE_HOLD_S - 1e-9:
+                    self.grasping = False
+                    self._approach = None
+                    out.append({"category": "release", "t": now, "object": self.name, "attempt": self.attempt})
+        if self.grasping:
+            slot = self._approaching(now, o, frames)
+            if slot is not None and slot not in self.approached_this_grasp:
+                self.approached_this_grasp.add(slot)
+                out.append({"category": "insertion_attempt", "t": now, "object": self.name, "slot": slot,
+                            "attempt": self.attempt})
+        else:
+            self._last_bottom = None
+        return out
+
+    def _approaching(self, now: float, o: ObjectMeasurement, frames: list[SlotFrame]) -> int | None:
+        """The slot of a sustained, directed approach, once it has held hold_s."""
+        th = self.contract.approach
+        bottom, down = tube_bottom(o, self.contract.tube.length_m)
+        previous, self._last_bottom = self._last_bottom, (now, bottom)
+        candidate = None
+        for f in frames:
+            v = bottom - f.mouth
+            along = float(v @ f.axis)  # negative: above the mouth
+            lateral = float(np.linalg.norm(v - along * f.axis))
+            aligned = math.degrees(math.acos(float(np.clip(down @ f.axis, -1.0, 1.0)))) <= th.max_axis_error_deg
+            if lateral <= th.max_lateral_m and -th.max_height_m <= along and aligned:
+                candidate = f
+                break
+        descending = False
+        if candidate is not None and previous is not None and now > previous[0]:
+            speed = float((bottom - previous[1]) @ candidate.axis) / (now - previous[0])
+            descending = speed >= th.min_descent_mps
+        if candidate is None or not descending:
+            self._approach = None
+            return None
+        if self._approach is None or self._approach.slot != candidate.index:
+            self._approach = Approach(candidate.index, now)
+        if now - self._approach.since >= th.hold_s - 1e-9:
+            return candidate.index
+        return None
