@@ -8,8 +8,10 @@ seating dwell (insertion.py), the grasp, release and directed-approach
 recognisers (recognisers.py), the task state and legal set (task_state.py),
 the episode referee (referee.py, scored on synthetic streams in
 test/tasks/centrifuge) and the instance generator with its strata and
-controlled destination pairs (instances.py). Not yet built: the MuJoCo scene
-and the simulator's tube measurements, reference systems, Oracle payloads,
-the TaskFamily object and the graph. The family is therefore not in the task
-registry (labference_ros.tasks.BUILTIN) yet: nothing can launch it.
+controlled destination pairs (instances.py), the Oracle site payloads from
+measurements (oracle_scope.py), the SR/SSR steps (evaluation.py) and the
+TaskFamily object (family.py). Not yet built: the MuJoCo scene and the
+simulator's tube and rotor measurements, reference systems and the graph. The
+family is therefore not in the task registry (labference_ros.tasks.BUILTIN)
+yet: nothing can launch it.
 """

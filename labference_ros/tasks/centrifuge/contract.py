@@ -116,6 +116,13 @@ class CentrifugeContract:
     def identity(self) -> dict:
         return {"id": self.contract_id, "version": self.version, "hash": self.content_hash}
 
+    @property
+    def evaluation_steps(self) -> tuple[str, ...]:
+        """SR/SSR steps (tasks/centrifuge/evaluation.py), outside the content hash as for weighing."""
+        from labference_ros.tasks.centrifuge.evaluation import EVALUATION_STEPS
+
+        return EVALUATION_STEPS
+
 
 _STATE_VARIABLES = ("seated", "held", "unfinished", "attempts", "first_intended_slot", "terminal_dwell_s",
                     "physically_complete", "evidence_version")

@@ -1,0 +1,94 @@
+"""The centrifuge family behind the TaskFamily interface (tasks/base.py).
+
+Not registered in labference_ros.tasks.BUILTIN yet: it has no simulator scene
+(build_scene), no reference systems and no graph, so nothing could launch it.
+Everything here is pure and works on measurements, as a real rig's would.
+"""
+from __future__ import annotations
+
+from labference_ros.tasks.base import TaskFamily
+
+
+class CentrifugeFamily(TaskFamily):
+    name = "centrifuge_loading"
+    conditions = ("basic", "extended")
+    reference_systems: dict[str, str] = {}
+    graphs = ()
+
+    def contract_for(self, condition: str):
+        from labference_ros.tasks.centrifuge.contract import contract_for
+
+        return contract_for(condition)
+
+    def instance_from_json(self, text: str):
+        from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
+
+        return CentrifugeInstance.from_json(text)
+
+    def generate(self, condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list:
+        from labference_ros.tasks.centrifuge.instances import generate
+
+        return generate(condition, n, task_seed, layout_seed, policy_seed)
+
+    def generate_pairs(self, condition: str, n_pairs: int, task_seed: int, layout_seed: int,
+                       policy_seed: int) -> list[tuple]:
+        from labference_ros.tasks.centrifuge.instances import generate_pairs
+
+        if condition != "basic":
+            raise ValueError("controlled destination pairs hold one tube seated: basic condition only")
+        return generate_pairs(n_pairs, task_seed, layout_seed, policy_seed)
+
+    @property
+    def generator_version(self) -> str:
+        from labference_ros.tasks.centrifuge.instances import GENERATOR_VERSION
+
+        return GENERATOR_VERSION
+
+    def read_instances(self, path) -> list:
+        from labference_ros.tasks.centrifuge.instances import read_instance_list
+
+        return read_instance_list(path)
+
+    def write_instances(self, path, instances, meta: dict | None = None) -> None:
+        from labference_ros.tasks.centrifuge.instances import write_instance_list
+
+        write_instance_list(path, instances, meta)
+
+    def make_referee(self, contract, instance, *, episode_id: str, session_id: str,
+                     deadline_s: float | None = None):
+        from labference_ros.tasks.centrifuge.referee import Referee
+
+        return Referee(contract, instance, episode_id=episode_id, session_id=session_id, deadline_s=deadline_s)
+
+    def evaluator_view(self, instance, measurement):
+        from labference_ros.core.system import EvaluatorView
+
+        return EvaluatorView(instance=instance, t=measurement.t,
+                             positions={n: o.position for n, o in measurement.objects.items()})
+
+    def state_payload(self, world) -> dict:
+        from labference_ros.tasks.centrifuge.oracle_scope import state_payload
+
+        return state_payload(world.measure().objects, self.contract_for(world.instance.condition))
+
+    def decision_rule(self, legal_set):
+        from labference_ros.tasks.centrifuge.oracle_scope import decision_rule
+
+        return decision_rule(legal_set)
+
+    def geometry_frames(self, objects) -> list[dict]:
+        from labference_ros.tasks.centrifuge.contract import contract_for
+        from labference_ros.tasks.centrifuge.oracle_scope import geometry_frames
+
+        return geometry_frames(objects, contract_for("basic"))  # the rotor is the same in both conditions
+
+    def evaluation_chain(self, step_names) -> tuple:
+        from labference_ros.tasks.centrifuge.evaluation import STEP_PREDICATES
+
+        unknown = [n for n in step_names if n not in STEP_PREDICATES]
+        if unknown:
+            raise ValueError(f"{self.name}: unknown evaluation steps {unknown}; known: {sorted(STEP_PREDICATES)}")
+        return tuple((n, STEP_PREDICATES[n]) for n in step_names)
+
+
+FAMILY = CentrifugeFamily()
