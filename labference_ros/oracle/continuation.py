@@ -402,8 +402,9 @@ def run_in_world(system, world, referee, *, session: str, deadline_t: float, sto
             hear(referee.step(world.measure()))
             if after_interval:
                 after_interval()
-    if not referee.finished:
-        referee.finish(world.t, reason)
+    if referee.finished:
+        return referee.finished  # it ended the episode itself (completion, its deadline)
+    referee.finish(world.t, reason)
     return reason
 
 
