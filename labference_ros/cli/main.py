@@ -320,7 +320,7 @@ def _prefix_operation(text: str):
                    "(not in its terminal tables).")
 @click.option("--records", "records_dir", type=click.Path(file_okay=False), default=None,
               help="Also write every branch's run records (run.json, events, observations, scores) under "
-                   "this directory as RECORDS/<condition>/episodes/<checkpoint>/; `labference report "
+                   "this directory as RECORDS/<system>/<condition>/episodes/<checkpoint>/ (an empty or new directory); `labference report "
                    "RECORDS` reports each condition as its own cell (protocol checkpoint_continuation).")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
                             task_condition: str, prefix: tuple[str, ...], fixed_subgoal: bool, seed: int,
@@ -344,6 +344,11 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
         except (ValueError, KeyError) as exc:
             raise click.BadParameter(str(exc), param_hint="'--support'") from None
 
+    from pathlib import Path
+
+    if records_dir and Path(records_dir).is_dir() and any(Path(records_dir).iterdir()):
+        raise click.BadParameter(f"{records_dir} is not empty: branch records go to a new or empty directory, "
+                                 "never appended to an earlier run's", param_hint="'--records'")
     prefix_ops = [_prefix_operation(text) for text in prefix]
     if (prefix_ops or fixed_subgoal) and not new_instances:
         raise click.BadParameter("--prefix and --fixed-subgoal shape the population --new writes; give --new N",

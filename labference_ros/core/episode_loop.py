@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from labference_ros.core.action_conversion import ActionConversion
-from labference_ros.core.action_spec import ChunkVerdict
+from labference_ros.core.action_spec import STALE, ChunkVerdict
 from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyObservation, delivery_receipt,
                                             project_observation)
+from labference_ros.core.operations import Operation
 
 EPS = 1e-6
 # A system that says it is finished is held this long (sim s) before the episode
@@ -79,6 +80,7 @@ class EpisodeLoop:
         self.gripper: float | None = None
         self.history: list[dict] = []
         self.finished_at: float | None = None
+        self._chunk_obs_id = ""  # the observation the queued rows answer
 
     # evidence ---------------------------------------------------------------
     def note_evidence(self, version: int, observation_id: str = "") -> None:
@@ -88,6 +90,10 @@ class EpisodeLoop:
         self.latest_ev = version
         if observation_id and observation_id == self.obs_id:
             self.obs_ev = version  # the handoff our own pending observation carried
+            if self._chunk_obs_id == observation_id:
+                # The echo came after the answer (no echo wait): the queued rows answer
+                # exactly this delivery, so they are not outdated by it.
+                self.chunk_ev = max(self.chunk_ev, version)
 
     def acknowledged(self, evidence_version: int) -> None:
         """The referee's receipt of the pending delivery."""
@@ -129,11 +135,21 @@ class EpisodeLoop:
         left to the referee (bound by evidence version)."""
         out = []
         for r in self.system.drain_reports():
-            op = r.get("operation") or {}
-            operation = {"type": op.get("type", ""), "object": op.get("object", ""),
-                         "destination": op.get("destination", "")}
-            out.append(Report(operation, UNSTATED, int(self.obs_ev), str(r.get("source", source))))
-            self._record({"record": "report_sent", "t": t, **r})
+            op = r.get("operation")
+            try:
+                operation = Operation.from_dict(op).to_dict() if isinstance(op, dict) else None
+            except (KeyError, TypeError, ValueError):
+                operation = None
+            if operation is None:
+                # Not an operation (e.g. the agent's state report): it stays in the
+                # system's own records; the report track scores operations only.
+                self._record({"record": "report_not_sent", "t": t, "reason": "no_operation", **r})
+                continue
+            report = Report(operation, UNSTATED, int(self.obs_ev), str(r.get("source", source)))
+            out.append(report)
+            self._record({"record": "report_sent", "t": t, **r, "sent_operation": operation,
+                          "sent_opportunity_id": report.opportunity_id,
+                          "sent_evidence_version": report.evidence_version})
         return out
 
     def take_chunk(self, chunk, t: float, inference_wall_s: float | None = None) -> ChunkVerdict:
@@ -148,8 +164,11 @@ class EpisodeLoop:
         self._record({**entry, **verdict.record(), **self._wall()})
         self.history.append({"observation_id": self.obs_id, "chunk_status": verdict.status,
                              "rows": 0 if verdict.applied is None else len(verdict.applied)})
-        self.queue = list(verdict.applied) if verdict.accepted else [None]
+        # A refused chunk holds the arm one interval; a stale one runs nothing at all
+        # (newer evidence is already there: observe again at once).
+        self.queue = list(verdict.applied) if verdict.accepted else ([] if verdict.status == STALE else [None])
         self.chunk_ev = self.obs_ev
+        self._chunk_obs_id = self.obs_id
         return verdict
 
     @property

@@ -214,7 +214,7 @@ def _fixed_subgoal_outcome(res: BranchResult, referee, receipts: list[dict]) -> 
 
 def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: World, system, referee,
                     handoff_inst, budget_s: float) -> RunRecords:
-    """<records_dir>/<condition>/episodes/<checkpoint>/: run.json and the referee's
+    """<records_dir>/<system>/<condition>/episodes/<checkpoint>/: run.json and the referee's
     records of one branch, laid out like a launch so `labference report` reads it.
     ``registered``: the condition the branch belongs to; ``condition``: what was delivered."""
     name = condition_name(registered)
@@ -231,7 +231,8 @@ def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: W
     info["checkpoint"] = {"checkpoint_id": cp.spec.checkpoint_id, "t": cp.t,
                           "snapshot_sha256": cp.snapshot.sha256 if cp.snapshot else None,
                           "prefix": [op.to_dict() for op in cp.spec.prefix]}
-    return RunRecords(Path(records_dir) / _safe(name) / "episodes" / _safe(cp.spec.checkpoint_id), info)
+    episode = Path(records_dir) / _safe(system.name) / _safe(name) / "episodes" / _safe(cp.spec.checkpoint_id)
+    return RunRecords(episode, info)
 
 
 def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] = (), *,
@@ -284,11 +285,11 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         if cp.spec.fixed_subgoal:
             _fixed_subgoal_outcome(res, referee, oracle.receipts)
         res.scores = referee.scores()
-        if records is not None:
-            records.write_scores(res.scores, status=final_status(reason))
         res.receipts = oracle.receipts
         res.executor_attempts = list(system.executor.attempts) if getattr(system, "executor", None) else []
         _executor_outcomes(res.executor_attempts, referee)
+        if records is not None:  # last: the records say final only for a branch that is
+            records.write_scores(res.scores, status=final_status(reason))
         return res
     except Exception as e:  # noqa: BLE001 -- a branch fault is a validity event, kept as unresolved
         res.status, res.reason = "unresolved", f"branch_fault: {type(e).__name__}: {e}"
@@ -341,20 +342,30 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
         if trace:
             res.trace.append(_sha(world))
 
+    # Every branch shows the system the same ids (the checkpoint's), so the branches'
+    # requests are identical until the first delivered support.
     return run_in_world(system, world, referee, session=session, deadline_t=end_t, stop_hold_s=after_finish_s,
-                        before_act=before_act, after_act=after_act, after_interval=after_interval)
+                        before_act=before_act, after_act=after_act, after_interval=after_interval,
+                        observation_episode_id=res.checkpoint_id)
 
 
 def run_in_world(system, world, referee, *, session: str, deadline_t: float, stop_hold_s: float,
-                 before_act=None, after_act=None, after_interval=None, record=None) -> str:
+                 before_act=None, after_act=None, after_interval=None, record=None,
+                 observation_episode_id: str | None = None) -> str:
     """One episode of `system` in a simulated `world`, scored by `referee`, driven
     through core.episode_loop.EpisodeLoop exactly as the policy bridge drives it
     in the graph (sync mode): observe -> deliver -> (Oracle handoff) -> act ->
     reports -> chunk check -> one row per hold interval, the referee fed a
-    measurement after each. Returns why it ended (the referee's finish reason)."""
+    measurement after each. Returns why it ended (the referee's finish reason).
+    ``observation_episode_id``: the episode id the system sees (default the
+    referee's); matched branches pass one id so their requests stay identical."""
+    if not deadline_t > 0:
+        raise ValueError("run_in_world needs a sim-time deadline")
     conversion = getattr(system, "action_conversion", None) or identity(system.spec)
-    loop = EpisodeLoop(system, conversion, episode_id=referee.episode_id, instance=world.instance,
-                       stop_hold_s=stop_hold_s, deadline_s=deadline_t, record=record)
+    if conversion.reference != system.spec:
+        raise ValueError(f"{system.name}: its action conversion targets another reference spec")
+    loop = EpisodeLoop(system, conversion, episode_id=observation_episode_id or referee.episode_id,
+                       instance=world.instance, stop_hold_s=stop_hold_s, deadline_s=deadline_t, record=record)
 
     def hear(records):
         # What the referee node would publish and the bridge would hear.

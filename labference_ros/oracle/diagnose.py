@@ -18,7 +18,7 @@ def diagnose_oracle(population_path, system: str, conditions, *, params: dict | 
                     budget_s: float = DEFAULT_BUDGET_S, specs=None, records_dir=None) -> dict:
     """conditions: strings like 'replace:state' or 'assist:state+replace:decision'.
     records_dir: every branch also writes its run records under it
-    (<condition>/episodes/<checkpoint>/), which `labference report` reads."""
+    (<system>/<condition>/episodes/<checkpoint>/), which `labference report` reads."""
     specs = specs if specs is not None else read_population(population_path)
     checkpoints = [prepare(s) for s in specs]
     parsed = {"base": ()} | {c: parse_condition(c) for c in conditions}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from labference_ros.core.measurements import WorldMeasurement
 from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, PolicyObservation, project_observation
-from labference_ros.sim.camera import calibration_from_model
+from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 from labference_ros.tasks import family as task_family
 from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
@@ -44,8 +44,6 @@ class World:
         self.backend.load(instance)
         self.balance = BalanceModel(BalanceParameters(), self.backend.gravity)
         self.balance.calibrate_empty(self.backend.empty_pan_wrench().force_up)
-        self.calib = calibration_from_model(self.backend.model, self.backend.data, "front",
-                                            *FRONT_SIZE).to_dict()
         # The balance reads the pan at the reset instant, as the graph's balance
         # node does with the wrench lab_sim publishes at reset.
         w = self.backend.pan_wrench()
@@ -84,14 +82,16 @@ class World:
         return images, {c: self.t for c in CAMERAS}, dict(zip(js.names, js.position))
 
     def observe(self, instruction: str, evidence_version: int = 0) -> tuple[str, PolicyObservation]:
-        js = self.backend.joint_state()
+        """A policy observation outside the episode loop (a checkpoint's prefix record),
+        with the calibration the loop delivers (the cell's, never the simulator's)."""
+        images, stamps, joints = self.sensors()
         oid = f"obs-{self._obs_k}"
         self._obs_k += 1
+        calib = {"front": world_camera_calibration("front", *images["front"].shape[:2]).to_dict()}
         source = {"observation_id": oid, "episode_id": self.instance.instance_id,
-                  "sim_time": self.t, "evidence_version": evidence_version,
-                  "images": {c: self.backend.render(c) for c in CAMERAS},
-                  "joint_state": dict(zip(js.names, js.position)),
-                  "instruction": instruction, "camera_calibration": {"front": self.calib}}
+                  "sim_time": self.t, "evidence_version": evidence_version, "images": images,
+                  "image_stamps": stamps, "joint_state": joints, "instruction": instruction,
+                  "camera_calibration": calib}
         return oid, project_observation(source)
 
     def snapshot(self) -> Snapshot:

@@ -57,7 +57,10 @@ def test_correct_agent_completes_basic_weighing(tmp_path):
     assert sum(p["type"] == "image_url" for p in parts) == 3
     # The commitment went to the referee's report track, once, and was scored there.
     (report,) = result.reports
+    # The agent saw evidence version 0 in its observation; the loop bound the report to the
+    # delivery it answered, whose evidence version the referee's echo gave as 1.
     assert report["kind"] == "operation" and report["evidence_version"] == 0
+    assert report["sent_evidence_version"] == 1 and report["sent_opportunity_id"] == -1
     assert report["operation"] == {"type": "add", "object": "std_50", "destination": "pan"}
     assert system.drain_reports() == []  # each report is handed out once
     # Scored there: committed at t = 0, before the reading was ready, so not a legal choice then.

@@ -76,6 +76,17 @@ def test_newer_evidence_drops_the_queued_rows():
     assert dropped["record"] == "invalidated" and dropped["rows_dropped"] == 4 and dropped["latest"] == 2
 
 
+def test_a_late_echo_of_the_answered_delivery_keeps_its_rows():
+    # Without the echo wait the referee's receipt may arrive after the answer: it
+    # announces the evidence that delivery carried, which the rows already answer.
+    loop, records = make_loop()
+    observe(loop, 0.0)
+    loop.take_chunk(rows(3), 0.0)
+    loop.note_evidence(1, "ep:obs00001")
+    assert loop.next_command(0.0).row is not None
+    assert "invalidated" not in [r["record"] for r in records]
+
+
 def test_a_chunk_answering_stale_evidence_is_refused_and_a_fresh_observation_follows():
     loop, records = make_loop()
     observe(loop, 0.0)  # obs carries version 0
@@ -83,6 +94,7 @@ def test_a_chunk_answering_stale_evidence_is_refused_and_a_fresh_observation_fol
     verdict = loop.take_chunk(rows(3), 0.0)
     assert not verdict.accepted and verdict.status == "stale"
     assert loop.next_command(0.0) is None  # nothing of it runs: observe again now
+    assert "invalidated" not in [r["record"] for r in records]  # no row was ever queued
     assert observe(loop, 0.0).evidence_version == 3
 
 
@@ -131,7 +143,33 @@ def test_reports_are_bound_to_the_answered_delivery_not_to_an_opportunity():
     assert report.opportunity_id == UNSTATED and report.evidence_version == 2
     assert report.operation == {"type": "add", "object": "std_10", "destination": "pan"}
     assert loop.reports(1.0, "stand_in") == []
-    assert records[-1]["record"] == "report_sent"
+    sent = records[-1]
+    assert sent["record"] == "report_sent" and sent["sent_evidence_version"] == 2
+    assert sent["sent_opportunity_id"] == UNSTATED
+
+
+def test_a_report_without_an_operation_is_kept_out_of_the_report_track():
+    system = System()
+    loop, records = make_loop(system)
+    observe(loop, 1.0)
+    system.pending_reports = [{"kind": "state", "displayed_g": 150.0},
+                              {"kind": "operation", "operation": {"type": "", "object": "", "destination": ""}},
+                              {"kind": "operation", "operation": {"type": "add", "object": "std_10",
+                                                                  "destination": "pan"}}]
+    (report,) = loop.reports(1.0, "stand_in")
+    assert report.operation["object"] == "std_10"
+    assert [r["record"] for r in records[-3:]] == ["report_not_sent", "report_not_sent", "report_sent"]
+
+
+def test_receipts_and_chunks_carry_the_wall_clock_when_given_one():
+    ticks = iter([100.0, 100.5])
+    loop, records = make_loop(wall_clock=lambda: next(ticks))
+    observe(loop, 0.0)
+    loop.take_chunk(rows(1), 0.0)
+    assert [(r["record"], r["wall_time"]) for r in records] == [("receipt", 100.0), ("chunk", 100.5)]
+    plain, plain_records = make_loop()
+    observe(plain, 0.0)
+    assert "wall_time" not in plain_records[0]
 
 
 def test_stop_rules_deadline_and_a_finished_system_held():

@@ -32,10 +32,18 @@ def test_new_population_of_extended_checkpoints_after_a_prefix(tmp_path):
     assert spec["instance"]["condition"] == "extended"
     assert spec["prefix"] == [{"type": "remove", "object": "std_20", "destination": "table"}]
     assert spec["checkpoint_id"].endswith(":p1")
-    # Whether the prefix could be carried out or not, the checkpoint is in the table:
-    # verified, or preparation_failed with its reason (an unresolved pair).
-    assert "1/1 checkpoints verified" in proc.stdout or "preparation_failed" in proc.stdout
+    # extended-1-0000 starts with std_10 and std_100 on the pan: the prefix lifts std_20 and
+    # puts it back on its table spot, and the start is verified after it.
+    assert "1/1 checkpoints verified" in proc.stdout
     assert "checkpoint populations:" in proc.stdout
+    for condition in ("base", "replace_state"):
+        episode = tmp_path / "records" / "misreader" / condition / "episodes" / "extended-1-0000_p1"
+        assert json.loads((episode / "run.json").read_text())["checkpoint"]["prefix"] == spec["prefix"]
+    # A second run never appends to the first one's records.
+    again = subprocess.run([LABFERENCE, "diagnose-oracle", str(pop), "--system", "misreader", "--support",
+                            "replace:state", "--records", str(tmp_path / "records")],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "is not empty" in again.stderr and "Traceback" not in again.stderr
 
 
 def test_a_prefix_that_is_not_an_operation_is_a_usage_error(tmp_path):

@@ -65,7 +65,8 @@ def test_branch_records_are_runs_the_report_reads_as_separate_cells(misreader, m
     # Every branch wrote run.json, its referee's records and the scores it was given.
     for name, branches in misreader["branches"].items():
         for b in branches:
-            episode = misreader_records / name.replace(":", "_") / "episodes" / b.checkpoint_id.replace(":", "_")
+            episode = (misreader_records / "misreader" / name.replace(":", "_") / "episodes"
+                       / b.checkpoint_id.replace(":", "_"))
             run = json.loads((episode / "run.json").read_text())
             assert run["intervention"]["protocol"] == "checkpoint_continuation"
             assert run["checkpoint"]["checkpoint_id"] == b.checkpoint_id

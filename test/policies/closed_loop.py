@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from labference_ros.core.episode_loop import STOP_HOLD_S
 from labference_ros.oracle.continuation import run_in_world
 from labference_ros.oracle.world import World
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
@@ -28,7 +29,7 @@ def make_backend() -> MujocoBackend:
     return MujocoBackend(RenderSettings(sizes={"front": FRONT_SIZE}, visual_meshes=False))
 
 
-def run_episode(system, instance, max_s: float = 30.0, after_finish_s: float = 2.0,
+def run_episode(system, instance, max_s: float = 30.0, after_finish_s: float = STOP_HOLD_S,
                 keep_observations: bool = False) -> EpisodeResult:
     """The graph's episode loop (core.episode_loop through the Oracle's run_in_world),
     scored by the family's referee; the world stays open for the caller's checks."""
