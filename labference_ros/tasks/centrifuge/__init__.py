@@ -10,8 +10,10 @@ the episode referee (referee.py, scored on synthetic streams in
 test/tasks/centrifuge) and the instance generator with its strata and
 controlled destination pairs (instances.py), the Oracle site payloads from
 measurements (oracle_scope.py), the SR/SSR steps (evaluation.py) and the
-TaskFamily object (family.py). Not yet built: the MuJoCo scene and the
-simulator's tube and rotor measurements, reference systems and the graph. The
-family is therefore not in the task registry (labference_ros.tasks.BUILTIN)
-yet: nothing can launch it.
+TaskFamily object (family.py), and the rotor and tubes as a MuJoCo model
+(scene.py: a tube let go in a socket slides to its seat and the predicate
+confirms it there). Not yet built: the full scene (robot, cameras, table
+from a cell description), the simulator backend's tube and rotor
+measurements, reference systems and the graph. The family is therefore not in
+the task registry (labference_ros.tasks.BUILTIN) yet: nothing can launch it.
 """

@@ -33,8 +33,10 @@ class InsertionThresholds:
     max_axial_error_deg: float = 10.0
     min_depth_fraction: float = 0.60  # of the socket's effective depth
     # Radial offset of the tube's bottom from the socket axis: at most the physical
-    # clearance (bore radius - tube radius) plus this allowance for measurement noise.
-    radial_allowance_m: float = 0.0
+    # clearance (bore radius - tube radius) plus this allowance. A tube leaning on the
+    # bore wall sits at the clearance exactly; the simulator's soft contact lets it
+    # press in by micrometres, so the allowance covers contact penetration, nothing more.
+    radial_allowance_m: float = 0.0002
     dwell_s: float = 0.50  # released and supported, continuously
     max_linear_mps: float = 0.005
     max_angular_rps: float = 0.05

@@ -4,8 +4,9 @@ directed insertion axes"), placed in the world by the rotor's pose.
 
 Rotor-local frame: origin on the rotor axis at the height of the socket
 mouths, z up. Slot j (zero-based) sits at angle 2 pi j / n about z; its axis
-points into the socket, tilted towards the rotor axis by `tilt_deg` (a
-fixed-angle rotor). Rotating the rotor changes every slot's world coordinates
+points into the socket, down and away from the rotor axis by `tilt_deg`, as
+in a fixed-angle rotor (tube tops lean in, bottoms out; the sockets diverge
+with depth, so neighbouring bores never meet). Rotating the rotor changes every slot's world coordinates
 and keeps the local index relations, among them the opposite slot.
 """
 from __future__ import annotations
@@ -42,7 +43,7 @@ class RotorGeometry:
 
     n_slots: int = 12
     mouth_radius_m: float = 0.055  # rotor axis to each socket mouth's centre
-    tilt_deg: float = 30.0  # socket axis from vertical, leaning towards the rotor axis
+    tilt_deg: float = 30.0  # socket axis from vertical; its bottom lies further from the rotor axis
     socket_depth_m: float = 0.050  # effective depth: mouth to the seat along the axis
     bore_radius_m: float = 0.0085  # socket bore
 
@@ -56,7 +57,7 @@ class RotorGeometry:
     def local_axis(self, j: int) -> np.ndarray:
         a = 2 * math.pi * j / self.n_slots
         s, c = math.sin(math.radians(self.tilt_deg)), math.cos(math.radians(self.tilt_deg))
-        return np.array([-s * math.cos(a), -s * math.sin(a), -c])
+        return np.array([s * math.cos(a), s * math.sin(a), -c])
 
 
 @dataclass(frozen=True)
