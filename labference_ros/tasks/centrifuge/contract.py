@@ -8,13 +8,11 @@ by the content hash.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from labference_ros.core.contracts import HashedContract
 from labference_ros.tasks.centrifuge.rotor import RotorGeometry
 
-CONTRACT_SCHEMA = 1
 TASK = "centrifuge_loading"
 TUBES = ("tube_a", "tube_b")  # the equal-mass pair
 
@@ -77,7 +75,7 @@ class DiagnosticInterfaces:
 
 
 @dataclass(frozen=True)
-class CentrifugeContract:
+class CentrifugeContract(HashedContract):
     task: str
     condition: str  # "basic" | "extended"
     version: str
@@ -101,22 +99,6 @@ class CentrifugeContract:
     def clearance_m(self) -> float:
         return self.rotor.bore_radius_m - self.tube.radius_m
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["schema"] = CONTRACT_SCHEMA
-        return d
-
-    @property
-    def content_hash(self) -> str:
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    @property
-    def contract_id(self) -> str:
-        return f"{self.task}.{self.condition}@{self.version}"
-
-    def identity(self) -> dict:
-        return {"id": self.contract_id, "version": self.version, "hash": self.content_hash}
 
     @property
     def evaluation_steps(self) -> tuple[str, ...]:

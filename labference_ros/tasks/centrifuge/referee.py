@@ -15,13 +15,12 @@ execution failure, and the task state follows where the tube actually is.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 from labference_ros.core.measurements import WorldMeasurement
-from labference_ros.core.operations import INSERT, STOP, Operation, as_operation, insert, pick
-from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
-from labference_ros.core.scoring import episode_scores
+from labference_ros.core.operations import INSERT, Operation, as_operation, insert, pick
+from labference_ros.core.opportunities import Evidence
+from labference_ros.core.referee_core import LATE, RefereeCore
 from labference_ros.tasks.centrifuge import task_state as ts
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
 from labference_ros.tasks.centrifuge.insertion import SeatTracker, seat_check
@@ -29,34 +28,20 @@ from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
 from labference_ros.tasks.centrifuge.recognisers import TubeTracker
 from labference_ros.tasks.centrifuge.rotor import slot_frames, slot_index, slot_name
 
-STOP_REASONS_EARLY = ("policy_stop", "policy_done")
-LATE = "late"
 
 
-class Referee:
+class Referee(RefereeCore):
     def __init__(self, contract: CentrifugeContract, instance: CentrifugeInstance, episode_id: str = "episode",
                  session_id: str = "", deadline_s: float | None = None):
-        self.contract, self.instance, self.episode_id = contract, instance, episode_id
-        self.deadline_s = deadline_s
+        super().__init__(contract, episode_id, session_id, deadline_s)
+        self.instance = instance
         self.frames = slot_frames(contract.rotor, instance.rotor_pose)
         self.z = ts.initial_state(contract, instance.seated)
         self.trackers = {t: TubeTracker(t, contract) for t in contract.tubes}
         self.seats = {t: SeatTracker(contract) for t in contract.tubes}
         self._rest_since: dict[str, float] = {}
         self._unfinished_noted: set[str] = set()
-        self.book = OpportunityBook(contract.opportunities.response_window_s, session_id)
-        self.events: list[dict] = []
-        self.receipts: list[dict] = []
-        self.reports: list[dict] = []
-        self.counts: Counter = Counter()
-        self.violations: list[str] = []
-        self.errors_outstanding = 0
-        self.finished: str | None = None
-        self.late_inputs: Counter = Counter()
         self._executions: dict[str, dict] = {}  # tube -> the identified choice being carried out
-        self._seq = 0
-        self._last_t: float | None = None
-        self._out: list[dict] = []
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -105,58 +90,6 @@ class Referee:
             return out + self.finish(m.t, "completed")[:-1]
         return self._flush(m.t)
 
-    def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]:
-        if self.finished:
-            return [self._late_receipt("observation", observation_id, t)]
-        status, opp, opened = self.book.deliver(observation_id, t, session_id)
-        receipt = {"record": "receipt", "episode_id": self.episode_id,
-                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "observation",
-                   "payload_id": observation_id, "t": t, "status": status, "opportunity_id": opp.id if opp else -1,
-                   "evidence_version": self.z.evidence_version, "opened": opened}
-        self.receipts.append(receipt)
-        self._out.append(receipt)
-        if opened:
-            self._out.append({"record": "opportunity", "episode_id": self.episode_id, "t": t, **opp.to_dict()})
-            self._out.append(self._legal_set_record(t, opp))
-        return self._flush(t)
-
-    def report_operation(self, operation, t: float, opportunity_id: int | None = None,
-                         evidence_version: int | None = None, source: str = "") -> list[dict]:
-        op = as_operation(operation)
-        if self.finished:
-            self.late_inputs["report"] += 1
-            return [{"record": "report", "episode_id": self.episode_id, "t": t, "operation": op.to_dict(),
-                     "source": source, "accepted": False, "scored": False, "correct": None, "reason": LATE}]
-        opp = self.book.current
-        reason = ""
-        if opp is None:
-            reason = "no_delivered_evidence"
-        elif opportunity_id is not None and opportunity_id != opp.id:
-            reason = "stale_opportunity"
-        elif evidence_version is not None and evidence_version != opp.evidence_version:
-            reason = "stale_evidence"
-        elif not opp.accepts_choice_at(t):
-            reason = "window_closed"
-        elif opp.first_report is not None:
-            reason = "not_first_report"
-        scored = reason == ""
-        correct = None
-        if scored:
-            opp.first_report, opp.first_report_t = op, t
-            correct = op in opp.legal_set
-        report = {"record": "report", "episode_id": self.episode_id,
-                  "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
-                  "operation": op.to_dict(), "source": source, "opportunity_id": opp.id if opp else -1,
-                  "evidence_version": self.z.evidence_version, "requested_opportunity_id": opportunity_id,
-                  "requested_evidence_version": evidence_version, "accepted": True, "scored": scored,
-                  "correct": correct, "reason": reason}
-        self.reports.append(report)
-        self._out.append(report)
-        if op.type == STOP and not self.z.physically_complete:
-            self._event("early_termination", t, operation=op, detail={"source": "report"})
-            self._error()
-        return self._flush(t)
-
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
         """Scope check: bound to the open opportunity and the current evidence; a
         decision must carry one legal operation (evaluator facts never leave)."""
@@ -194,37 +127,14 @@ class Referee:
         self._out.append(receipt)
         return self._flush(t)
 
-    def finish(self, t: float, reason: str = "episode_end") -> list[dict]:
-        if self.finished:
-            return [{"record": "scores", **self.scores()}]
-        if reason in STOP_REASONS_EARLY and not self.z.physically_complete:
-            self._event("early_termination", t, detail={"source": reason})
-            self._error()
-        for opp in self.book.close_all(t, "episode_end"):
-            self._opportunity_closed(opp)
-        self.finished = reason
-        self._event("episode_end", t, detail={"reason": reason})
-        out = self._flush(t)
-        out.append({"record": "scores", **self.scores(t)})
-        return out
-
     # ----------------------------------------------------------------- queries
-    @property
-    def opportunities(self) -> list[Opportunity]:
-        return self.book.all
-
     def legal_set(self) -> tuple[Operation, ...]:
         return ts.legal_set(self.contract, self.z)
 
-    def scores(self, t: float | None = None) -> dict:
-        s = episode_scores(episode_id=self.episode_id, t=self._last_t if t is None else t,
-                           contract_identity=self.contract.identity(), state=self.z, opportunities=self.book.all,
-                           counts=self.counts, violations=self.violations,
-                           errors_outstanding=self.errors_outstanding, finished=self.finished)
-        s["seated"] = self.z.to_dict()["seated"]
-        s["first_intended_slot"] = self.z.to_dict()["first_intended_slot"]
-        s["opportunity_records"] = [o.to_dict() for o in self.book.all]
-        return s
+    def _scores_extra(self, scores: dict) -> None:
+        state = self.z.to_dict()
+        scores["seated"] = state["seated"]  # where the tubes actually are
+        scores["first_intended_slot"] = state["first_intended_slot"]  # where the first one was aimed
 
     # ---------------------------------------------------------------- internals
     def _recognition(self, r: dict) -> None:
@@ -315,48 +225,3 @@ class Referee:
         for opp in self.book.new_evidence(ev, t):
             self._opportunity_closed(opp)
         self._out.append(self._legal_set_record(t, None))
-
-    def _legal_set_record(self, t: float, opp: Opportunity | None) -> dict:
-        ev = self.book.evidence
-        return {"record": "legal_set", "episode_id": self.episode_id, "t": t,
-                "opportunity_id": opp.id if opp else -1, "evidence_version": ev.version, "trigger": ev.trigger,
-                "operations": [o.to_dict() for o in ev.legal_set], "state": ev.reference_state}
-
-    def _opportunity_closed(self, opp: Opportunity) -> None:
-        self._event("opportunity_closed", opp.close_time, opportunity_id=opp.id,
-                    evidence_version=opp.evidence_version, operation=opp.first_choice,
-                    detail={"reason": opp.close_reason, "identified": opp.first_choice is not None,
-                            "correct": opp.choice_correct, "native_scorable": opp.native_scorable})
-
-    def _late_receipt(self, kind: str, payload_id: str, t: float) -> dict:
-        self.late_inputs[kind] += 1
-        receipt = {"record": "receipt", "episode_id": self.episode_id,
-                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": kind,
-                   "payload_id": payload_id, "t": t, "status": LATE, "opportunity_id": -1,
-                   "evidence_version": self.z.evidence_version, "opened": False}
-        self.receipts.append(receipt)
-        return receipt
-
-    def _error(self) -> None:
-        self.errors_outstanding += 1
-
-    def _event(self, category: str, t: float, *, obj: str = "", operation: Operation | None = None,
-               opportunity_id: int = -1, evidence_version: int | None = None, attempt: int = 0,
-               detail: dict | None = None) -> dict:
-        self._seq += 1
-        ev = {"record": "event", "episode_id": self.episode_id, "event_id": f"{self.episode_id}:e{self._seq:06d}",
-              "category": category, "t": t, "object": obj, "operation": operation.to_dict() if operation else None,
-              "opportunity_id": opportunity_id,
-              "evidence_version": self.z.evidence_version if evidence_version is None else evidence_version,
-              "attempt": attempt, "measured_value": None, "detail": detail or {}}
-        self.events.append(ev)
-        self.counts[category] += 1
-        self._out.append(ev)
-        return ev
-
-    def _flush(self, t: float) -> list[dict]:
-        out, self._out = self._out, []
-        if any(r["record"] == "event" for r in out) and not self.finished:
-            out.append({"record": "score_snapshot", **{k: v for k, v in self.scores(t).items()
-                                                       if k != "opportunity_records"}})
-        return out

@@ -7,13 +7,10 @@ version; the hash changes on its own.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from labference_ros.core.contracts import HashedContract
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
-
-CONTRACT_SCHEMA = 1
 
 
 @dataclass(frozen=True)
@@ -84,7 +81,7 @@ class DiagnosticInterfaces:
 
 
 @dataclass(frozen=True)
-class TaskContract:
+class TaskContract(HashedContract):
     task: str
     condition: str  # "basic" | "extended"
     version: str
@@ -116,22 +113,6 @@ class TaskContract:
     # Irreversible violations: completion stays invalid even if restored.
     irreversible_violations: tuple[str, ...] = ("sample_displaced", "overload")
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["schema"] = CONTRACT_SCHEMA
-        return d
-
-    @property
-    def content_hash(self) -> str:
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    @property
-    def contract_id(self) -> str:
-        return f"{self.task}.{self.condition}@{self.version}"
-
-    def identity(self) -> dict:
-        return {"id": self.contract_id, "version": self.version, "hash": self.content_hash}
 
     @property
     def evaluation_steps(self) -> tuple[str, ...]:

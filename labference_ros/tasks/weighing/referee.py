@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from dataclasses import replace
 
 from labference_ros.core.measurements import PAN, WorldMeasurement
-from labference_ros.core.operations import STOP, Operation, as_operation
-from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
-from labference_ros.core.scoring import episode_scores
+from labference_ros.core.operations import Operation
+from labference_ros.core.opportunities import Evidence, Opportunity
+from labference_ros.core.referee_core import LATE, RefereeCore
 from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
@@ -29,7 +28,6 @@ from labference_ros.core.operations import add, remove
 from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
-STOP_REASONS_EARLY = ("policy_stop", "policy_done")
 # An opportunity that opens while an object is held takes its choice from that
 # object's touchdown at least this far (metres, straight line) from where it was
 # held when the opportunity opened: the pick oracle's "> 0.05 m observed lift"
@@ -37,9 +35,6 @@ STOP_REASONS_EARLY = ("policy_stop", "policy_done")
 # held object that counts as a deliberate move. Not yet part of the contract (its
 # hash would change); docs/records.md.
 HELD_CHOICE_MIN_DISPLACEMENT_M = 0.05
-# Status of a receipt, and reason of a report, received after episode_end: it
-# opens no opportunity and changes no score (docs/records.md).
-LATE = "late"
 
 
 def _intervention_payload_id(intervention: dict) -> str:
@@ -53,44 +48,28 @@ def _intervention_payload_id(intervention: dict) -> str:
     return payload_id(payload)
 
 
-class Referee:
+class Referee(RefereeCore):
     def __init__(self, contract: TaskContract, instance: WeighingInstance, episode_id: str = "episode",
                  session_id: str = "", deadline_s: float | None = None):
         """``deadline_s``: the episode's sim-time budget. The episode ends by itself
         at task completion or at the deadline, so its scores depend on sim time
         only, never on when the caller got round to calling finish()."""
-        self.contract = contract
-        self.deadline_s = deadline_s
+        super().__init__(contract, episode_id, session_id, deadline_s)
         self.instance = instance
-        self.episode_id = episode_id
         self.goal = Goal(float(instance.target_g), frozenset(instance.goal_set))
         self.z = initial_state(self.goal, instance.initial_on_pan)
         self.trackers = {o: ObjectTracker(o, contract) for o in sorted(self.z.locations)}
-        self.book = OpportunityBook(contract.opportunities.response_window_s, session_id)
-        self.events: list[dict] = []
-        self.receipts: list[dict] = []
-        self.reports: list[dict] = []
-        self.counts: Counter = Counter()
-        self.violations: list[str] = []
-        self.errors_outstanding = 0
-        self.finished: str | None = None
-        # Inputs received after episode_end, by kind. Late measurements are only
-        # counted: the world stream keeps flowing until the runner stops it.
-        self.late_inputs: Counter = Counter()
         self._executions: dict[str, dict] = {}  # object -> pending execution of an identified choice
         # Objects held when the current opportunity opened: object -> {"p0": position
         # then, "airborne": lifted off every support since}.
         self._held_at_opening: dict[str, dict] = {}
         self._last_m: WorldMeasurement | None = None
-        self._seq = 0
-        self._last_t: float | None = None
         self._last_invalid = ""
         # Hand pressure: one onset per contiguous contact interval. The interval ends
         # only after no contact for the recognisers' release_hold_s (the release
         # hold), so contact flicker shorter than that is the same interval.
         self._pressure_last_contact_t: float | None = None
         self._pressure_onset_in_interval = False
-        self._out: list[dict] = []
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -147,67 +126,10 @@ class Referee:
             return out + self.finish(m.t, "completed")[:-1]
         return self._flush(m.t)
 
-    def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]:
-        """An observation reached the policy. First record returned is the receipt."""
-        if self.finished:
-            return [self._late_receipt("observation", observation_id, t)]
-        status, opp, opened = self.book.deliver(observation_id, t, session_id)
-        receipt = {
-            "record": "receipt", "episode_id": self.episode_id,
-            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
-            "kind": "observation", "payload_id": observation_id, "t": t, "status": status,
-            "opportunity_id": opp.id if opp else -1,
-            "evidence_version": self.z.evidence_version, "opened": opened,
-        }
-        self.receipts.append(receipt)
-        self._out.append(receipt)
-        if opened:
-            self._held_at_opening = {name: {"p0": self._position(name), "airborne": False}
-                                     for name, tracker in self.trackers.items() if tracker.grasping}
-            self._out.append({"record": "opportunity", "episode_id": self.episode_id, "t": t, **opp.to_dict()})
-            self._out.append(self._legal_set_record(t, opp))
-        return self._flush(t)
-
-    def report_operation(self, operation: Operation | dict, t: float, opportunity_id: int | None = None,
-                         evidence_version: int | None = None, source: str = "") -> list[dict]:
-        """Explicit operation report (separate track). First record returned is the report."""
-        op = as_operation(operation)
-        if self.finished:
-            return [self._late_report(op, t, source)]
-        opp = self.book.current
-        reason = ""
-        if opp is None:
-            reason = "no_delivered_evidence"
-        elif opportunity_id is not None and opportunity_id != opp.id:
-            reason = "stale_opportunity"
-        elif evidence_version is not None and evidence_version != opp.evidence_version:
-            reason = "stale_evidence"
-        elif not opp.accepts_choice_at(t):
-            reason = "window_closed"
-        elif opp.first_report is not None:
-            reason = "not_first_report"
-        scored = reason == ""
-        correct = None
-        if scored:
-            opp.first_report, opp.first_report_t = op, t
-            correct = op in opp.legal_set
-        report = {
-            "record": "report", "episode_id": self.episode_id,
-            "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
-            "operation": op.to_dict(), "source": source,
-            "opportunity_id": opp.id if opp else -1, "evidence_version": self.z.evidence_version,
-            # What the reporter asked for (None: not stated), so a replay makes the same call.
-            "requested_opportunity_id": opportunity_id, "requested_evidence_version": evidence_version,
-            "accepted": True, "scored": scored, "correct": correct, "reason": reason,
-        }
-        self.reports.append(report)
-        self._out.append(report)
-        current_legal = legal_set(self.contract, self.goal, self.z)
-        if op.type == STOP and op not in current_legal and not self.z.physically_complete:
-            self._event("early_termination", t, operation=op, opportunity_id=report["opportunity_id"],
-                        detail={"source": "report", "legal_set": [o.to_dict() for o in current_legal]})
-            self._error()
-        return self._flush(t)
+    def _on_opened(self, opp: Opportunity, t: float) -> None:
+        # Objects held when the opportunity opened: their next touchdown may be its choice.
+        self._held_at_opening = {name: {"p0": self._position(name), "airborne": False}
+                                 for name, tracker in self.trackers.items() if tracker.grasping}
 
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
         """Scope-check an Oracle intervention against the current opportunity and
@@ -240,73 +162,9 @@ class Referee:
         self._out.append(receipt)
         return self._flush(t)
 
-    def finish(self, t: float, reason: str = "episode_end") -> list[dict]:
-        """End the episode (any reason, including an early stop). Last record: final scores."""
-        if self.finished:
-            return [{"record": "scores", **self.scores()}]
-        if reason in STOP_REASONS_EARLY and not self.z.physically_complete:
-            self._event("early_termination", t, detail={"source": reason})
-            self._error()
-        for opp in self.book.close_all(t, "episode_end"):
-            self._opportunity_closed(opp)
-        self.finished = reason
-        self._event("episode_end", t, detail={"reason": reason})
-        out = self._flush(t)
-        out.append({"record": "scores", **self.scores(t)})
-        return out
-
-    def _late_receipt(self, kind: str, payload_id: str, t: float) -> dict:
-        """Receipt of a delivery after episode_end: recorded, never scored."""
-        self.late_inputs[kind] += 1
-        receipt = {
-            "record": "receipt", "episode_id": self.episode_id,
-            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
-            "kind": kind, "payload_id": payload_id, "t": t, "status": LATE,
-            "opportunity_id": -1, "evidence_version": self.z.evidence_version, "opened": False,
-        }
-        self.receipts.append(receipt)
-        return receipt
-
-    def _late_report(self, op: Operation, t: float, source: str) -> dict:
-        """An operation report after episode_end: not accepted, never scored, no early
-        termination; the same answer whether the referee ended itself (completion,
-        deadline) or the node's finish service had already returned."""
-        self.late_inputs["report"] += 1
-        report = {
-            "record": "report", "episode_id": self.episode_id,
-            "report_id": f"{self.episode_id}:r{len(self.reports) + 1:05d}", "t": t,
-            "operation": op.to_dict(), "source": source,
-            "opportunity_id": -1, "evidence_version": self.z.evidence_version,
-            "accepted": False, "scored": False, "correct": None, "reason": LATE,
-        }
-        self.reports.append(report)
-        return report
-
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:
         return legal_set(self.contract, self.goal, self.z)
-
-    @property
-    def opportunities(self) -> list[Opportunity]:
-        return self.book.all
-
-    def state(self) -> dict:
-        return self.z.to_dict()
-
-    def scores(self, t: float | None = None) -> dict:
-        s = episode_scores(
-            episode_id=self.episode_id, t=self._last_t if t is None else t,
-            contract_identity=self.contract.identity(), state=self.z, opportunities=self.book.all,
-            counts=self.counts, violations=self.violations, errors_outstanding=self.errors_outstanding,
-            finished=self.finished,
-        )
-        s["opportunity_records"] = [o.to_dict() for o in self.book.all]
-        return s
-
-    def snapshot(self, t: float | None = None) -> dict:
-        s = self.scores(t)
-        s.pop("opportunity_records")
-        return {"record": "score_snapshot", **s}
 
     # ---------------------------------------------------------------- internals
     def _start(self, v: MeasurementView) -> None:
@@ -604,43 +462,3 @@ class Referee:
         for opp in self.book.new_evidence(ev, t):
             self._opportunity_closed(opp)
         self._out.append(self._legal_set_record(t, None))
-
-    def _legal_set_record(self, t: float, opp: Opportunity | None) -> dict:
-        ev = self.book.evidence
-        return {"record": "legal_set", "episode_id": self.episode_id, "t": t,
-                "opportunity_id": opp.id if opp else -1, "evidence_version": ev.version,
-                "trigger": ev.trigger, "operations": [o.to_dict() for o in ev.legal_set],
-                "state": ev.reference_state}
-
-    def _opportunity_closed(self, opp: Opportunity) -> None:
-        self._event("opportunity_closed", opp.close_time, opportunity_id=opp.id,
-                    evidence_version=opp.evidence_version,
-                    operation=opp.first_choice,
-                    detail={"reason": opp.close_reason, "identified": opp.first_choice is not None,
-                            "correct": opp.choice_correct, "native_scorable": opp.native_scorable})
-
-    def _error(self) -> None:
-        self.errors_outstanding += 1
-
-    def _event(self, category: str, t: float, *, obj: str = "", operation: Operation | None = None,
-               opportunity_id: int = -1, evidence_version: int | None = None, attempt: int = 0,
-               measured_value: float | None = None, detail: dict | None = None) -> dict:
-        self._seq += 1
-        ev = {
-            "record": "event", "episode_id": self.episode_id,
-            "event_id": f"{self.episode_id}:e{self._seq:06d}", "category": category, "t": t,
-            "object": obj, "operation": operation.to_dict() if operation else None,
-            "opportunity_id": opportunity_id,
-            "evidence_version": self.z.evidence_version if evidence_version is None else evidence_version,
-            "attempt": attempt, "measured_value": measured_value, "detail": detail or {},
-        }
-        self.events.append(ev)
-        self.counts[category] += 1
-        self._out.append(ev)
-        return ev
-
-    def _flush(self, t: float) -> list[dict]:
-        out, self._out = self._out, []
-        if any(r["record"] == "event" for r in out) and not self.finished:
-            out.append(self.snapshot(t))
-        return out
