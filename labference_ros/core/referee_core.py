@@ -53,6 +53,22 @@ class RefereeCore:
         """Add the family's own fields to scores.json."""
 
     # inputs ---------------------------------------------------------------------
+    def _begin_step(self, t: float) -> tuple[list[dict] | None, bool, float]:
+        """Before a measurement at t: (records to return instead of stepping, is it the
+        first, seconds since the last). After the end it is only counted; past the
+        deadline it ends the episode at the last measurement; time never goes back."""
+        if self.finished:
+            self.late_inputs["measurement"] += 1
+            return [], False, 0.0
+        if self.deadline_s is not None and t > self.deadline_s + 1e-9:
+            return self.finish(self._last_t if self._last_t is not None else t, "deadline")[:-1], False, 0.0
+        first = self._last_t is None
+        if not first and t < self._last_t - 1e-12:
+            raise ValueError(f"measurement time went backwards: {t} < {self._last_t}")
+        dt = 0.0 if first else t - self._last_t
+        self._last_t = t
+        return None, first, dt
+
     def deliver_observation(self, observation_id: str, t: float, session_id: str | None = None) -> list[dict]:
         """An observation reached the policy. First record returned is the receipt."""
         if self.finished:

@@ -19,8 +19,8 @@ import json
 import math
 import random
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
+from labference_ros.core import instance_lists
 from labference_ros.tasks.centrifuge.contract import TUBES, contract_for
 from labference_ros.tasks.centrifuge.rotor import RotorPose, opposite
 
@@ -137,21 +137,11 @@ def generate_pairs(n_pairs: int, task_seed: int, layout_seed: int, policy_seed: 
     return pairs
 
 
-LIST_SCHEMA = 1
-
 
 def write_instance_list(path, instances, meta: dict | None = None) -> None:
-    """Instances (or pairs, flattened in order) to one JSON file."""
-    flat = []
-    for item in instances:
-        flat += list(item) if isinstance(item, tuple) else [item]
-    data = {"schema": LIST_SCHEMA, "generator": GENERATOR_VERSION, "meta": meta or {},
-            "instances": [json.loads(i.to_json()) for i in flat]}
-    Path(path).write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    """Instances (or pairs, flattened in order) to one JSON file (core.instance_lists)."""
+    instance_lists.write_instance_list(path, instances, GENERATOR_VERSION, meta)
 
 
 def read_instance_list(path) -> list[CentrifugeInstance]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if data.get("schema") != LIST_SCHEMA:
-        raise ValueError(f"unsupported instance list schema {data.get('schema')!r}")
-    return [CentrifugeInstance.from_json(json.dumps(d)) for d in data["instances"]]
+    return instance_lists.read_instance_list(path, CentrifugeInstance.from_json)

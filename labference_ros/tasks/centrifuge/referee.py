@@ -45,16 +45,9 @@ class Referee(RefereeCore):
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
-        if self.finished:
-            self.late_inputs["measurement"] += 1
-            return []
-        if self.deadline_s is not None and m.t > self.deadline_s + 1e-9:
-            return self.finish(self._last_t if self._last_t is not None else m.t, "deadline")[:-1]
-        first = self._last_t is None
-        if not first and m.t < self._last_t - 1e-12:
-            raise ValueError(f"measurement time went backwards: {m.t} < {self._last_t}")
-        dt = 0.0 if first else m.t - self._last_t
-        self._last_t = m.t
+        ended, first, dt = self._begin_step(m.t)
+        if ended is not None:
+            return ended
         z0 = self.z
         if first:
             self.z = replace(z0, evidence_version=1)

@@ -11,19 +11,18 @@ sets at the scored first choice are disjoint.
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from labference_ros.core import instance_lists
 from labference_ros.tasks.weighing.contract import TaskContract, contract_for
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G, STANDARDS
 from labference_ros.tasks.weighing.task_state import Goal, initial_state, legal_set
 
 GENERATOR_VERSION = "weighing-instances-v1"
-LIST_SCHEMA = 1
 LayoutFn = Callable[[int], dict]
 
 
@@ -149,20 +148,12 @@ def generate_pairs(condition: str, n_pairs: int, task_seed: int, layout_seed: in
 
 
 def write_instance_list(path: str | Path, instances, meta: dict | None = None) -> None:
-    """Instances (or pairs, flattened in order) to one JSON file."""
-    flat = []
-    for item in instances:
-        flat += list(item) if isinstance(item, tuple) else [item]
-    data = {"schema": LIST_SCHEMA, "generator": GENERATOR_VERSION, "meta": meta or {},
-            "instances": [json.loads(i.to_json()) for i in flat]}
-    Path(path).write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    """Instances (or pairs, flattened in order) to one JSON file (core.instance_lists)."""
+    instance_lists.write_instance_list(path, instances, GENERATOR_VERSION, meta)
 
 
 def read_instance_list(path: str | Path) -> list[WeighingInstance]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if data.get("schema") != LIST_SCHEMA:
-        raise ValueError(f"unsupported instance list schema {data.get('schema')!r}")
-    return [WeighingInstance.from_json(json.dumps(d)) for d in data["instances"]]
+    return instance_lists.read_instance_list(path, WeighingInstance.from_json)
 
 
 def pairs_of(instances) -> list[tuple[WeighingInstance, WeighingInstance]]:
