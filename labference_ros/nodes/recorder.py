@@ -6,7 +6,9 @@ the simulator reset, so the bag holds the episode from its first message) and
 /recorder/finish_episode (after the referee's finish, so the final events are
 in the bag). The bag is closed cleanly on finish, on a new start and on SIGTERM.
 A start answers once every publisher the graph announces is matched (at most
-match_timeout_s), so a recorder started with the graph misses no first message.
+match_timeout_s), so a recorder started with the graph misses no first message;
+the topics the audit re-scores from are read transient local, so that a writer
+that matches the recorder late still delivers what it sent before.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
 from labference_ros.recording.episode_meta import episode_custom_data
-from labference_ros.recording.topics import LATCHED_TOPICS, RECORDED_TOPICS, wanted
+from labference_ros.recording.topics import DURABLE_TOPICS, LATCHED_TOPICS, RECORDED_TOPICS, wanted
 from labference_ros.tasks import family as task_family
 
 
@@ -83,7 +85,7 @@ class Recorder(Node):
         self.enabled = bool(self.declare_parameter("enabled", True).value)
         if self.enabled:
             for topic, msgtype in RECORDED_TOPICS.items():
-                self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS)
+                self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS, durable=topic in DURABLE_TOPICS)
             self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
         # Its own callback group: while finishing awaits the referee's episode_end,
@@ -92,7 +94,8 @@ class Recorder(Node):
                             callback_group=MutuallyExclusiveCallbackGroup())
 
     # subscriptions ------------------------------------------------------------
-    def _subscribe(self, topic: str, msgtype: str, latched: bool = False, best_effort: bool = False) -> None:
+    def _subscribe(self, topic: str, msgtype: str, latched: bool = False, best_effort: bool = False,
+                   durable: bool = False) -> None:
         try:
             cls = msg_class(msgtype)
         except (ImportError, AttributeError, ValueError):
@@ -100,8 +103,10 @@ class Recorder(Node):
             self.types[topic] = ""
             return
         # Latched: one sample per publisher (depth 10 keeps those of several publishers).
+        # Durable: a late match still delivers what the writer sent before it.
         qos = QoSProfile(depth=10 if latched else 1000,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+                         durability=(DurabilityPolicy.TRANSIENT_LOCAL if latched or durable
+                                     else DurabilityPolicy.VOLATILE),
                          reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE)
         self.types[topic] = msgtype
         self.subscriptions_by_topic[topic] = self.create_subscription(
@@ -109,6 +114,7 @@ class Recorder(Node):
 
     def _discover(self) -> None:
         """Subscribe topics that appeared in the graph (Oracle outputs, extra cameras)."""
+        self._accept_volatile_writers()
         for topic, msgtypes in self.get_topic_names_and_types():
             if topic in self.types or not wanted(topic) or len(msgtypes) != 1:
                 continue
@@ -118,6 +124,20 @@ class Recorder(Node):
             latched = all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in offered)
             best_effort = any(p.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT for p in offered)
             self._subscribe(topic, msgtypes[0], latched=latched, best_effort=best_effort)
+
+    def _accept_volatile_writers(self) -> None:
+        """A durable topic that a volatile publisher serves (another graph's node)
+        is read volatile instead: a transient-local reader would never match it."""
+        for topic in DURABLE_TOPICS:
+            sub = self.subscriptions_by_topic.get(topic)
+            if sub is None or sub.qos_profile.durability != DurabilityPolicy.TRANSIENT_LOCAL:
+                continue
+            offered = self.get_publishers_info_by_topic(topic)
+            if any(p.qos_profile.durability == DurabilityPolicy.VOLATILE for p in offered):
+                self.get_logger().warning(f"{topic}: a volatile publisher; recording it volatile "
+                                          f"(samples sent before matching can be lost)")
+                self.destroy_subscription(sub)
+                self._subscribe(topic, self.types[topic])
 
     def _offered(self, topic: str) -> list[OfferedQos]:
         out = []

@@ -46,6 +46,13 @@ RECORDED_PATTERNS = ("/cameras/*", "/oracle/*", "/policy/*", "/referee/*", "/eva
 # description, static transforms).
 LATCHED_TOPICS = ("/balance/tare", "/robot_description", "/tf_static")
 
+# Topics the audit re-scores from, published transient local (nodes.matching.
+# measurement_qos, the receipts). The recorder asks for transient local too: DDS
+# matches writer and reader separately, and a volatile reader loses what a writer
+# sent before the writer side had matched it (under load, an episode's first second).
+DURABLE_TOPICS = ("/balance/wrench", "/balance/reading", "/evaluator/world_state", "/policy/receipts",
+                  "/referee/receipts")
+
 
 def wanted(topic: str) -> bool:
     return topic in RECORDED_TOPICS or any(fnmatch.fnmatchcase(topic, p) for p in RECORDED_PATTERNS)

@@ -3,6 +3,9 @@
 usage: recorder_probe.py hashes BAG_DIR    -> "HASH <topic> <bag hash> <middleware hash>" and
                                               "DESER <topic> <ok|error>" per topic (rclpy.serialization)
        recorder_probe.py start OUTPUT_DIR  -> calls /recorder/start_episode, prints "STARTED <success>"
+       recorder_probe.py first_world OUTPUT_DIR -> starts an episode, then publishes one world state
+                                              from a new publisher at once (before any matching) and
+                                              finishes the episode; prints "FINISHED <success>"
 """
 from __future__ import annotations
 
@@ -67,5 +70,44 @@ def start(out_dir: str) -> None:
     rclpy.shutdown()
 
 
+def _call(rclpy, node, client, request):
+    if not client.wait_for_service(timeout_sec=60):
+        return None
+    fut = client.call_async(request)
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=60)
+    return fut.result() if fut.done() else None
+
+
+def first_world(out_dir: str) -> None:
+    from labference.msg import WorldState
+    from labference.srv import FinishEpisode, StartEpisode
+
+    from labference_ros.nodes.matching import measurement_qos
+    from labference_ros.tasks.weighing.instances import generate
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("recorder_probe")
+    instance = generate("basic", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
+    started = _call(rclpy, node, node.create_client(StartEpisode, "/recorder/start_episode"),
+                    StartEpisode.Request(episode_id="ep_first", instance_json=instance.to_json(),
+                                         output_dir=out_dir, run_json=json.dumps({"run_id": "probe"})))
+    if started is None or not started.success:
+        print(f"FINISHED start_failed {started and started.message}", flush=True)
+        return
+    # As lab_sim after a reset under load: the episode's first state leaves before
+    # discovery has matched the writer (a participant of its own, just created).
+    publisher_context = rclpy.Context()
+    rclpy.init(context=publisher_context)
+    publisher_node = rclpy.create_node("first_world", context=publisher_context)
+    publisher_node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200)).publish(WorldState())
+    time.sleep(3.0)  # the recorder matches meanwhile
+    finished = _call(rclpy, node, node.create_client(FinishEpisode, "/recorder/finish_episode"),
+                     FinishEpisode.Request(episode_id="ep_first", reason="completed", sim_time=0.0))
+    print(f"FINISHED {finished.success if finished else 'timeout'}", flush=True)
+    publisher_node.destroy_node()
+    rclpy.shutdown(context=publisher_context)
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
-    {"hashes": hashes, "start": start}[sys.argv[1]](sys.argv[2])
+    {"hashes": hashes, "start": start, "first_world": first_world}[sys.argv[1]](sys.argv[2])

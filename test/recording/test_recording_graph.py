@@ -254,6 +254,25 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
     assert json.loads(reader.custom["finish"])["status"] == "recorder_shutdown"
 
 
+@pytest.mark.slow
+def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, ros_env):
+    # lab_sim's first state after a reset can leave before DDS has matched its writer
+    # with the recorder's reader; the audit re-scores from it, so the bag must hold it.
+    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + 61))
+    recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p", "videos:=false"],
+                    env=env)
+    try:
+        probe = Proc([sys.executable, str(PROBE), "first_world", str(tmp_path / "ep")], env=env)
+        assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
+        probe.stop()
+    finally:
+        assert recorder.stop() == 0
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
+    assert topics.count("/evaluator/world_state") == 1, topics
+
+
 def tampered_copy(src: pathlib.Path, dst: pathlib.Path, edit) -> pathlib.Path:
     """Copy an episode's records and rewrite its bag through ``edit(topic, msgtype, t, data)``,
     which returns new bytes or None to drop the message."""
