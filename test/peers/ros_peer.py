@@ -2,11 +2,14 @@
 
 talk:   publish BalanceReading on /peer/reading at 20 Hz with raw_g = 1, 2, 3, ...
 listen: print each received raw_g as a line "RECEIVED <raw_g> <source>"; exit after N
+balance: print each /balance/reading as "READING <json>" (valid, stable, overload, displayed_g,
+        invalid_reason, source); runs until stopped
 serve:  serve labference/srv/Advance on /peer/advance (sim_time = 2 * duration_s)
 call:   wait for /peer/advance, call it once, print "RESPONSE <sim_time>"
 """
 from __future__ import annotations
 
+import json
 import sys
 
 from labference_ros.nodes.runtime import run_node
@@ -29,6 +32,10 @@ def make(mode: str, count: int):
                 self.create_timer(0.05, self.tick)
             elif mode == "listen":
                 self.create_subscription(BalanceReading, "/peer/reading", self.on_reading, 10)
+            elif mode == "balance":
+                from labference_ros.nodes.matching import measurement_qos
+
+                self.create_subscription(BalanceReading, "/balance/reading", self.on_balance, measurement_qos(200))
             elif mode == "serve":
                 self.create_service(Advance, "/peer/advance", self.on_advance)
             elif mode == "call":
@@ -48,6 +55,12 @@ def make(mode: str, count: int):
             self.n += 1
             if self.n >= count:
                 self.done = True
+
+        def on_balance(self, msg):
+            fields = {"valid": msg.valid, "stable": msg.stable, "overload": msg.overload,
+                      "displayed_g": None if msg.displayed_g != msg.displayed_g else msg.displayed_g,
+                      "invalid_reason": msg.invalid_reason, "source": msg.source}
+            print("READING " + json.dumps(fields), flush=True)
 
         def on_advance(self, request, response):
             response.success = True

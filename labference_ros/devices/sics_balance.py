@@ -1,0 +1,112 @@
+"""A Mettler-Toledo balance on a serial port (MT-SICS, pyserial).
+
+Every call returns: a reply the balance refused, a reply that never came and a
+port that vanished all become an invalid reading whose reason names the device
+and the cause, so the referee records a validity event and the episode goes on.
+A lost port is reopened at most every `reconnect_interval_s` (the same path:
+real adapters keep their /dev/serial/by-id name when plugged in again).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import serial
+
+from labference_ros.core.measurements import BalanceMeasurement
+from labference_ros.devices import mt_sics
+
+NAN = float("nan")
+
+
+class SicsError(Exception):
+    """The exchange failed (no reply, unreadable reply, or the port is gone)."""
+
+
+class SicsBalance:
+    def __init__(self, port: str, *, baudrate: int = 9600, reply_timeout_s: float = 1.0,
+                 reconnect_interval_s: float = 0.5):
+        self.port = port
+        self.baudrate = baudrate
+        self.reply_timeout_s = reply_timeout_s
+        self.reconnect_interval_s = reconnect_interval_s
+        self._serial: serial.Serial | None = None
+        self._last_attempt = -math.inf
+        self.connections = 0  # successful opens (a reconnection counts again)
+
+    @property
+    def source(self) -> str:
+        """BalanceReading.source for this device."""
+        return f"mt_sics:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        return self._serial is not None
+
+    def close(self) -> None:
+        if self._serial is not None:
+            try:
+                self._serial.close()
+            except (OSError, serial.SerialException):
+                pass
+        self._serial = None
+
+    # ------------------------------------------------------------------ exchange
+    def _open(self) -> serial.Serial:
+        if self._serial is not None:
+            return self._serial
+        now = time.monotonic()
+        if now - self._last_attempt < self.reconnect_interval_s:
+            raise SicsError(f"port {self.port} unavailable (retrying)")
+        self._last_attempt = now
+        try:
+            self._serial = serial.Serial(self.port, self.baudrate, timeout=self.reply_timeout_s,
+                                         write_timeout=self.reply_timeout_s)
+        except (OSError, serial.SerialException, ValueError) as exc:
+            raise SicsError(f"port {self.port} unavailable: {exc}") from exc
+        self.connections += 1
+        return self._serial
+
+    def query(self, command: str) -> mt_sics.Reply:
+        """Send one command, read its one-line reply."""
+        port = self._open()
+        try:
+            port.reset_input_buffer()  # a late reply to an earlier command is not this one's
+            port.write(mt_sics.encode(command))
+            line = port.read_until(mt_sics.TERMINATOR)
+        except (OSError, serial.SerialException) as exc:
+            self.close()
+            raise SicsError(f"port {self.port} lost: {exc}") from exc
+        if not line.endswith(b"\n"):
+            raise SicsError(f"no reply to {command} within {self.reply_timeout_s:g} s")
+        try:
+            return mt_sics.parse(line, command)
+        except mt_sics.ReplyFormatError as exc:
+            raise SicsError(f"unreadable reply: {exc}") from exc
+
+    # ------------------------------------------------------------------ readings
+    def read(self, immediate: bool = True) -> BalanceMeasurement:
+        """One reading: SI (the current value, stable or not) or S (waits for stability)."""
+        command = "SI" if immediate else "S"
+        try:
+            reply = self.query(command)
+        except SicsError as exc:
+            return _invalid(f"{self.source}: {exc}")
+        if reply.status == mt_sics.OVERLOAD and not reply.error:
+            return BalanceMeasurement(raw_g=NAN, filtered_g=NAN, displayed_g=NAN, stable=False, overload=True)
+        if not reply.ok or reply.value_g is None:
+            return _invalid(f"{self.source}: {reply.describe()}")
+        value = reply.value_g
+        return BalanceMeasurement(raw_g=value, filtered_g=value, displayed_g=value,
+                                  stable=reply.status == mt_sics.STABLE)
+
+    def zero(self) -> mt_sics.Reply:
+        return self.query("Z")
+
+    def tare(self) -> mt_sics.Reply:
+        return self.query("T")
+
+
+def _invalid(reason: str) -> BalanceMeasurement:
+    return BalanceMeasurement(raw_g=NAN, filtered_g=NAN, displayed_g=NAN, stable=False, valid=False,
+                              invalid_reason=reason)

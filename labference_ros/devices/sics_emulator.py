@@ -1,0 +1,185 @@
+"""A balance that speaks MT-SICS on a pseudo-terminal: the driver's test peer,
+and the rehearsal's stand-in for the real balance.
+
+It listens on the master side of a pty and publishes the slave under a fixed
+path (a symbolic link, as udev's /dev/serial/by-id names a real adapter), so a
+driver opens it like any serial port. The load comes from `set_load_g` or from
+a callable (the simulator's load cell in a rehearsal). Faults a real balance
+shows can be switched on: a mute balance (no reply), a slow one, a busy one, a
+model that lacks a command, a port that disappears and comes back under the same
+name.
+"""
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+import tty
+from pathlib import Path
+from typing import Callable
+
+from labference_ros.devices import mt_sics
+
+
+class SicsBalanceEmulator:
+    def __init__(self, link: str | Path, *, capacity_g: float = 620.0, decimals: int = 2,
+                 settle_s: float = 0.3, stability_timeout_s: float = 1.0, underload_g: float = -5.0,
+                 serial_number: str = "0000000001", load_source: Callable[[], float] | None = None):
+        self.link = Path(link)
+        self.capacity_g = capacity_g
+        self.decimals = decimals
+        self.settle_s = settle_s
+        self.stability_timeout_s = stability_timeout_s
+        self.underload_g = underload_g
+        self.serial_number = serial_number
+        self.load_source = load_source
+        self.mute = False        # read commands, answer nothing (the driver times out)
+        self.busy = False        # answer every weight and zero/tare command with "I"
+        self.unsupported: set[str] = set()  # commands this model lacks (answered ES)
+        self.reply_delay_s = 0.0  # a slow balance: replies leave this much later
+        self.received: list[str] = []
+        self._load_g = 0.0
+        self._changed_at = time.monotonic()
+        self._zero_g = 0.0
+        self._tare_g = 0.0
+        self._lock = threading.Lock()
+        self._master: int | None = None
+        self._slave: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> "SicsBalanceEmulator":
+        self._open_port()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._serve, name="sics-emulator", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._close_port()
+
+    def disconnect(self) -> None:
+        """The cable is pulled: the port vanishes (reads on the driver's side fail)."""
+        with self._lock:
+            self._close_port()
+
+    def reconnect(self) -> None:
+        """Plugged in again: a new pty under the same name."""
+        with self._lock:
+            self._open_port()
+
+    def set_load_g(self, grams: float) -> None:
+        with self._lock:
+            if grams != self._load_g:
+                self._load_g = float(grams)
+                self._changed_at = time.monotonic()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # ------------------------------------------------------------------ port
+    def _open_port(self) -> None:
+        self._master, self._slave = os.openpty()
+        tty.setraw(self._slave)  # no CR/LF translation, no echo: bytes as on a wire
+        tmp = self.link.with_name(self.link.name + ".new")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(os.ttyname(self._slave))
+        tmp.replace(self.link)
+
+    def _close_port(self) -> None:
+        self.link.unlink(missing_ok=True)
+        for fd in (self._master, self._slave):
+            if fd is not None:
+                os.close(fd)
+        self._master = self._slave = None
+
+    # ------------------------------------------------------------------ serving
+    def _serve(self) -> None:
+        pending = b""
+        while not self._stop.is_set():
+            master = self._master
+            if master is None:
+                time.sleep(0.02)
+                pending = b""
+                continue
+            try:
+                ready, _, _ = select.select([master], [], [], 0.05)
+                if not ready:
+                    continue
+                pending += os.read(master, 256)
+            except OSError:  # disconnected meanwhile (closed fd), or the reader went away
+                time.sleep(0.02)
+                continue
+            while b"\n" in pending:
+                raw, pending = pending.split(b"\n", 1)
+                command = raw.rstrip(b"\r").decode("ascii", errors="replace")
+                self.received.append(command)
+                reply = "ES" if command.strip() in self.unsupported else self._answer(command)
+                if self.reply_delay_s > 0:
+                    time.sleep(self.reply_delay_s)
+                if reply is not None and not self.mute:
+                    try:
+                        os.write(master, reply.encode("ascii") + mt_sics.TERMINATOR)
+                    except OSError:
+                        pass
+
+    def _load(self) -> tuple[float, bool]:
+        """(gross load in grams, settled) now."""
+        if self.load_source is not None:
+            self.set_load_g(self.load_source())
+        with self._lock:
+            return self._load_g, time.monotonic() - self._changed_at >= self.settle_s
+
+    def _wait_stable(self) -> tuple[float, bool]:
+        deadline = time.monotonic() + self.stability_timeout_s
+        load, settled = self._load()
+        while not settled and time.monotonic() < deadline and not self._stop.is_set():
+            time.sleep(0.01)
+            load, settled = self._load()
+        return load, settled
+
+    def _range(self, ident: str, load: float) -> str | None:
+        if load > self.capacity_g:
+            return f"{ident} {mt_sics.OVERLOAD}"
+        if load < self.underload_g:
+            return f"{ident} {mt_sics.UNDERLOAD}"
+        return None
+
+    def _answer(self, command: str) -> str | None:
+        ident = command.strip()
+        if ident in ("S", "SI", "Z", "T") and self.busy:
+            return f"{mt_sics.reply_id(ident)} {mt_sics.BUSY}"
+        if ident == "SI":
+            load, settled = self._load()
+            status = mt_sics.STABLE if settled else mt_sics.DYNAMIC
+            return self._range("S", load) or mt_sics.format_weight(
+                "S", status, load - self._zero_g - self._tare_g, decimals=self.decimals)
+        if ident in ("S", "Z", "T"):
+            load, settled = self._wait_stable()
+            out_of_range = self._range(ident, load)
+            if out_of_range:
+                return out_of_range
+            if not settled:
+                return f"{ident} {mt_sics.BUSY}"
+            if ident == "Z":
+                self._zero_g, self._tare_g = load, 0.0
+                return "Z A"
+            if ident == "T":
+                self._tare_g = load - self._zero_g
+                return mt_sics.format_weight("T", mt_sics.STABLE, self._tare_g, decimals=self.decimals)
+            return mt_sics.format_weight("S", mt_sics.STABLE, load - self._zero_g - self._tare_g,
+                                         decimals=self.decimals)
+        if ident == "@":
+            self._tare_g = 0.0
+            return f'I4 A "{self.serial_number}"'
+        if ident == "I4":
+            return f'I4 A "{self.serial_number}"'
+        return "ES"

@@ -1,0 +1,159 @@
+"""The MT-SICS driver against a balance emulator on a pseudo-terminal: every
+reply a real balance gives, and every way the exchange fails, as readings the
+referee can use (valid ones) or record (validity events)."""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from labference_ros.devices.sics_balance import SicsBalance
+from labference_ros.devices.sics_emulator import SicsBalanceEmulator
+from labference_ros.tasks import family
+from labference_ros.tasks.weighing.synthetic_world import SyntheticWorld
+
+SETTLE_S = 0.2
+
+
+@pytest.fixture
+def rig(tmp_path):
+    emulator = SicsBalanceEmulator(tmp_path / "balance", settle_s=SETTLE_S, stability_timeout_s=0.5).start()
+    driver = SicsBalance(str(tmp_path / "balance"), reply_timeout_s=0.3, reconnect_interval_s=0.1)
+    yield emulator, driver
+    driver.close()
+    emulator.stop()
+
+
+def _settled(driver: SicsBalance):
+    time.sleep(SETTLE_S + 0.05)
+    return driver.read()
+
+
+def test_a_changing_load_reads_dynamic_then_stable(rig):
+    emulator, driver = rig
+    emulator.set_load_g(150.0)
+    moving = driver.read()
+    assert moving.valid and not moving.stable and moving.displayed_g == 150.0
+    settled = _settled(driver)
+    assert settled.valid and settled.stable and settled.displayed_g == 150.0
+    assert emulator.received[-2:] == ["SI", "SI"]
+
+
+def test_zero_and_tare_shift_the_net_value(rig):
+    emulator, driver = rig
+    emulator.set_load_g(30.0)
+    time.sleep(SETTLE_S + 0.05)
+    assert driver.zero().status == "A"
+    emulator.set_load_g(40.0)
+    time.sleep(SETTLE_S + 0.05)
+    assert driver.tare().value_g == pytest.approx(10.0)
+    emulator.set_load_g(65.0)
+    assert _settled(driver).displayed_g == pytest.approx(25.0)
+
+
+def test_an_overload_is_flagged_not_read(rig):
+    emulator, driver = rig
+    emulator.set_load_g(700.0)
+    reading = driver.read()
+    assert reading.valid and reading.overload and not reading.stable
+    assert reading.displayed_g != reading.displayed_g  # no value: the balance gave none
+
+
+@pytest.mark.parametrize("fault, cause", [
+    ("mute", "no reply to SI within 0.3 s"),
+    ("unsupported", "ES (syntax error"),
+    ("busy", "S I (command not executable"),
+    ("underload", "S - (underload)"),
+])
+def test_a_refused_or_missing_reply_is_an_invalid_reading_naming_device_and_cause(rig, fault, cause):
+    emulator, driver = rig
+    emulator.set_load_g(100.0)
+    assert _settled(driver).valid
+    if fault == "mute":
+        emulator.mute = True
+    elif fault == "unsupported":
+        emulator.unsupported = {"SI"}
+    elif fault == "busy":
+        emulator.busy = True
+    else:
+        emulator.set_load_g(-20.0)
+    reading = driver.read()
+    assert not reading.valid and not reading.stable
+    assert reading.invalid_reason.startswith(driver.source + ": ") and cause in reading.invalid_reason
+    emulator.mute, emulator.unsupported, emulator.busy = False, set(), False
+    emulator.set_load_g(100.0)
+    again = _settled(driver)
+    assert again.valid and again.displayed_g == 100.0
+
+
+def test_a_late_reply_is_never_taken_for_the_next_one(rig):
+    emulator, driver = rig
+    emulator.set_load_g(10.0)
+    time.sleep(SETTLE_S + 0.05)
+    emulator.reply_delay_s = 0.5  # answers after the driver gave up
+    assert "no reply" in driver.read().invalid_reason
+    emulator.set_load_g(20.0)
+    time.sleep(0.6)  # the late "10.00" is in the port now
+    emulator.reply_delay_s = 0.0
+    assert driver.read().displayed_g == 20.0
+
+
+def test_a_port_that_disappears_mid_episode_is_reported_and_reopened(rig):
+    emulator, driver = rig
+    emulator.set_load_g(50.0)
+    assert _settled(driver).valid
+    emulator.disconnect()
+    lost = [driver.read() for _ in range(3)]
+    assert all(not r.valid for r in lost)
+    assert "lost" in lost[0].invalid_reason or "unavailable" in lost[0].invalid_reason
+    assert any("unavailable" in r.invalid_reason for r in lost)
+    emulator.reconnect()
+    deadline = time.monotonic() + 5
+    back = driver.read()
+    while not back.valid and time.monotonic() < deadline:
+        time.sleep(0.05)
+        back = driver.read()
+    assert back.valid and back.displayed_g == 50.0
+    assert driver.connections == 2
+
+
+def test_each_device_fault_becomes_a_recorded_validity_event_and_the_episode_goes_on(rig):
+    """The weighing referee, fed the driver's readings: faults are validity (or safety)
+    events with their cause, and the episode still finishes with scores."""
+    emulator, driver = rig
+    weighing = family("feedback_weighing")
+    instance = weighing.generate("basic", 1, task_seed=3, layout_seed=3, policy_seed=0)[0]
+    referee = weighing.make_referee(weighing.contract_for("basic"), instance, episode_id="ep_rig",
+                                    session_id="ep_rig")
+    world = SyntheticWorld(instance)
+    records: list[dict] = []
+
+    def step(seconds: float = 0.1):
+        world.run(seconds)
+        records.extend(referee.step(replace(world.measure(), balance=driver.read())))
+
+    emulator.set_load_g(world.measure().balance.raw_g)
+    time.sleep(SETTLE_S + 0.05)
+    step()
+    emulator.mute = True
+    step()
+    emulator.mute = False
+    step()
+    emulator.unsupported = {"SI"}
+    step()
+    emulator.unsupported = set()
+    step()
+    emulator.disconnect()
+    step()
+    emulator.reconnect()
+    time.sleep(0.15)
+    step()
+    emulator.set_load_g(700.0)
+    step()
+    records.extend(referee.finish(world.t + 0.1, "policy_stop"))
+    reasons = [r["detail"]["reason"] for r in records if r.get("record") == "event" and r["category"] == "validity"]
+    assert [driver.source in r for r in reasons] == [True] * 3, reasons
+    assert "no reply to SI" in reasons[0] and "ES (syntax error" in reasons[1] and "lost" in reasons[2]
+    assert any(r.get("category") == "safety_violation" and r["detail"]["reason"] == "overload" for r in records)
+    assert records[-1]["record"] == "scores" and "overload" in records[-1]["violations"]
