@@ -1,0 +1,246 @@
+"""The referee's world measurements from what a real cell senses (pure).
+
+A physical cell has no contact sensors and no privileged object state. What it
+has: object poses from fiducial markers on calibrated cameras, the robot's joint
+states through its kinematic model (the fingertip centre), the gripper's width
+and command, and the balance. This module turns one such sensor frame at a time
+into the WorldMeasurement the weighing referee consumes, deriving the contacts
+the referee reads support from:
+
+- an object whose bottom sits on the pan surface, well inside the pan, touches
+  the pan; one whose footprint crosses the pan's edge, or that is tilted near
+  it, touches the pan and the balance body (ambiguous: never pan support);
+  one at table height off the balance touches the table;
+- a closed gripper whose width matches an object's diameter, centred on it,
+  holds it (both fingers); while held, an object the hand hides follows the
+  fingertips by the offset it had when last seen;
+- fingertips at or below the pan surface over the pan press it (robot on pan).
+
+Uncertainty is explicit, never a guess. A marker not seen for longer than
+`marker_timeout_s` (and not in the hand) keeps its last pose and contacts, and
+the measurement's balance reading is marked invalid with the reason, so the
+referee records a validity event and takes no reading from it. A stable
+reading whose change since the last consistent one differs from the change in
+the tracked standards' nominal masses on the pan is marked invalid the same
+way. Loads the estimator cannot predict suspend that check: the sample (its
+mass is what is being weighed) joining or leaving the pan, and an object in
+ambiguous support (a weight on the rim carries part of its mass).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from labference_ros.cell.description import CellDescription, weighing_cell
+from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE,
+                                              BalanceMeasurement, ObjectMeasurement, WorldMeasurement)
+from labference_ros.tasks.weighing.layout import pan_slot
+from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+ESTIMATOR = "estimator"  # prefix of every invalid reason this module gives
+
+
+@dataclass(frozen=True)
+class SensorFrame:
+    """Everything a real cell measures at one instant."""
+
+    t: float
+    markers: dict[str, tuple[Vec3, Quat]]  # objects whose marker is seen now: (centre, w-x-y-z)
+    fingertip: Vec3                         # centre between the fingertips (forward kinematics)
+    gripper_width: float                    # metres between the fingers
+    gripper_closing: bool                   # the last gripper command closes or grasps
+    balance: BalanceMeasurement | None
+
+
+@dataclass(frozen=True)
+class EstimatorParameters:
+    version: str = "sensor-estimator-v1"
+    marker_timeout_s: float = 0.15      # unseen for longer: the object's state is unknown
+    height_tolerance_m: float = 0.006   # object bottom vs. a surface
+    tilt_limit_deg: float = 10.0        # more, near the pan: leaning on the rim
+    grasp_width_tolerance_m: float = 0.006
+    grasp_reach_m: float = 0.03         # fingertips to object centre, for a grasp
+    hand_on_pan_margin_m: float = 0.01  # fingertips this close above the pan surface press it
+    reading_tolerance_g: float = 0.5
+    reading_tolerance_rel: float = 0.02
+
+
+@dataclass
+class _Track:
+    position: Vec3
+    orientation: Quat
+    seen_t: float
+    held_offset: Vec3 | None = None  # object centre minus fingertips, while held
+    contacts: tuple[str, ...] = ()
+    speed: float = 0.0
+
+
+@dataclass
+class SensorWorldEstimator:
+    """Feed frames in time order; each gives one WorldMeasurement."""
+
+    balance_xy: tuple[float, float]
+    initial_positions: dict[str, Vec3]  # every tracked object, where the instance puts it
+    params: EstimatorParameters = field(default_factory=EstimatorParameters)
+    cell: CellDescription = field(default_factory=weighing_cell)
+
+    def __post_init__(self):
+        t = self.cell.table
+        self.table_top_z = t.centre[2] + t.half_size[2]
+        self.tracks = {name: _Track(tuple(p), (1.0, 0.0, 0.0, 0.0), -math.inf)
+                       for name, p in self.initial_positions.items()}
+        self.last_t: float | None = None
+        self._baseline: tuple[float, frozenset[str]] | None = None  # (reading, standards on pan)
+
+    @classmethod
+    def for_instance(cls, instance, params: EstimatorParameters | None = None) -> "SensorWorldEstimator":
+        """Tracks start where the instance sets the objects up (the operator's set-up, checked
+        against the first frames)."""
+        cell = weighing_cell()
+        table_top = cell.table.centre[2] + cell.table.half_size[2]
+        balance_xy = tuple(instance.layout["balance"])
+        start: dict[str, Vec3] = {}
+        for name in (*STANDARD_MASSES_G, SAMPLE):
+            shape = cell.objects[name]
+            if name == SAMPLE or name in instance.initial_on_pan:
+                xy = instance.layout[SAMPLE] if name == SAMPLE else pan_slot(name, balance_xy)
+                start[name] = (xy[0], xy[1], cell.balance.pan_top_z + shape.height / 2)
+            else:
+                xy = instance.layout[name]
+                start[name] = (xy[0], xy[1], table_top + shape.height / 2)
+        return cls(balance_xy=balance_xy, initial_positions=start, params=params or EstimatorParameters(),
+                   cell=cell)
+
+    # ------------------------------------------------------------------ one frame
+    def estimate(self, frame: SensorFrame) -> WorldMeasurement:
+        dt = 0.0 if self.last_t is None else frame.t - self.last_t
+        if dt < 0:
+            raise ValueError(f"sensor frame time went backwards: {frame.t} < {self.last_t}")
+        self.last_t = frame.t
+        unknown: list[str] = []
+        for name, track in self.tracks.items():
+            seen = frame.markers.get(name)
+            before = track.position
+            if seen is not None:
+                track.position, track.orientation = tuple(seen[0]), tuple(seen[1])
+                track.seen_t = frame.t
+            elif track.held_offset is not None and self._still_closed_on(name, frame):
+                track.position = _add(frame.fingertip, track.held_offset)  # in the hand, hidden by it
+            elif frame.t - track.seen_t > self.params.marker_timeout_s:
+                unknown.append(name)
+            track.speed = math.dist(before, track.position) / dt if dt > 0 else 0.0
+            if name not in unknown:
+                track.contacts = self._contacts(name, track, frame)
+                held = LEFT_FINGER in track.contacts
+                track.held_offset = _sub(track.position, frame.fingertip) if held else None
+        objects = {name: ObjectMeasurement(name=name, kind="sample" if name == SAMPLE else "standard",
+                                           position=tr.position, orientation=tr.orientation,
+                                           linear_speed=tr.speed, angular_speed=0.0, contacts=tr.contacts)
+                   for name, tr in self.tracks.items()}
+        pan_contacts = tuple(n for n, tr in self.tracks.items() if PAN in tr.contacts)
+        if self._fingertips_press_pan(frame.fingertip):
+            pan_contacts += (ROBOT,)
+        balance = self._checked_balance(frame, unknown)
+        return WorldMeasurement(t=frame.t, objects=objects, gripper_width=frame.gripper_width,
+                                gripper_closing=frame.gripper_closing, pan_contacts=pan_contacts,
+                                balance=balance)
+
+    # ------------------------------------------------------------------ contacts
+    def _shape(self, name: str):
+        return self.cell.objects[name]
+
+    def _still_closed_on(self, name: str, frame: SensorFrame) -> bool:
+        shape = self._shape(name)
+        return (frame.gripper_closing
+                and abs(frame.gripper_width - 2 * shape.radius) <= self.params.grasp_width_tolerance_m)
+
+    def _contacts(self, name: str, track: _Track, frame: SensorFrame) -> tuple[str, ...]:
+        p = self.params
+        shape = self._shape(name)
+        out: list[str] = []
+        if (self._still_closed_on(name, frame)
+                and math.dist(track.position, frame.fingertip) <= p.grasp_reach_m):
+            out += [LEFT_FINGER, RIGHT_FINGER]
+        tilt = math.radians(_tilt_deg(track.orientation))
+        # The cylinder's lowest point (an upright one: its bottom face).
+        bottom = track.position[2] - (shape.height / 2 * math.cos(tilt) + shape.radius * math.sin(tilt))
+        off_centre = math.dist(track.position[:2], self.balance_xy)
+        pan = self.cell.balance
+        tilted = math.degrees(tilt) > p.tilt_limit_deg
+        on_pan_level = abs(bottom - pan.pan_top_z) <= p.height_tolerance_m
+        near_pan = off_centre < pan.pan_radius + shape.radius
+        if on_pan_level and near_pan and (tilted or off_centre > pan.pan_radius - shape.radius / 2):
+            out += [PAN, BALANCE_BODY]  # leaning on the rim, or hanging over the edge
+        elif on_pan_level and off_centre <= pan.pan_radius - shape.radius / 2:
+            out.append(PAN)
+        elif abs(bottom - self.table_top_z) <= p.height_tolerance_m and not self._over_balance(track.position):
+            out.append(TABLE)
+        return tuple(out)
+
+    def _over_balance(self, position: Vec3) -> bool:
+        b = self.cell.balance
+        behind, front = b.footprint_half_x
+        dx, dy = position[0] - self.balance_xy[0], position[1] - self.balance_xy[1]
+        return -behind <= dx <= front and abs(dy) <= b.housing_half_y
+
+    def _fingertips_press_pan(self, fingertip: Vec3) -> bool:
+        pan = self.cell.balance
+        return (math.dist(fingertip[:2], self.balance_xy) <= pan.pan_radius
+                and fingertip[2] <= pan.pan_top_z + self.params.hand_on_pan_margin_m)
+
+    # ------------------------------------------------------------------ balance
+    def _checked_balance(self, frame: SensorFrame, unknown: list[str]) -> BalanceMeasurement | None:
+        b = frame.balance
+        if b is None or not b.valid or b.overload:
+            return b
+        if unknown:
+            return _invalid(b, f"{ESTIMATOR}: marker of {', '.join(sorted(unknown))} not seen for over "
+                               f"{self.params.marker_timeout_s:g} s; support unknown")
+        if not b.stable:
+            return b
+        supports = {n: tr.contacts for n, tr in self.tracks.items()}
+        if any(LEFT_FINGER in c or ROBOT in c for c in supports.values()) or self._fingertips_press_pan(
+                frame.fingertip):
+            return b  # the hand loads or unloads the pan: no consistent reading to compare
+        if any(BALANCE_BODY in c and PAN in c for c in supports.values()):
+            self._baseline = None  # a partial load: nothing to predict, start again when it is gone
+            return b
+        on_pan = frozenset(n for n, c in supports.items() if PAN in c)
+        if self._baseline is None or (SAMPLE in on_pan) != (SAMPLE in self._baseline[1]):
+            self._baseline = (b.displayed_g, on_pan)  # the sample's mass is unknown: a new reference
+            return b
+        reading0, pan0 = self._baseline
+        predicted = _nominal(on_pan) - _nominal(pan0)
+        measured = b.displayed_g - reading0
+        tolerance = max(self.params.reading_tolerance_g, self.params.reading_tolerance_rel * abs(predicted))
+        if abs(measured - predicted) > tolerance:
+            return _invalid(b, f"{ESTIMATOR}: reading changed by {measured:+.1f} g, the tracked standards on the "
+                               f"pan by {predicted:+.1f} g; which weights the pan carries is unknown")
+        self._baseline = (b.displayed_g, on_pan)
+        return b
+
+
+def _nominal(names) -> float:
+    return float(sum(STANDARD_MASSES_G.get(n, 0) for n in names))
+
+
+def _invalid(b: BalanceMeasurement, reason: str) -> BalanceMeasurement:
+    return replace(b, valid=False, stable=False, invalid_reason=reason)
+
+
+def _tilt_deg(q: Quat) -> float:
+    """Angle between the object's axis and world z."""
+    w, x, y, z = q
+    norm = math.sqrt(w * w + x * x + y * y + z * z) or 1.0
+    axis_z = 1.0 - 2.0 * (x * x + y * y) / (norm * norm)
+    return math.degrees(math.acos(max(-1.0, min(1.0, axis_z))))
+
+
+def _add(a: Vec3, b: Vec3) -> Vec3:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def _sub(a: Vec3, b: Vec3) -> Vec3:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
