@@ -4,7 +4,8 @@ Each node's output is prefixed with its name. SIGINT/SIGTERM to the launcher
 is forwarded to every node; when any node exits the others are stopped (the
 node marked `ends_graph`, the episode runner, exiting is the normal end) and
 the launcher says which node ended it and why. The launcher's exit status is
-that of the `ends_graph` node. Nodes that ignore a stop signal are killed
+that of the `ends_graph` node, unless another node's death stopped the graph
+and the `ends_graph` node still said 0: then it is the dead node's (or 1). Nodes that ignore a stop signal are killed
 after a grace period, so no process outlives the launcher.
 """
 from __future__ import annotations
@@ -179,7 +180,13 @@ class Supervisor:
     def _exit_code(self, codes: dict[str, int], unexpected: list[str]) -> int:
         ends = [n.name for n in self.nodes if n.ends_graph]
         if ends:
-            return shell_status(codes[ends[0]])
+            status = shell_status(codes[ends[0]])
+            died = [name for name in unexpected if name not in ends]
+            if died and status == 0:
+                # Stopped because another node died (e.g. at start, before the runner
+                # had anything to report): the run did not succeed, whatever it says.
+                return shell_status(codes[died[0]]) or 1
+            return status
         # No designated node: the first that died decides, else a clean stop is 0.
         for name in unexpected:
             if codes[name] != 0:
