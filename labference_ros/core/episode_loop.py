@@ -8,7 +8,8 @@ Per handoff the driver calls, in order:
   acknowledged(ev)   -- the referee's echo of that delivery (its evidence version)
   reports()          -- after the system acted: its explicit reports, bound to
                         the delivery they answered, opportunity "unstated"
-  take_chunk(chunk)  -- the ActionSpec check with the current robot state
+  take_chunk(chunk)  -- the ActionSpec check with the current robot state, then
+                        the safety envelope (core.safety) where the driver gives one
   next_command()     -- one row per hold interval (None: hold), until the queue
                         is empty or newer evidence invalidates it
 
@@ -19,12 +20,12 @@ or a simulator."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from labference_ros.core.action_conversion import ActionConversion
-from labference_ros.core.action_spec import STALE, ChunkVerdict
+from labference_ros.core.action_spec import REJECTED, STALE, ChunkVerdict
 from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyObservation, delivery_receipt,
                                             project_observation)
 from labference_ros.core.operations import Operation
@@ -58,8 +59,14 @@ class Report:
 class EpisodeLoop:
     def __init__(self, system, conversion: ActionConversion, *, episode_id: str, instance,
                  stop_hold_s: float = STOP_HOLD_S, deadline_s: float = 0.0,
-                 record: Callable[[dict], None] | None = None, wall_clock: Callable[[], float] | None = None):
+                 record: Callable[[dict], None] | None = None, wall_clock: Callable[[], float] | None = None,
+                 envelope: Callable[[np.ndarray, np.ndarray, np.ndarray | None, float], list[str]] | None = None):
         self.system = system
+        # core.safety: (accepted rows, setpoint they continue, its velocity or None at rest,
+        # hold interval) -> reasons to refuse them.
+        self.envelope = envelope
+        self.setpoint: np.ndarray | None = None  # the last arm target commanded
+        self.setpoint_velocity: np.ndarray | None = None
         self.conversion = conversion
         self.spec = conversion.reference
         self.episode_id = episode_id
@@ -158,6 +165,13 @@ class EpisodeLoop:
         obs = self.obs
         current = np.concatenate([obs.joint_positions, [obs.gripper_width]])
         verdict = self.conversion.validate(chunk, self.obs_ev, self.latest_ev, current)
+        if verdict.accepted and self.envelope is not None:
+            start = current if self.setpoint is None else self.setpoint
+            outside = self.envelope(verdict.applied, start, self.setpoint_velocity,
+                                    1.0 / self.spec.control_frequency_hz)
+            if outside:  # nothing of it reaches the arm
+                verdict = replace(verdict, status=REJECTED, applied=None,
+                                  reasons=verdict.reasons + [f"safety envelope: {r}" for r in outside])
         entry = {"record": "chunk", "chunk_id": self.chunk_id, "observation_id": self.obs_id, "t": t}
         if inference_wall_s is not None:
             entry["inference_wall_s"] = inference_wall_s
@@ -170,6 +184,18 @@ class EpisodeLoop:
         self.chunk_ev = self.obs_ev
         self._chunk_obs_id = self.obs_id
         return verdict
+
+    def pause(self, t: float, reason: str) -> np.ndarray | None:
+        """An operator's pause: the rows not yet sent are dropped and the setpoint
+        rests. Returns the arm target to hold (None before any was commanded)."""
+        self._record({"record": "paused", "t": t, "reason": reason, "rows_dropped": len(self.queue)})
+        self.queue = []
+        self.setpoint_velocity = None
+        return self.setpoint
+
+    def resume(self, t: float, reason: str) -> None:
+        """Motion may continue: the next handoff observes afresh."""
+        self._record({"record": "resumed", "t": t, "reason": reason})
 
     @property
     def chunk_id(self) -> str:
@@ -186,7 +212,12 @@ class EpisodeLoop:
             return None
         row = self.queue.pop(0)
         if row is None:
+            self.setpoint_velocity = None  # holding: the setpoint rests
             return Command(None)
+        arm = np.asarray(row[:self.spec.gripper_index], float)
+        if self.setpoint is not None:
+            self.setpoint_velocity = (arm - self.setpoint) * self.spec.control_frequency_hz
+        self.setpoint = arm
         g = float(row[self.spec.gripper_index])
         changed = g != self.gripper
         self.gripper = g

@@ -40,6 +40,10 @@ ARGUMENTS = (
     LaunchArgument("monitor", "false", "Start the monitor node for RViz (rviz/weighing.rviz): /robot_description, "
                    "/tf from joint states and /referee/markers; recorded in the bag too",
                    choices=("true", "false")),
+    LaunchArgument("safety", "none", "franka: the policy bridge rejects any chunk that exceeds the Panda's joint "
+                   "velocity or acceleration limits or takes the fingertips out of the cell's workspace box "
+                   "(the arm holds; the chunk record names the violation); none: the ActionSpec check only",
+                   choices=("none", "franka")),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),
 )
@@ -64,7 +68,7 @@ NODES = (
              parameters={"system": Param("system"), "system_params_json": Param("system_params"),
                          "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
                          "step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
-                         "support": Param("support"), "task": TASK}),
+                         "support": Param("support"), "task": TASK, "safety": Param("safety")}),
     # Idle unless `support` names one: binds support to each opportunity the referee opens.
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
     NodeSpec("recorder", "recorder", parameters={"task": TASK, "enabled": Param("record", bool)}),

@@ -32,7 +32,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from labference.msg import (ActionChunk, DecisionOpportunity, DeliveryReceipt, GripperCommand, Intervention,
                             Operation, WorldState)
-from labference.srv import Advance, FinishEpisode, ReportOperation, StartEpisode
+from labference.srv import Advance, FinishEpisode, ReportOperation, SetPause, StartEpisode
 from labference_ros.core.action_conversion import identity
 from labference_ros.core.episode_loop import STOP_HOLD_S, EpisodeLoop
 from labference_ros.core.action_spec import reference_joint_spec
@@ -77,7 +77,7 @@ class PolicyBridge(Node):
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
-            ("task", "feedback_weighing"), ("match_timeout_s", 5.0)])
+            ("task", "feedback_weighing"), ("match_timeout_s", 5.0), ("safety", "none")])
         v = {x.name: x.value for x in p}
         self.v = v
         self.family = task_family(str(v["task"]))
@@ -90,6 +90,16 @@ class PolicyBridge(Node):
         self.conversion = getattr(self.system, "action_conversion", None) or identity(self.spec)
         if self.conversion.reference != self.spec:
             raise ValueError(f"{v['system']}: its action conversion targets another reference spec")
+        # safety:=franka: every accepted chunk must also keep the Panda's joint velocity and
+        # acceleration limits and the cell's workspace box (core.safety), or the arm holds.
+        if v["safety"] == "franka":
+            from labference_ros.skills.kinematics import cell_envelope, envelope_check  # MuJoCo: only when used
+
+            self.envelope = envelope_check(cell_envelope())
+        elif v["safety"] == "none":
+            self.envelope = None
+        else:
+            raise ValueError(f"safety must be none or franka, got {v['safety']!r}")
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
@@ -125,6 +135,7 @@ class PolicyBridge(Node):
         self.report = self.create_client(ReportOperation, "/referee/report_operation")
         self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
+        self.create_service(SetPause, "/policy_bridge/pause", self.on_pause)
         self.create_timer(0.002, self.tick)
 
     # inputs -------------------------------------------------------------------
@@ -182,7 +193,7 @@ class PolicyBridge(Node):
         loop = EpisodeLoop(self.system, self.conversion, episode_id=request.episode_id, instance=instance,
                            stop_hold_s=float(self.v["stop_hold_s"]),
                            deadline_s=float(self.v["episode_deadline_s"]), record=self._record,
-                           wall_clock=time.time)
+                           wall_clock=time.time, envelope=self.envelope)
         self.ep = {"id": request.episode_id, "instance": instance, "t": 0.0, "state": "prime", "loop": loop,
                    "log": log, "since": time.monotonic(), "future": None}
         self._status(request.episode_id, "running", "")
@@ -200,6 +211,25 @@ class PolicyBridge(Node):
         response.success = True
         # The system's own episode summary (the agent's usage) for the runner's run.json.
         response.message = json.dumps({"system_summary": self.ep.get("system_summary")})
+        return response
+
+    def on_pause(self, request, response):
+        """The operator stops the arm (pause) or lets the system go on (resume)."""
+        ep = self.ep
+        if ep is None or request.episode_id != ep["id"] or ep["state"] in ("done", "error"):
+            response.success, response.message = False, f"no running episode {request.episode_id!r}"
+            return response
+        loop = ep["loop"]
+        if request.pause and not ep.get("paused"):
+            ep["paused"] = True
+            hold = loop.pause(ep["t"], request.reason)
+            if hold is not None:  # replaces the trajectory in flight: the arm stops at its target
+                self._send_row(ep, hold, self.spec.hold_interval_s)
+        elif not request.pause and ep.get("paused"):
+            ep["paused"] = False
+            loop.resume(ep["t"], request.reason)
+        response.success = True
+        response.message = "paused" if ep.get("paused") else "running"
         return response
 
     def _let_inference_finish(self, ep, reason: str):
@@ -441,6 +471,14 @@ class PolicyBridge(Node):
 
     def _state_execute(self, ep):
         loop = ep["loop"]
+        if ep.get("paused"):
+            # Nothing moves and the system is not asked; sim time goes on in hold intervals.
+            stop = loop.stop_reason(self._current_time(ep))
+            if stop is not None:
+                self._end("done", stop)
+            elif self.v["step_mode"] == "sync":
+                self._advance(ep, self.spec.hold_interval_s, then="execute")
+            return
         if self.v["step_mode"] == "realtime" and loop.queue and loop.latest_ev <= loop.chunk_ev:
             # Rows are paced on the simulator's clock, not the wall clock: a
             # simulator slower than real time must not receive targets faster

@@ -351,21 +351,23 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
 
 def run_in_world(system, world, referee, *, session: str, deadline_t: float, stop_hold_s: float,
                  before_act=None, after_act=None, after_interval=None, record=None,
-                 observation_episode_id: str | None = None) -> str:
+                 observation_episode_id: str | None = None, envelope=None) -> str:
     """One episode of `system` in a simulated `world`, scored by `referee`, driven
     through core.episode_loop.EpisodeLoop exactly as the policy bridge drives it
     in the graph (sync mode): observe -> deliver -> (Oracle handoff) -> act ->
     reports -> chunk check -> one row per hold interval, the referee fed a
     measurement after each. Returns why it ended (the referee's finish reason).
     ``observation_episode_id``: the episode id the system sees (default the
-    referee's); matched branches pass one id so their requests stay identical."""
+    referee's); matched branches pass one id so their requests stay identical.
+    ``envelope``: the safety envelope check the bridge runs with safety:=franka."""
     if not deadline_t > 0:
         raise ValueError("run_in_world needs a sim-time deadline")
     conversion = getattr(system, "action_conversion", None) or identity(system.spec)
     if conversion.reference != system.spec:
         raise ValueError(f"{system.name}: its action conversion targets another reference spec")
     loop = EpisodeLoop(system, conversion, episode_id=observation_episode_id or referee.episode_id,
-                       instance=world.instance, stop_hold_s=stop_hold_s, deadline_s=deadline_t, record=record)
+                       instance=world.instance, stop_hold_s=stop_hold_s, deadline_s=deadline_t, record=record,
+                       envelope=envelope)
 
     def hear(records):
         # What the referee node would publish and the bridge would hear.

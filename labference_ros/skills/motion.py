@@ -16,6 +16,7 @@ import numpy as np
 
 from labference_ros.cell.description import weighing_cell
 from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
+from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
 
 TOP_DOWN = np.diag([1.0, -1.0, -1.0])  # TCP z down, fingers close along world y
 
@@ -64,6 +65,9 @@ class PickPlaceSettings:
     grasp_settle_s: float = 0.5
     release_settle_s: float = 0.5
     max_tcp_error: float = 0.004  # m; IK must reach every waypoint this closely
+    # Every move is retimed to stay within this fraction of the Panda's joint velocity
+    # and acceleration limits (core.safety), as a real arm's controllers require.
+    joint_limit_fraction: float = 0.6
 
 
 def _min_jerk(s: np.ndarray) -> np.ndarray:
@@ -110,10 +114,10 @@ class PickPlacePlanner:
         dt = 1.0 / self.settings.rate_hz
         self._set_q(arm_q)
         self.posture_task.set_target(self.configuration.q.copy())
-        rot = mink.SO3.from_matrix(TOP_DOWN)
+        rotations = self._turn_to_top_down(waypoints)
         out = np.empty((len(waypoints), 7))
         for i, p in enumerate(waypoints):
-            self.tcp_task.set_target(mink.SE3.from_rotation_and_translation(rot, p))
+            self.tcp_task.set_target(mink.SE3.from_rotation_and_translation(rotations[i], p))
             for _ in range(3):  # a few iterations keep the lag below a millimetre
                 v = mink.solve_ik(self.configuration, [self.tcp_task, self.posture_task], dt,
                                   solver="daqp", damping=1e-3, limits=self.limits)
@@ -124,6 +128,56 @@ class PickPlacePlanner:
         if err > self.settings.max_tcp_error:
             raise PlanningError(f"IK misses the waypoint {waypoints[-1]} by {err * 1000:.1f} mm")
         return out
+
+    def _turn_to_top_down(self, waypoints: np.ndarray) -> list:
+        """The hand's orientation along a move: from where it is now to top-down,
+        in step with the move's progress (a hand not yet top-down turns smoothly
+        instead of at the first waypoint)."""
+        from scipy.spatial.transform import Rotation, Slerp
+
+        now = self.configuration.get_transform_frame_to_world(GRIP_SITE, "site").rotation().as_matrix()
+        start = np.asarray(self.configuration.get_transform_frame_to_world(GRIP_SITE, "site").translation())
+        ends = Rotation.from_matrix(np.stack([now, TOP_DOWN]))
+        if (ends[0].inv() * ends[1]).magnitude() < 1e-4:
+            return [mink.SO3.from_matrix(TOP_DOWN)] * len(waypoints)
+        travel = np.linalg.norm(np.asarray(waypoints) - start, axis=1)
+        progress = travel / travel[-1] if travel[-1] > 1e-9 else np.linspace(0.0, 1.0, len(waypoints) + 1)[1:]
+        turned = Slerp([0.0, 1.0], ends)(np.clip(progress, 0.0, 1.0)).as_matrix()
+        return [mink.SO3.from_matrix(r) for r in turned]
+
+    def retime(self, start_q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The move's rows unchanged when they keep joint_limit_fraction of the Panda's
+        velocity and acceleration limits (from rest to rest); otherwise the same
+        joint path from start_q through rows, timed by a min-jerk profile along the
+        path slow enough for them (the IK can ask for more than the TCP's speed
+        suggests near a singular posture). Rows at the planner's rate, ending on rows[-1]."""
+        frac = self.settings.joint_limit_fraction
+        vmax = np.asarray(PANDA_MAX_VELOCITY) * frac
+        amax = np.asarray(PANDA_MAX_ACCELERATION) * frac
+        dt = 1.0 / self.settings.rate_hz
+        path = np.vstack([np.asarray(start_q, float)[None, :], rows])
+
+        def within(out: np.ndarray, fraction: float) -> bool:
+            velocity = np.diff(np.vstack([path[:1], out]), axis=0) / dt
+            acceleration = np.diff(np.vstack([np.zeros((1, 7)), velocity, np.zeros((1, 7))]), axis=0) / dt
+            return (np.abs(velocity) <= vmax / frac * fraction).all() and (
+                np.abs(acceleration) <= amax / frac * fraction).all()
+
+        if within(rows, frac):
+            return rows  # the move as tracked already keeps the margin
+        # Path parameter: seconds the slowest joint needs at its speed limit.
+        s = np.concatenate([[0.0], np.cumsum(np.max(np.abs(np.diff(path, axis=0)) / vmax, axis=1))])
+        length = float(s[-1])
+        if length <= 0.0:
+            return rows
+        duration = max(len(rows) * dt, 1.875 * length, float(np.sqrt(5.774 * length * np.max(vmax / amax))))
+        while True:
+            n = max(1, int(np.ceil(duration / dt)))
+            u = _min_jerk(np.arange(1, n + 1) / n) * length
+            out = np.column_stack([np.interp(u, s, path[:, j]) for j in range(path.shape[1])])
+            if within(out, 1.0):
+                return out
+            duration *= 1.25  # path corners: the profile alone did not bound them
 
     def _segment(self, start: np.ndarray, goal: np.ndarray) -> np.ndarray:
         s = self.settings
@@ -142,7 +196,7 @@ class PickPlacePlanner:
         rows = []
         for goal in waypoints:
             goal = np.asarray(goal, float)
-            rows.append(self._track(q, self._segment(p, goal)))
+            rows.append(self.retime(q, self._track(q, self._segment(p, goal))))
             q, p = rows[-1][-1], goal
         rows.append(np.repeat(q[None, :], int(round(hold_s * self.settings.rate_hz)), axis=0))
         return MotionPlan(dt=dt, arm_q=np.concatenate(rows))
@@ -178,7 +232,7 @@ class PickPlacePlanner:
             nonlocal q
             labels.append((now(), label))
             path = self._segment(frm, goal)
-            rows.append(self._track(q, path))
+            rows.append(self.retime(q, self._track(q, path)))
             q = rows[-1][-1]
             return goal
 

@@ -3,7 +3,9 @@
 The row to send next is found from the observation's sim time, not from a
 counter of rows handed out: when the runtime drops queued rows after a new
 evidence handoff, physics only moved over the rows that were executed, so
-time says exactly where in the plan the robot is.
+time says exactly where in the plan the robot is. An operator's pause is the
+exception (time passes, the arm stands): ``resume_at`` continues from where
+the arm is.
 """
 from __future__ import annotations
 
@@ -46,3 +48,23 @@ class PlanCursor:
     def chunk(self, t: float, length: int) -> np.ndarray:
         i = max(0, self.index(t))
         return self.rows[i:i + length]
+
+    def resume_at(self, t: float, arm_q, smooth) -> None:
+        """Time passed without the plan running (an operator paused the arm), so time
+        no longer says where the robot is: continue from the row nearest to where the
+        arm stands, the move it stopped in restarted from rest by ``smooth`` (the
+        planner's retime: start, rows -> rows), the cursor re-anchored at t."""
+        arm_q = np.asarray(arm_q, float)
+        upto = min(max(0, self.index(t)), len(self.rows) - 1)
+        i = int(np.argmin(np.abs(self.rows[:upto + 1, :7] - arm_q).max(axis=1)))
+        steps = np.abs(np.diff(self.rows[i:, :7], axis=0)).max(axis=1)
+        resting = np.nonzero(steps < 1e-6)[0]
+        end = i + (int(resting[0]) if len(resting) else len(steps))  # where the plan next comes to rest
+        if end > i:
+            arm = smooth(arm_q, self.rows[i + 1:end + 1, :7])
+            restarted = np.repeat(self.rows[i][None, :], len(arm), axis=0)
+            restarted[:, :7] = arm
+            self.rows = np.vstack([restarted, self.rows[end + 1:]])
+        else:
+            self.rows = self.rows[i:]
+        self.start_time = t

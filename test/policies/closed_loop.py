@@ -30,7 +30,7 @@ def make_backend() -> MujocoBackend:
 
 
 def run_episode(system, instance, max_s: float = 30.0, after_finish_s: float = STOP_HOLD_S,
-                keep_observations: bool = False) -> EpisodeResult:
+                keep_observations: bool = False, envelope=None) -> EpisodeResult:
     """The graph's episode loop (core.episode_loop through the Oracle's run_in_world),
     scored by the family's referee; the world stays open for the caller's checks."""
     world = World(instance)
@@ -59,7 +59,7 @@ def run_episode(system, instance, max_s: float = 30.0, after_finish_s: float = S
         system.act = keep
     referee.step(world.measure())
     run_in_world(system, world, referee, session=session, deadline_t=max_s, stop_hold_s=after_finish_s,
-                 record=note)
+                 record=note, envelope=envelope)
     result.reading = world.reading
     result.scores = referee.scores()
     return result

@@ -20,15 +20,22 @@ from labference_ros.rosenv import loopback_environ  # noqa: E402
 IMAGE = ["-p", "image_width:=320", "-p", "image_height:=240"]
 
 
-@pytest.mark.slow
-def test_display_reader_through_the_bridge(tmp_path, request):
+def start_graph(request, *bridge_params: str) -> tuple[dict, dict]:
+    """lab_sim, balance, referee and policy_bridge (with these parameters) as processes."""
     env = loopback_environ()
     env["MUJOCO_GL"] = "egl"
     env["ROS_DOMAIN_ID"] = str(10 + (os.getpid() + hash(request.node.name)) % 90)
+    bridge = [arg for p in bridge_params for arg in ("-p", p)]
     nodes = {name: Proc([sys.executable, "-m", f"labference_ros.nodes.{name}", *(
         ["--ros-args", *IMAGE] if name == "lab_sim" else
-        ["--ros-args", "-p", "system:=display_reader"] if name == "policy_bridge" else [])], env=env)
+        ["--ros-args", *bridge] if name == "policy_bridge" else [])], env=env)
         for name in ("lab_sim", "balance", "referee", "policy_bridge")}
+    return nodes, env
+
+
+@pytest.mark.slow
+def test_display_reader_through_the_bridge(tmp_path, request):
+    nodes, env = start_graph(request, "system:=display_reader")
     try:
         driver = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_episode.py"),
                        str(tmp_path / "ep"), "2"], env=env)
@@ -75,3 +82,34 @@ def test_unreachable_policy_server_is_an_error_status_not_a_crash(request):
     assert out["status"]["state"] == "error" and "unreachable" in out["status"]["reason"]
     # A non-privileged system's bridge never subscribes to evaluator state.
     assert out["subscribers"] == {"/joint_states": 1, "/evaluator/world_state": 0}
+
+
+@pytest.mark.slow
+def test_a_pause_stops_the_arm_within_one_interval_and_the_episode_resumes(tmp_path, request):
+    nodes, env = start_graph(request, "system:=scripted_expert", "safety:=franka")
+    try:
+        driver = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_pause.py"), str(tmp_path / "ep")],
+                      env=env)
+        lines = driver.wait_for("RESULT", timeout=500)
+        driver.stop()
+        assert lines, driver.seen[-30:] + [l for p in nodes.values() for l in p.seen[-10:]]
+        result = json.loads(lines[0][len("RESULT "):])
+    finally:
+        for p in nodes.values():
+            p.stop()
+    assert result["pause"] == [True, "paused"] and result["resume"] == [True, "running"]
+    paused_at = result["paused_at"]
+    # Within one control interval no new target is sent (the hold repeats the last one).
+    assert all(t <= paused_at + 0.02 + 1e-9 for t in result["sent_during_pause"]), result["sent_during_pause"]
+    during = result["during"]
+    assert during[-1][0] >= paused_at + 1.0  # sim time went on
+    settled = [q for t, q in during if t >= paused_at + 0.5]
+    drift = max(abs(a - b) for q in settled for a, b in zip(q, settled[0]))
+    assert drift < 1e-3, drift  # the arm stands still
+    assert result["status"]["state"] == "done" and result["scores"]["physically_complete"] is True
+    log = read_jsonl(tmp_path / "ep" / "policy_actions.jsonl")
+    kinds = [r["record"] for r in log]
+    assert kinds.count("paused") == 1 and kinds.count("resumed") == 1
+    paused = log[kinds.index("paused")]
+    assert paused["reason"] == "operator" and paused["rows_dropped"] > 0
+    assert not [r for r in log if r["record"] == "chunk" and r["status"] != "accepted"]

@@ -37,6 +37,11 @@ MAX_TRANSFERS_PER_MOVE = 2  # extended: attempts at one (standard, destination) 
 MAX_LOOKS = 4  # extended: unusable looks (standard unseen, inconsistent reading) before giving up
 
 
+# Joint distance between the arm and its plan beyond which the plan did not run
+# (the servos' lag while moving is below a tenth of a radian).
+OFF_PLAN_RAD = 0.2
+
+
 class PickPlaceSystem(TestedSystem):
     """Shared machinery: a queue of plans, holds in between, and a log of
     decisions (kept for diagnostics, never sent to the evaluator)."""
@@ -52,6 +57,7 @@ class PickPlaceSystem(TestedSystem):
         self.cursor: PlanCursor | None = None
         self.hold_until = -1.0
         self.last_row: np.ndarray | None = None
+        self.runs_out_at: float | None = None  # sim time the last chunk's rows end
         self.moved: list[str] = []
         self.finished = False
         self.decisions: list[dict] = []
@@ -82,22 +88,33 @@ class PickPlaceSystem(TestedSystem):
             row[self.spec.gripper_index] = self.spec.gripper.open_width_m
         return row
 
-    def _emit(self, chunk: np.ndarray) -> np.ndarray:
+    def _off_plan(self, t: float, obs: PolicyObservation) -> bool:
+        """Time passed without the plan's rows running (an operator's pause): more
+        sim time than the last chunk's rows, or the arm far from where the plan has got
+        to (further than the servos lag; a pause as long as the chunk looks on time)."""
+        idle = self.runs_out_at is not None and t > self.runs_out_at + 2 * self.spec.hold_interval_s
+        expected = self.cursor.rows[min(max(0, self.cursor.index(t)), len(self.cursor.rows) - 1), :7]
+        return idle or float(np.abs(expected - obs.joint_positions).max()) > OFF_PLAN_RAD
+
+    def _emit(self, chunk: np.ndarray, t: float) -> np.ndarray:
         self.last_row = chunk[-1].copy()
+        self.runs_out_at = t + len(chunk) * self.spec.hold_interval_s
         return chunk
 
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         t = obs.sim_time
+        if self.cursor is not None and not self.cursor.done(t) and self._off_plan(t, obs):
+            self.cursor.resume_at(t, obs.joint_positions, self.planner.retime)
         if self.cursor is not None:
             if not self.cursor.done(t):
-                return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
+                return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length), t)
             self.cursor = None
             self.hold_until = t + self.params["settle_s"]
         if self.finished or t < self.hold_until - 1e-9:
-            return self._emit(self._hold(obs, None if self.finished else self.hold_until - t))
+            return self._emit(self._hold(obs, None if self.finished else self.hold_until - t), t)
         move = self.decide(obs, evaluator)
         if move is None:
-            return self._emit(self._hold(obs, 0.5))
+            return self._emit(self._hold(obs, 0.5), t)
         name, xyz, dest_xy, dest = move
         to = plan_to_pan if dest == "pan" else plan_to_table
         try:
@@ -105,10 +122,10 @@ class PickPlaceSystem(TestedSystem):
         except PlanningError as e:
             self.decisions.append({"t": t, "planning_error": str(e), "object": name})
             self.finished = True
-            return self._emit(self._hold(obs))
+            return self._emit(self._hold(obs), t)
         self.moved.append(name)
         self.cursor = PlanCursor(plan_rows(plan, self.spec), t, self.spec.hold_interval_s)
-        return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
+        return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length), t)
 
     def decide(self, obs, evaluator):
         """-> (standard, body centre xyz, destination xy, "pan" | "table") or

@@ -1,0 +1,66 @@
+"""The safety envelope a chunk must stay inside before any row reaches the arm.
+
+On a real Franka the controllers abort (a reflex) on a discontinuous command,
+and a policy can steer the hand into the table or out of the cell. The policy
+bridge therefore checks every accepted chunk, with the robot state it was
+computed from, before queuing a row: joint velocity and acceleration between
+consecutive targets one hold interval apart, continuing from the last target
+commanded and its velocity (the measured position and rest before the first:
+a trajectory controller interpolates from its setpoint, which the measured
+position lags while moving), and the fingertip centre of every row inside a
+workspace box. A violation rejects the whole chunk (the arm holds) and the chunk record
+keeps the reason. Off by default in simulation (the scored protocol of the
+existing runs stays as it was); the real and rehearsal graphs turn it on.
+
+Limits: Franka Emika Panda datasheet (joint velocity and acceleration maxima).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+PANDA_MAX_VELOCITY = (2.1750, 2.1750, 2.1750, 2.1750, 2.6100, 2.6100, 2.6100)  # rad/s
+PANDA_MAX_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)  # rad/s^2
+ARM_JOINTS = 7
+
+
+@dataclass(frozen=True)
+class SafetyEnvelope:
+    workspace_min: tuple[float, float, float]  # fingertip centre, robot base frame, metres
+    workspace_max: tuple[float, float, float]
+    max_velocity: tuple[float, ...] = PANDA_MAX_VELOCITY
+    max_acceleration: tuple[float, ...] = PANDA_MAX_ACCELERATION
+
+    def violations(self, rows: np.ndarray, start: np.ndarray, start_velocity: np.ndarray | None,
+                   interval_s: float, fingertips: Callable[[np.ndarray], np.ndarray]) -> list[str]:
+        """Reasons the chunk leaves the envelope (empty: inside). `rows` are absolute
+        targets (L x dim, arm joints first); `start` and `start_velocity` are the
+        setpoint the first row continues from and its velocity (None: at rest);
+        `fingertips` maps arm rows (L x 7) to fingertip centres (L x 3)."""
+        arm = np.asarray(rows, float)[:, :ARM_JOINTS]
+        path = np.vstack([np.asarray(start, float)[:ARM_JOINTS], arm])
+        velocity = np.diff(path, axis=0) / interval_s
+        reasons = []
+        over = np.abs(velocity) > np.asarray(self.max_velocity)
+        if over.any():
+            r, j = (int(v) for v in np.argwhere(over)[0])
+            reasons.append(f"joint {j + 1} velocity {velocity[r, j]:+.3f} rad/s at row {r} over the limit "
+                           f"{self.max_velocity[j]} rad/s")
+        before = np.zeros(ARM_JOINTS) if start_velocity is None else np.asarray(start_velocity, float)[:ARM_JOINTS]
+        acceleration = np.diff(np.vstack([before, velocity]), axis=0) / interval_s
+        over = np.abs(acceleration) > np.asarray(self.max_acceleration)
+        if over.any():
+            r, j = (int(v) for v in np.argwhere(over)[0])
+            reasons.append(f"joint {j + 1} acceleration {acceleration[r, j]:+.2f} rad/s^2 at row {r} "
+                           f"over the limit {self.max_acceleration[j]} rad/s^2")
+        tips = np.asarray(fingertips(arm), float)
+        lo, hi = np.asarray(self.workspace_min), np.asarray(self.workspace_max)
+        outside = ((tips < lo) | (tips > hi)).any(axis=1)
+        if outside.any():
+            r = int(np.argmax(outside))
+            x, y, z = tips[r]
+            reasons.append(f"fingertips at ({x:.3f}, {y:.3f}, {z:.3f}) m at row {r} outside the workspace box "
+                           f"{tuple(self.workspace_min)}..{tuple(self.workspace_max)}")
+        return reasons

@@ -1,0 +1,128 @@
+"""The safety envelope (core.safety) and its place in the episode loop: a chunk
+that would exceed a joint limit rate or leave the workspace never reaches the arm."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY, SafetyEnvelope
+from test_episode_loop import HOME, make_loop, observe, rows
+
+INTERVAL = 0.02
+BOX = SafetyEnvelope(workspace_min=(-1.0, -1.0, 0.0), workspace_max=(1.0, 1.0, 1.0))
+
+
+def tips_at(z: float):
+    """A stand-in for forward kinematics: every row's fingertips at height z."""
+    return lambda arm: np.tile([0.4, 0.0, z], (len(arm), 1))
+
+
+def ramp(step: np.ndarray, n: int = 5) -> np.ndarray:
+    return np.array([HOME + step * (k + 1) for k in range(n)])
+
+
+def test_a_chunk_continuing_at_nine_tenths_of_the_speed_limits_passes():
+    step = np.array(PANDA_MAX_VELOCITY) * INTERVAL * 0.9
+    assert BOX.violations(ramp(step), HOME, step / INTERVAL, INTERVAL, tips_at(0.3)) == []
+
+
+def test_a_velocity_over_the_limit_names_joint_row_and_limit():
+    step = np.zeros(7)
+    step[4] = PANDA_MAX_VELOCITY[4] * INTERVAL * 1.1
+    reasons = BOX.violations(ramp(step), HOME, step / INTERVAL, INTERVAL, tips_at(0.3))
+    (reason,) = reasons
+    assert reason.startswith("joint 5 velocity +2.871 rad/s at row 0") and "2.61" in reason
+
+
+def test_a_jump_from_the_measured_state_is_a_velocity_violation():
+    target = HOME.copy()
+    target[0] += 0.3  # one interval: 15 rad/s
+    reasons = BOX.violations(target[None], HOME, None, INTERVAL, tips_at(0.3))
+    assert "joint 1 velocity" in reasons[0] and "row 0" in reasons[0]
+
+
+def test_an_abrupt_start_is_an_acceleration_violation():
+    q = [HOME]
+    velocity = np.zeros(7)
+    velocity[1] = PANDA_MAX_VELOCITY[1] * 0.2
+    for k in range(4):  # slow, then a jump in speed below the velocity limit
+        q.append(q[-1] + (velocity if k < 2 else velocity * 4.5) * INTERVAL)
+    reasons = BOX.violations(np.array(q[1:]), HOME, velocity, INTERVAL, tips_at(0.3))
+    assert len(reasons) == 1 and reasons[0].startswith("joint 2 acceleration") and "row 2" in reasons[0]
+    assert str(PANDA_MAX_ACCELERATION[1]) in reasons[0]
+
+
+@pytest.mark.parametrize("z", [-0.01, 1.2])
+def test_fingertips_outside_the_box_are_refused(z):
+    (reason,) = BOX.violations(rows(3)[:, :7], HOME, None, INTERVAL, tips_at(z))
+    assert "outside the workspace box" in reason and f"{z:.3f}" in reason
+
+
+def test_the_loop_rejects_a_chunk_outside_the_envelope_and_holds():
+    envelope = lambda arm, start, v, interval: BOX.violations(arm, start, v, interval, tips_at(-0.05))
+    loop, records = make_loop(envelope=envelope)
+    observe(loop, 0.0)
+    verdict = loop.take_chunk(rows(4), 0.0)
+    assert verdict.status == "rejected" and verdict.applied is None
+    chunk = [r for r in records if r["record"] == "chunk"][-1]
+    assert chunk["status"] == "rejected" and chunk["reasons"][0].startswith("safety envelope: fingertips")
+    command = loop.next_command(0.02)
+    assert command.row is None  # the arm holds one interval
+    assert loop.next_command(0.04) is None
+
+
+def test_without_an_envelope_the_same_chunk_is_queued():
+    loop, _ = make_loop()
+    observe(loop, 0.0)
+    assert loop.take_chunk(rows(4), 0.0).status == "accepted"
+    assert loop.next_command(0.02).row is not None
+
+
+def test_an_abrupt_start_from_rest_is_an_acceleration_violation():
+    step = np.zeros(7)
+    step[0] = PANDA_MAX_VELOCITY[0] * INTERVAL * 0.9  # under the velocity limit, from rest in one interval
+    reasons = BOX.violations(ramp(step), HOME, None, INTERVAL, tips_at(0.3))
+    assert len(reasons) == 1 and reasons[0].startswith("joint 1 acceleration") and "row 0" in reasons[0]
+
+
+def test_the_loop_continues_a_moving_setpoint_not_the_lagging_measurement():
+    """Mid-motion the measured position lags the commanded one; the next chunk is
+    checked against the last command and its velocity."""
+    seen = []
+
+    def envelope(arm, start, velocity, interval):
+        seen.append((np.array(start), None if velocity is None else np.array(velocity)))
+        return BOX.violations(arm, start, velocity, interval, tips_at(0.3))
+
+    loop, _ = make_loop(envelope=envelope)
+    step = np.zeros(8)
+    step[0] = 0.02  # 1 rad/s
+    moving = np.array([np.concatenate([HOME, [0.08]]) + step * (k + 1) for k in range(30)])
+    observe(loop, 0.0)
+    slow_start = np.array([np.concatenate([HOME, [0.08]]) + step * (k + 1) ** 2 / 60 for k in range(30)])
+    assert loop.take_chunk(slow_start, 0.0).status == "accepted"
+    for k in range(30):
+        loop.next_command(0.02 * (k + 1))
+    lagging = HOME.copy()
+    lagging[0] = slow_start[-1, 0] - 0.05  # the arm is behind its setpoint
+    observe(loop, 0.6, q=lagging)
+    continuing = slow_start[-1] + moving - moving[0] + step
+    assert loop.take_chunk(continuing, 0.6).status == "accepted", loop.history
+    assert np.allclose(seen[-1][0], slow_start[-1, :7])
+    assert seen[-1][1][0] == pytest.approx((slow_start[-1, 0] - slow_start[-2, 0]) / 0.02)
+
+
+def test_a_pause_drops_the_queued_rows_and_the_setpoint_rests():
+    loop, records = make_loop()
+    observe(loop, 0.0)
+    step = np.zeros(8)
+    step[0] = 0.01
+    loop.take_chunk(np.array([np.concatenate([HOME, [0.08]]) + step * (k + 1) for k in range(10)]), 0.0)
+    loop.next_command(0.02)
+    loop.next_command(0.04)
+    hold = loop.pause(0.04, "operator")
+    assert np.allclose(hold, HOME + step[:7] * 2)  # the last target sent
+    assert loop.next_command(0.06) is None and loop.setpoint_velocity is None
+    loop.resume(0.5, "operator")
+    assert [r["record"] for r in records[-2:]] == ["paused", "resumed"]
+    assert records[-2]["rows_dropped"] == 8 and records[-2]["reason"] == "operator"
