@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from labference_ros.rosenv import apply_loopback
 
 
-def init_ros(args: Sequence[str] | None = None):
+def init_ros(args: Sequence[str] | None = None, context=None):
+    """rclpy, initialised (the default context, or `context`: a participant of its own)
+    with discovery on loopback."""
     apply_loopback()
     import rclpy
 
-    rclpy.init(args=list(args) if args is not None else None, signal_handler_options=_no_handlers())
+    rclpy.init(args=list(args) if args is not None else None, context=context,
+               signal_handler_options=_no_handlers())
     return rclpy
 
 

@@ -97,7 +97,7 @@ def first_world(out_dir: str) -> None:
     # As lab_sim after a reset under load: the episode's first state leaves before
     # discovery has matched the writer (a participant of its own, just created).
     publisher_context = rclpy.Context()
-    rclpy.init(context=publisher_context)
+    init_ros([], context=publisher_context)
     publisher_node = rclpy.create_node("first_world", context=publisher_context)
     publisher_node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200)).publish(WorldState())
     time.sleep(3.0)  # the recorder matches meanwhile
