@@ -11,6 +11,7 @@ transmission error, EL logical error (cannot be executed).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 TERMINATOR = b"\r\n"
@@ -109,4 +110,6 @@ def _weight(ident: str, status: str, rest: str, text: str) -> Reply:
         grams = float(value) * GRAMS_PER_UNIT[unit]
     except ValueError as exc:
         raise ReplyFormatError(f"weight reply {text!r}: value {value!r} is not a number") from exc
+    if not math.isfinite(grams):
+        raise ReplyFormatError(f"weight reply {text!r}: value {value!r} is not a finite number")
     return Reply(command=ident, status=status, value_g=grams, unit=unit)

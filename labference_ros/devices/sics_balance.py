@@ -9,6 +9,7 @@ real adapters keep their /dev/serial/by-id name when plugged in again).
 from __future__ import annotations
 
 import math
+import termios
 import time
 
 import serial
@@ -32,6 +33,7 @@ class SicsBalance:
         self.reconnect_interval_s = reconnect_interval_s
         self._serial: serial.Serial | None = None
         self._last_attempt = -math.inf
+        self._reply_owed = False  # a command timed out: its reply may still come
         self.connections = 0  # successful opens (a reconnection counts again)
 
     @property
@@ -44,6 +46,7 @@ class SicsBalance:
         return self._serial is not None
 
     def close(self) -> None:
+        self._reply_owed = False
         if self._serial is not None:
             try:
                 self._serial.close()
@@ -71,13 +74,19 @@ class SicsBalance:
         """Send one command, read its one-line reply."""
         port = self._open()
         try:
-            port.reset_input_buffer()  # a late reply to an earlier command is not this one's
+            if self._reply_owed:
+                # The balance may still answer the command that timed out: wait for that
+                # reply and drop it, so it is never read as this command's.
+                port.read_until(mt_sics.TERMINATOR)
+                self._reply_owed = False
+            port.reset_input_buffer()
             port.write(mt_sics.encode(command))
             line = port.read_until(mt_sics.TERMINATOR)
-        except (OSError, serial.SerialException) as exc:
+        except (OSError, serial.SerialException, termios.error) as exc:  # tcflush on a lost pty: termios.error
             self.close()
             raise SicsError(f"port {self.port} lost: {exc}") from exc
         if not line.endswith(b"\n"):
+            self._reply_owed = True
             raise SicsError(f"no reply to {command} within {self.reply_timeout_s:g} s")
         try:
             return mt_sics.parse(line, command)

@@ -122,7 +122,10 @@ class SicsBalanceEmulator:
                 raw, pending = pending.split(b"\n", 1)
                 command = raw.rstrip(b"\r").decode("ascii", errors="replace")
                 self.received.append(command)
-                reply = "ES" if command.strip() in self.unsupported else self._answer(command)
+                try:
+                    reply = "ES" if command.strip() in self.unsupported else self._answer(command)
+                except Exception:  # a failing load source: the balance cannot execute, it stays up
+                    reply = "EL"
                 if self.reply_delay_s > 0:
                     time.sleep(self.reply_delay_s)
                 if reply is not None and not self.mute:

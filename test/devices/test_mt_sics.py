@@ -32,7 +32,8 @@ def test_general_errors_answer_any_command(code):
     assert code in reply.describe() and "error" in reply.describe()
 
 
-@pytest.mark.parametrize("line", ["Z A", "S S 100.00", "S S abc g", "S S 100.00 lb", "S X 1.00 g", "", "S"])
+@pytest.mark.parametrize("line", ["Z A", "S S 100.00", "S S abc g", "S S 100.00 lb", "S X 1.00 g", "", "S",
+                                  "S S nan g", "S S inf g"])
 def test_a_line_that_does_not_answer_the_command_is_refused_with_the_line(line):
     with pytest.raises(mt_sics.ReplyFormatError) as err:
         mt_sics.parse(line, "SI")

@@ -99,6 +99,28 @@ def test_a_late_reply_is_never_taken_for_the_next_one(rig):
     assert driver.read().displayed_g == 20.0
 
 
+def test_a_balance_slower_than_the_timeout_gives_invalid_readings_never_stale_ones(rig):
+    emulator, driver = rig
+    emulator.set_load_g(10.0)
+    time.sleep(SETTLE_S + 0.05)
+    emulator.reply_delay_s = 0.35  # just over the driver's 0.3 s
+    readings = []
+    for grams in (20.0, 30.0, 40.0, 50.0):
+        emulator.set_load_g(grams)
+        readings.append((grams, driver.read()))
+    assert all(not r.valid or r.displayed_g == grams for grams, r in readings), readings
+    assert any(not r.valid for _, r in readings)
+
+
+def test_a_port_gone_for_a_while_is_an_invalid_reading_not_an_exception(rig):
+    emulator, driver = rig
+    assert driver.read().valid
+    emulator.disconnect()
+    time.sleep(0.2)  # the emulator has let go of the pty's master
+    for _ in range(3):
+        assert not driver.read().valid
+
+
 def test_a_port_that_disappears_mid_episode_is_reported_and_reopened(rig):
     emulator, driver = rig
     emulator.set_load_g(50.0)
