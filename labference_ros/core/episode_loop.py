@@ -29,6 +29,7 @@ from labference_ros.core.action_spec import REJECTED, STALE, ChunkVerdict
 from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyObservation, delivery_receipt,
                                             project_observation)
 from labference_ros.core.operations import Operation
+from labference_ros.core.safety import stopping_rows
 
 EPS = 1e-6
 # A system that says it is finished is held this long (sim s) before the episode
@@ -186,12 +187,22 @@ class EpisodeLoop:
         return verdict
 
     def pause(self, t: float, reason: str) -> np.ndarray | None:
-        """An operator's pause: the rows not yet sent are dropped and the setpoint
-        rests. Returns the arm target to hold (None before any was commanded)."""
+        """An operator's pause: the rows not yet sent are dropped and the setpoint is
+        brought to rest (core.safety.stopping_rows, from its last commanded velocity).
+        Returns the arm targets that stop it, one interval apart after the last one
+        commanded (None before any was commanded)."""
         self._record({"record": "paused", "t": t, "reason": reason, "rows_dropped": len(self.queue)})
         self.queue = []
-        self.setpoint_velocity = None
-        return self.setpoint
+        if self.setpoint is None:
+            return None
+        stop = stopping_rows(self.setpoint, self.setpoint_velocity, 1.0 / self.spec.control_frequency_hz)
+        self.setpoint, self.setpoint_velocity = stop[-1], None
+        return stop
+
+    def drop_queue(self, t: float, reason: str) -> None:
+        """Rows that must not run (a chunk answered while paused)."""
+        self._record({"record": "dropped", "t": t, "reason": reason, "rows_dropped": len(self.queue)})
+        self.queue = []
 
     def resume(self, t: float, reason: str) -> None:
         """Motion may continue: the next handoff observes afresh."""

@@ -64,3 +64,20 @@ class SafetyEnvelope:
             reasons.append(f"fingertips at ({x:.3f}, {y:.3f}, {z:.3f}) m at row {r} outside the workspace box "
                            f"{tuple(self.workspace_min)}..{tuple(self.workspace_max)}")
         return reasons
+
+
+def stopping_rows(start: np.ndarray, velocity: np.ndarray | None, interval_s: float,
+                  max_acceleration=PANDA_MAX_ACCELERATION, fraction: float = 0.5) -> np.ndarray:
+    """Targets one interval apart that bring a setpoint moving at `velocity` to rest,
+    every joint decelerating together at no more than `fraction` of its limit
+    (a pause stops the arm without the jolt of holding the last target). At rest
+    (velocity None or zero): the start alone."""
+    start = np.asarray(start, float)[:ARM_JOINTS]
+    if velocity is None or not np.any(velocity):
+        return start[None, :]
+    v = np.asarray(velocity, float)[:ARM_JOINTS]
+    duration = float(np.max(np.abs(v) / (np.asarray(max_acceleration) * fraction)))
+    steps = max(1, int(np.ceil(duration / interval_s)))
+    duration = steps * interval_s
+    t = np.arange(1, steps + 1)[:, None] * interval_s
+    return start + v * (t - t * t / (2 * duration))

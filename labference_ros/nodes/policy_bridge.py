@@ -222,9 +222,12 @@ class PolicyBridge(Node):
         loop = ep["loop"]
         if request.pause and not ep.get("paused"):
             ep["paused"] = True
-            hold = loop.pause(ep["t"], request.reason)
-            if hold is not None:  # replaces the trajectory in flight: the arm stops at its target
-                self._send_row(ep, hold, self.spec.hold_interval_s)
+            in_flight = loop.setpoint  # the row being executed now, if an interval is running
+            stop = loop.pause(ep["t"], request.reason)
+            if stop is not None:  # replaces the trajectory: the arm decelerates to rest
+                if ep["state"] == "advancing":
+                    stop = np.vstack([in_flight[None, :], stop])
+                self._send_rows(ep, stop, self.spec.hold_interval_s)
         elif not request.pause and ep.get("paused"):
             ep["paused"] = False
             loop.resume(ep["t"], request.reason)
@@ -353,6 +356,9 @@ class PolicyBridge(Node):
         return all(k in self.latest for k in needed)
 
     def _state_observe(self, ep):
+        if ep.get("paused"):  # nothing is asked of the system until the operator resumes
+            ep["state"] = "execute"
+            return
         t = self._current_time(ep)
         if self.v["step_mode"] == "sync" and not self._fresh(ep, t):
             if time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
@@ -447,6 +453,8 @@ class PolicyBridge(Node):
         for entry in self.support.outputs_after_act():
             self._record({"record": "support_outcome", "t": ep["t"], **entry})
         verdict = loop.take_chunk(chunk, ep["t"], wall)
+        if ep.get("paused"):  # answered while the operator paused: nothing of it runs
+            loop.drop_queue(ep["t"], "chunk answered during the pause")
         self._publish_chunk(ep, verdict)
         if not verdict.accepted:
             self.get_logger().warning(f"chunk {loop.chunk_id} {verdict.status}: {'; '.join(verdict.reasons)}; "
@@ -503,11 +511,16 @@ class PolicyBridge(Node):
         self._advance(ep, dt, arm=arm, gripper=grip, then="execute")
 
     def _send_row(self, ep, row, dt):
+        self._send_rows(ep, [row], dt)
+
+    def _send_rows(self, ep, rows, dt):
+        """Arm targets one interval apart from now (JTC replace semantics)."""
         traj = JointTrajectory(joint_names=list(self.spec.dimension_names[:7]))
         s_to_stamp(ep["t"], traj.header.stamp)
-        ns = int(round(dt * 1e9))
-        traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in row[:7]],
-                                                time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
+        for k, row in enumerate(rows, start=1):
+            ns = int(round(k * dt * 1e9))
+            traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in row[:7]],
+                                                    time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
         self.pub_traj.publish(traj)
 
     def _send_gripper(self, ep, value):

@@ -38,6 +38,7 @@ def plan_rows(plan: MotionPlan, spec: ActionSpec) -> np.ndarray:
 class PlanCursor:
     def __init__(self, rows: np.ndarray, start_time: float, dt: float):
         self.rows, self.start_time, self.dt = rows, start_time, dt
+        self.handed_from = 0  # the first row of the last chunk handed out
 
     def index(self, t: float) -> int:
         return int(round((t - self.start_time) / self.dt))
@@ -47,6 +48,7 @@ class PlanCursor:
 
     def chunk(self, t: float, length: int) -> np.ndarray:
         i = max(0, self.index(t))
+        self.handed_from = min(i, len(self.rows) - 1)
         return self.rows[i:i + length]
 
     def resume_at(self, t: float, arm_q, smooth) -> None:
@@ -56,7 +58,10 @@ class PlanCursor:
         planner's retime: start, rows -> rows), the cursor re-anchored at t."""
         arm_q = np.asarray(arm_q, float)
         upto = min(max(0, self.index(t)), len(self.rows) - 1)
-        i = int(np.argmin(np.abs(self.rows[:upto + 1, :7] - arm_q).max(axis=1)))
+        # Only rows the arm can have reached: from the last chunk's first row on (a
+        # retreat can end where an earlier transfer did).
+        first = min(self.handed_from, upto)
+        i = first + int(np.argmin(np.abs(self.rows[first:upto + 1, :7] - arm_q).max(axis=1)))
         steps = np.abs(np.diff(self.rows[i:, :7], axis=0)).max(axis=1)
         resting = np.nonzero(steps < 1e-6)[0]
         end = i + (int(resting[0]) if len(resting) else len(steps))  # where the plan next comes to rest
@@ -68,3 +73,4 @@ class PlanCursor:
         else:
             self.rows = self.rows[i:]
         self.start_time = t
+        self.handed_from = 0

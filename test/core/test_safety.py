@@ -120,9 +120,20 @@ def test_a_pause_drops_the_queued_rows_and_the_setpoint_rests():
     loop.take_chunk(np.array([np.concatenate([HOME, [0.08]]) + step * (k + 1) for k in range(10)]), 0.0)
     loop.next_command(0.02)
     loop.next_command(0.04)
-    hold = loop.pause(0.04, "operator")
-    assert np.allclose(hold, HOME + step[:7] * 2)  # the last target sent
+    moving_at = loop.setpoint.copy()
+    stop = loop.pause(0.04, "operator")
+    # The setpoint (0.5 rad/s on joint 1) decelerates to rest, within the limits, without a jolt.
+    assert len(stop) > 1 and stop[-1][0] > moving_at[0] and np.allclose(stop[-1], loop.setpoint)
+    assert BOX.violations(stop, moving_at, step[:7] / INTERVAL, INTERVAL, tips_at(0.3)) == []
+    assert np.abs(stop[-1] - stop[-2]).max() < 0.01 * 0.5  # nearly at rest at the end
     assert loop.next_command(0.06) is None and loop.setpoint_velocity is None
     loop.resume(0.5, "operator")
     assert [r["record"] for r in records[-2:]] == ["paused", "resumed"]
     assert records[-2]["rows_dropped"] == 8 and records[-2]["reason"] == "operator"
+
+
+def test_a_setpoint_at_rest_stops_where_it_is():
+    from labference_ros.core.safety import stopping_rows
+
+    assert np.array_equal(stopping_rows(HOME, None, INTERVAL), HOME[None, :])
+    assert np.array_equal(stopping_rows(HOME, np.zeros(7), INTERVAL), HOME[None, :])

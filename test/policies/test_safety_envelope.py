@@ -3,6 +3,7 @@ pilot's reference systems run inside it, and a chunk into the table is refused."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from closed_loop import run_episode
 from labference_ros.policies import make
@@ -12,9 +13,10 @@ from labference_ros.tasks.weighing.instances import generate
 HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 
 
-def test_the_scripted_expert_completes_inside_the_envelope_with_no_chunk_refused():
-    instance = generate("basic", 1, task_seed=1, layout_seed=100, policy_seed=0)[0]
-    result = run_episode(make("scripted_expert"), instance, envelope=envelope_check(cell_envelope()))
+@pytest.mark.parametrize("condition, seed", [("basic", 1), ("extended", 3)])
+def test_the_scripted_expert_completes_inside_the_envelope_with_no_chunk_refused(condition, seed):
+    instance = generate(condition, 1, task_seed=seed, layout_seed=seed, policy_seed=0)[0]
+    result = run_episode(make("scripted_expert"), instance, max_s=60.0, envelope=envelope_check(cell_envelope()))
     try:
         assert result.chunks > 0 and result.rejected == []
         assert result.scores["valid_complete"] is True

@@ -41,3 +41,18 @@ def test_a_plan_resumed_after_a_pause_restarts_from_where_the_arm_stands():
     assert ANYWHERE.violations(resumed, stopped, None, SPEC.hold_interval_s, tips) == []
     rest = np.vstack([resumed, cursor.rows[50:]])
     assert np.allclose(rest[-1], rows[-1])  # the plan still ends where it did
+
+
+def test_a_resume_never_goes_back_to_an_earlier_phase_through_the_same_pose():
+    planner, rows = pick_place_rows()
+    end_of_transfer = int(np.argmin(np.abs(rows[:-60, :7] - rows[-1, :7]).max(axis=1)))
+    assert np.abs(rows[end_of_transfer, :7] - rows[-1, :7]).max() < 0.01  # the retreat ends where transfer did
+    cursor = PlanCursor(rows, 0.0, SPEC.hold_interval_s)
+    last = len(rows) - 8
+    cursor.chunk(last * SPEC.hold_interval_s, 50)  # the final chunk, handed out
+    # Where it stopped is as close to the end of the transfer as to the retreat's row.
+    stopped = 0.4 * rows[last + 3, :7] + 0.6 * rows[end_of_transfer, :7]
+    cursor.resume_at((last + 60) * SPEC.hold_interval_s, stopped, planner.retime)
+    resumed = cursor.rows
+    assert len(resumed) < 20  # only what was left of the retreat
+    assert np.allclose(resumed[:, 7], rows[last + 3, 7])  # the gripper stays as it was (open)

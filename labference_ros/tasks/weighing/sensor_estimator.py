@@ -7,9 +7,11 @@ and command, and the balance. This module turns one such sensor frame at a time
 into the WorldMeasurement the weighing referee consumes, deriving the contacts
 the referee reads support from:
 
-- an object whose bottom sits on the pan surface, well inside the pan, touches
-  the pan; one whose footprint crosses the pan's edge, or that is tilted near
-  it, touches the pan and the balance body (ambiguous: never pan support);
+- an object whose bottom sits on the pan surface with its centre more than half
+  its radius inside the pan's edge touches the pan; one nearer the edge or
+  beyond it (a footprint that hangs over), or tilted (leaning on something),
+  with its lowest point at the pan's level touches the pan and the balance body
+  (ambiguous: never pan support);
   one at table height off the balance touches the table;
 - a closed gripper whose width matches an object's diameter, centred on it,
   holds it (both fingers); while held, an object the hand hides follows the

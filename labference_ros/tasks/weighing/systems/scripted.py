@@ -57,7 +57,6 @@ class PickPlaceSystem(TestedSystem):
         self.cursor: PlanCursor | None = None
         self.hold_until = -1.0
         self.last_row: np.ndarray | None = None
-        self.runs_out_at: float | None = None  # sim time the last chunk's rows end
         self.moved: list[str] = []
         self.finished = False
         self.decisions: list[dict] = []
@@ -89,16 +88,14 @@ class PickPlaceSystem(TestedSystem):
         return row
 
     def _off_plan(self, t: float, obs: PolicyObservation) -> bool:
-        """Time passed without the plan's rows running (an operator's pause): more
-        sim time than the last chunk's rows, or the arm far from where the plan has got
-        to (further than the servos lag; a pause as long as the chunk looks on time)."""
-        idle = self.runs_out_at is not None and t > self.runs_out_at + 2 * self.spec.hold_interval_s
+        """Time passed without the plan's rows running (an operator's pause): the arm
+        is further from where the plan has got to than the servos lag, or than a
+        realtime run's inference delay lets the plan run ahead."""
         expected = self.cursor.rows[min(max(0, self.cursor.index(t)), len(self.cursor.rows) - 1), :7]
-        return idle or float(np.abs(expected - obs.joint_positions).max()) > OFF_PLAN_RAD
+        return float(np.abs(expected - obs.joint_positions).max()) > OFF_PLAN_RAD
 
-    def _emit(self, chunk: np.ndarray, t: float) -> np.ndarray:
+    def _emit(self, chunk: np.ndarray) -> np.ndarray:
         self.last_row = chunk[-1].copy()
-        self.runs_out_at = t + len(chunk) * self.spec.hold_interval_s
         return chunk
 
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
@@ -107,14 +104,14 @@ class PickPlaceSystem(TestedSystem):
             self.cursor.resume_at(t, obs.joint_positions, self.planner.retime)
         if self.cursor is not None:
             if not self.cursor.done(t):
-                return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length), t)
+                return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
             self.cursor = None
             self.hold_until = t + self.params["settle_s"]
         if self.finished or t < self.hold_until - 1e-9:
-            return self._emit(self._hold(obs, None if self.finished else self.hold_until - t), t)
+            return self._emit(self._hold(obs, None if self.finished else self.hold_until - t))
         move = self.decide(obs, evaluator)
         if move is None:
-            return self._emit(self._hold(obs, 0.5), t)
+            return self._emit(self._hold(obs, 0.5))
         name, xyz, dest_xy, dest = move
         to = plan_to_pan if dest == "pan" else plan_to_table
         try:
@@ -122,10 +119,10 @@ class PickPlaceSystem(TestedSystem):
         except PlanningError as e:
             self.decisions.append({"t": t, "planning_error": str(e), "object": name})
             self.finished = True
-            return self._emit(self._hold(obs), t)
+            return self._emit(self._hold(obs))
         self.moved.append(name)
         self.cursor = PlanCursor(plan_rows(plan, self.spec), t, self.spec.hold_interval_s)
-        return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length), t)
+        return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
 
     def decide(self, obs, evaluator):
         """-> (standard, body centre xyz, destination xy, "pan" | "table") or
@@ -170,7 +167,7 @@ class DisplayReader(_PixelSystem):
         if self.mode is None:
             self.mode = self._initial_mode(obs)
         if self.mode == "extended":
-            return self._decide_extended(obs, target, reading.value, t)
+            return self._decide_extended(obs, target, reading.value)
         residual = target - reading.value
         if abs(residual) <= READING_TOLERANCE_G:
             self._note(t=t, reading=reading.value, done=True)
@@ -183,7 +180,7 @@ class DisplayReader(_PixelSystem):
         if not candidates:
             self.finished = True  # nothing addable completes it: stop
             return None
-        return self._transfer(obs, candidates[0], t)
+        return self._transfer(obs, candidates[0])
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
