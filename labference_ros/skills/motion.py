@@ -16,7 +16,7 @@ import numpy as np
 
 from labference_ros.cell.description import weighing_cell
 from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
-from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
+from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY, SafetyEnvelope
 
 TOP_DOWN = np.diag([1.0, -1.0, -1.0])  # TCP z down, fingers close along world y
 
@@ -158,10 +158,13 @@ class PickPlacePlanner:
         path = np.vstack([np.asarray(start_q, float)[None, :], rows])
 
         def within(out: np.ndarray, fraction: float) -> bool:
-            velocity = np.diff(np.vstack([path[:1], out]), axis=0) / dt
-            acceleration = np.diff(np.vstack([np.zeros((1, 7)), velocity, np.zeros((1, 7))]), axis=0) / dt
-            return (np.abs(velocity) <= vmax / frac * fraction).all() and (
-                np.abs(acceleration) <= amax / frac * fraction).all()
+            """From rest at start_q to rest at out[-1] (the last row repeated), inside
+            `fraction` of the limits (core.safety's check, the workspace left open)."""
+            limits = SafetyEnvelope(workspace_min=(-np.inf,) * 3, workspace_max=(np.inf,) * 3,
+                                    max_velocity=tuple(np.asarray(PANDA_MAX_VELOCITY) * fraction),
+                                    max_acceleration=tuple(np.asarray(PANDA_MAX_ACCELERATION) * fraction))
+            return not limits.violations(np.vstack([out, out[-1:]]), path[0], None, dt,
+                                         lambda arm: np.zeros((len(arm), 3)))
 
         if within(rows, frac):
             return rows  # the move as tracked already keeps the margin

@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from labference_ros.cell.description import CellDescription, weighing_cell
+from labference_ros.core.geometry import body_axis
 from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE,
                                               BalanceMeasurement, ObjectMeasurement, WorldMeasurement)
 from labference_ros.tasks.weighing.layout import pan_slot
@@ -233,11 +234,8 @@ def _invalid(b: BalanceMeasurement, reason: str) -> BalanceMeasurement:
 
 
 def _tilt_deg(q: Quat) -> float:
-    """Angle between the object's axis and world z."""
-    w, x, y, z = q
-    norm = math.sqrt(w * w + x * x + y * y + z * z) or 1.0
-    axis_z = 1.0 - 2.0 * (x * x + y * y) / (norm * norm)
-    return math.degrees(math.acos(max(-1.0, min(1.0, axis_z))))
+    """Angle between the object's axis and world z (a unit quaternion)."""
+    return math.degrees(math.acos(max(-1.0, min(1.0, body_axis(q)[2]))))
 
 
 def _add(a: Vec3, b: Vec3) -> Vec3:
