@@ -1,0 +1,80 @@
+"""Fiducial markers (OpenCV ArUco) on calibrated cameras: object poses as a real
+cell measures them, for the sensor-only world estimator
+(tasks/weighing/sensor_estimator.py).
+
+A marker's pose comes from its four corners (cv2.aruco detection, then
+cv2.solvePnP with the square-marker solver) in the camera frame, turned into the
+world frame with the camera's calibration from the cell description. The marker
+frame: origin at the marker's centre, z out of its printed face, x to the
+right of the printed image, y up it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from labference_ros.perception.vision import CameraCalibration
+
+DICTIONARY = cv2.aruco.DICT_4X4_50
+# OpenCV's camera frame (x right, y down, z forward) in the calibration's (MuJoCo:
+# x right, y up, looking along -z).
+_CV_TO_CAMERA = np.diag([1.0, -1.0, -1.0])
+
+
+@dataclass(frozen=True)
+class MarkerPose:
+    marker_id: int
+    position: tuple[float, float, float]  # marker centre, world frame, metres
+    rotation: tuple[float, ...]  # row-major 3x3: marker axes in the world
+    reprojection_px: float  # mean corner error of the solved pose
+
+    @property
+    def normal(self) -> np.ndarray:
+        """The printed face's outward normal in the world."""
+        return np.asarray(self.rotation).reshape(3, 3)[:, 2]
+
+
+def marker_image(marker_id: int, pixels: int, dictionary: int = DICTIONARY) -> np.ndarray:
+    """The marker to print (or to texture in a simulated scene): grey levels, no quiet zone."""
+    return cv2.aruco.generateImageMarker(cv2.aruco.getPredefinedDictionary(dictionary), marker_id, pixels)
+
+
+def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_length_m: float,
+                   dictionary: int = DICTIONARY) -> dict[int, MarkerPose]:
+    """Every marker of `dictionary` seen in the image, with its world pose. A marker
+    seen twice is dropped (which one is meant cannot be told)."""
+    grey = cv2.cvtColor(np.ascontiguousarray(image_rgb), cv2.COLOR_RGB2GRAY)
+    parameters = cv2.aruco.DetectorParameters()
+    parameters.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX  # sub-pixel corners: the pose's scale
+    detector = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(dictionary), parameters)
+    corners, ids, _rejected = detector.detectMarkers(grey)
+    if ids is None:
+        return {}
+    f = calib.focal_px
+    camera = np.array([[f, 0.0, calib.width / 2], [0.0, f, calib.height / 2], [0.0, 0.0, 1.0]])
+    half = marker_length_m / 2
+    # Corner order of a detection: top-left, top-right, bottom-right, bottom-left of the printed image.
+    square = np.array([[-half, half, 0.0], [half, half, 0.0], [half, -half, 0.0], [-half, -half, 0.0]])
+    world_from_camera = np.asarray(calib.rotation).reshape(3, 3) @ _CV_TO_CAMERA
+    found: dict[int, MarkerPose] = {}
+    seen_twice: set[int] = set()
+    for marker_corners, marker_id in zip(corners, ids.reshape(-1)):
+        pixels = marker_corners.reshape(4, 2).astype(np.float64)
+        ok, rvec, tvec = cv2.solvePnP(square, pixels, camera, None, flags=cv2.SOLVEPNP_IPPE_SQUARE)
+        if not ok:
+            continue
+        projected, _ = cv2.projectPoints(square, rvec, tvec, camera, None)
+        error = float(np.linalg.norm(projected.reshape(4, 2) - pixels, axis=1).mean())
+        camera_from_marker, _ = cv2.Rodrigues(rvec)
+        position = world_from_camera @ tvec.reshape(3) + np.asarray(calib.position)
+        rotation = world_from_camera @ camera_from_marker
+        key = int(marker_id)
+        if key in found:
+            seen_twice.add(key)
+        found[key] = MarkerPose(key, tuple(float(v) for v in position),
+                                tuple(float(v) for v in rotation.reshape(9)), error)
+    for key in seen_twice:
+        del found[key]
+    return found
