@@ -6,6 +6,9 @@ usage: recorder_probe.py hashes BAG_DIR    -> "HASH <topic> <bag hash> <middlewa
        recorder_probe.py first_world OUTPUT_DIR -> starts an episode, then publishes one world state
                                               from a new publisher at once (before any matching) and
                                               finishes the episode; prints "FINISHED <success>"
+       recorder_probe.py volatile_reading OUTPUT_DIR -> starts an episode, publishes balance readings
+                                              from a volatile publisher for 4 s, finishes; prints
+                                              "FINISHED <success>"
 """
 from __future__ import annotations
 
@@ -109,5 +112,32 @@ def first_world(out_dir: str) -> None:
     rclpy.shutdown()
 
 
+def volatile_reading(out_dir: str) -> None:
+    from labference.msg import BalanceReading
+    from labference.srv import FinishEpisode, StartEpisode
+
+    from labference_ros.tasks.weighing.instances import generate
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("recorder_probe")
+    instance = generate("basic", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
+    started = _call(rclpy, node, node.create_client(StartEpisode, "/recorder/start_episode"),
+                    StartEpisode.Request(episode_id="ep_volatile", instance_json=instance.to_json(),
+                                         output_dir=out_dir, run_json=json.dumps({"run_id": "probe"})))
+    if started is None or not started.success:
+        print(f"FINISHED start_failed {started and started.message}", flush=True)
+        return
+    publisher = node.create_publisher(BalanceReading, "/balance/reading", 10)  # another graph's node: volatile
+    for k in range(40):
+        msg = BalanceReading(raw_g=float(k), displayed_g=float(k), stable=True, valid=True, source="probe")
+        msg.header.stamp.sec, msg.header.stamp.nanosec = k // 10, (k % 10) * 100_000_000
+        publisher.publish(msg)
+        rclpy.spin_once(node, timeout_sec=0.1)
+    finished = _call(rclpy, node, node.create_client(FinishEpisode, "/recorder/finish_episode"),
+                     FinishEpisode.Request(episode_id="ep_volatile", reason="completed", sim_time=0.0))
+    print(f"FINISHED {finished.success if finished else 'timeout'}", flush=True)
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
-    {"hashes": hashes, "start": start, "first_world": first_world}[sys.argv[1]](sys.argv[2])
+    {"hashes": hashes, "start": start, "first_world": first_world, "volatile_reading": volatile_reading}[sys.argv[1]](sys.argv[2])

@@ -273,6 +273,27 @@ def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, 
     assert topics.count("/evaluator/world_state") == 1, topics
 
 
+@pytest.mark.slow
+def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ros_env):
+    # The recorder asks for transient local on the audit's topics; a node of another
+    # graph publishing one volatile would never match it unless the recorder falls back.
+    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + 62))
+    recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p", "videos:=false"],
+                    env=env)
+    try:
+        probe = Proc([sys.executable, str(PROBE), "volatile_reading", str(tmp_path / "ep")], env=env)
+        assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
+        probe.stop()
+    finally:
+        assert recorder.stop() == 0
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
+    assert topics.count("/balance/reading") >= 10, topics  # the 4 s after the fallback (checked every second)
+    recorder.wait_for("", count=10**6, timeout=2)  # what it logged
+    assert any("recording it volatile" in line for line in recorder.seen), recorder.seen[-10:]
+
+
 def tampered_copy(src: pathlib.Path, dst: pathlib.Path, edit) -> pathlib.Path:
     """Copy an episode's records and rewrite its bag through ``edit(topic, msgtype, t, data)``,
     which returns new bytes or None to drop the message."""
