@@ -35,6 +35,11 @@ def plan_rows(plan: MotionPlan, spec: ActionSpec) -> np.ndarray:
     return rows
 
 
+# Joint distance between the arm and its plan beyond which the plan did not run
+# (the servos' lag while moving, and a realtime run's inference delay, stay below it).
+OFF_PLAN_RAD = 0.2
+
+
 class PlanCursor:
     def __init__(self, rows: np.ndarray, start_time: float, dt: float):
         self.rows, self.start_time, self.dt = rows, start_time, dt
@@ -50,6 +55,14 @@ class PlanCursor:
         i = max(0, self.index(t))
         self.handed_from = min(i, len(self.rows) - 1)
         return self.rows[i:i + length]
+
+    def resync(self, t: float, arm_q, smooth) -> None:
+        """Before taking the next chunk: if the arm is further from where the plan has
+        got to than OFF_PLAN_RAD (time passed without the rows running: an operator's
+        pause), go on from where the arm stands (resume_at)."""
+        expected = self.rows[min(max(0, self.index(t)), len(self.rows) - 1), :7]
+        if float(np.abs(expected - np.asarray(arm_q, float)).max()) > OFF_PLAN_RAD:
+            self.resume_at(t, arm_q, smooth)
 
     def resume_at(self, t: float, arm_q, smooth) -> None:
         """Time passed without the plan running (an operator paused the arm), so time

@@ -311,6 +311,7 @@ class AgentSystem(TestedSystem):
             self.turn_start = self.clock()
             self._open_conversation(obs)
         if self.cursor is not None:
+            self.cursor.resync(obs.sim_time, obs.joint_positions, self.planner.retime)  # after a pause
             if not self.cursor.done(obs.sim_time):
                 return self._emit(self.cursor.chunk(obs.sim_time, self.spec.max_chunk_length))
             self._complete_physical(obs)

@@ -37,11 +37,6 @@ MAX_TRANSFERS_PER_MOVE = 2  # extended: attempts at one (standard, destination) 
 MAX_LOOKS = 4  # extended: unusable looks (standard unseen, inconsistent reading) before giving up
 
 
-# Joint distance between the arm and its plan beyond which the plan did not run
-# (the servos' lag while moving is below a tenth of a radian).
-OFF_PLAN_RAD = 0.2
-
-
 class PickPlaceSystem(TestedSystem):
     """Shared machinery: a queue of plans, holds in between, and a log of
     decisions (kept for diagnostics, never sent to the evaluator)."""
@@ -87,22 +82,14 @@ class PickPlaceSystem(TestedSystem):
             row[self.spec.gripper_index] = self.spec.gripper.open_width_m
         return row
 
-    def _off_plan(self, t: float, obs: PolicyObservation) -> bool:
-        """Time passed without the plan's rows running (an operator's pause): the arm
-        is further from where the plan has got to than the servos lag, or than a
-        realtime run's inference delay lets the plan run ahead."""
-        expected = self.cursor.rows[min(max(0, self.cursor.index(t)), len(self.cursor.rows) - 1), :7]
-        return float(np.abs(expected - obs.joint_positions).max()) > OFF_PLAN_RAD
-
     def _emit(self, chunk: np.ndarray) -> np.ndarray:
         self.last_row = chunk[-1].copy()
         return chunk
 
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         t = obs.sim_time
-        if self.cursor is not None and not self.cursor.done(t) and self._off_plan(t, obs):
-            self.cursor.resume_at(t, obs.joint_positions, self.planner.retime)
         if self.cursor is not None:
+            self.cursor.resync(t, obs.joint_positions, self.planner.retime)
             if not self.cursor.done(t):
                 return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
             self.cursor = None
@@ -167,7 +154,7 @@ class DisplayReader(_PixelSystem):
         if self.mode is None:
             self.mode = self._initial_mode(obs)
         if self.mode == "extended":
-            return self._decide_extended(obs, target, reading.value)
+            return self._decide_extended(obs, target, reading.value, t)
         residual = target - reading.value
         if abs(residual) <= READING_TOLERANCE_G:
             self._note(t=t, reading=reading.value, done=True)
@@ -180,7 +167,7 @@ class DisplayReader(_PixelSystem):
         if not candidates:
             self.finished = True  # nothing addable completes it: stop
             return None
-        return self._transfer(obs, candidates[0])
+        return self._transfer(obs, candidates[0], t)
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
