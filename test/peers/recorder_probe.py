@@ -81,21 +81,40 @@ def _call(rclpy, node, client, request):
     return fut.result() if fut.done() else None
 
 
-def first_world(out_dir: str) -> None:
-    from labference.msg import WorldState
-    from labference.srv import FinishEpisode, StartEpisode
+def _recorded_episode(episode_id: str, out_dir: str):
+    """rclpy, a node, and an episode the recorder has opened (None when it refused:
+    "FINISHED start_failed ..." is printed)."""
+    from labference.srv import StartEpisode
 
-    from labference_ros.nodes.matching import measurement_qos
     from labference_ros.tasks.weighing.instances import generate
 
     rclpy = init_ros([])
     node = rclpy.create_node("recorder_probe")
     instance = generate("basic", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
     started = _call(rclpy, node, node.create_client(StartEpisode, "/recorder/start_episode"),
-                    StartEpisode.Request(episode_id="ep_first", instance_json=instance.to_json(),
+                    StartEpisode.Request(episode_id=episode_id, instance_json=instance.to_json(),
                                          output_dir=out_dir, run_json=json.dumps({"run_id": "probe"})))
     if started is None or not started.success:
         print(f"FINISHED start_failed {started and started.message}", flush=True)
+        return rclpy, None
+    return rclpy, node
+
+
+def _finish_episode(rclpy, node, episode_id: str) -> None:
+    from labference.srv import FinishEpisode
+
+    finished = _call(rclpy, node, node.create_client(FinishEpisode, "/recorder/finish_episode"),
+                     FinishEpisode.Request(episode_id=episode_id, reason="completed", sim_time=0.0))
+    print(f"FINISHED {finished.success if finished else 'timeout'}", flush=True)
+
+
+def first_world(out_dir: str) -> None:
+    from labference.msg import WorldState
+
+    from labference_ros.nodes.matching import measurement_qos
+
+    rclpy, node = _recorded_episode("ep_first", out_dir)
+    if node is None:
         return
     # As lab_sim after a reset under load: the episode's first state leaves before
     # discovery has matched the writer (a participant of its own, just created).
@@ -104,9 +123,7 @@ def first_world(out_dir: str) -> None:
     publisher_node = rclpy.create_node("first_world", context=publisher_context)
     publisher_node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200)).publish(WorldState())
     time.sleep(3.0)  # the recorder matches meanwhile
-    finished = _call(rclpy, node, node.create_client(FinishEpisode, "/recorder/finish_episode"),
-                     FinishEpisode.Request(episode_id="ep_first", reason="completed", sim_time=0.0))
-    print(f"FINISHED {finished.success if finished else 'timeout'}", flush=True)
+    _finish_episode(rclpy, node, "ep_first")
     publisher_node.destroy_node()
     rclpy.shutdown(context=publisher_context)
     rclpy.shutdown()
@@ -114,18 +131,9 @@ def first_world(out_dir: str) -> None:
 
 def volatile_reading(out_dir: str) -> None:
     from labference.msg import BalanceReading
-    from labference.srv import FinishEpisode, StartEpisode
 
-    from labference_ros.tasks.weighing.instances import generate
-
-    rclpy = init_ros([])
-    node = rclpy.create_node("recorder_probe")
-    instance = generate("basic", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
-    started = _call(rclpy, node, node.create_client(StartEpisode, "/recorder/start_episode"),
-                    StartEpisode.Request(episode_id="ep_volatile", instance_json=instance.to_json(),
-                                         output_dir=out_dir, run_json=json.dumps({"run_id": "probe"})))
-    if started is None or not started.success:
-        print(f"FINISHED start_failed {started and started.message}", flush=True)
+    rclpy, node = _recorded_episode("ep_volatile", out_dir)
+    if node is None:
         return
     publisher = node.create_publisher(BalanceReading, "/balance/reading", 10)  # another graph's node: volatile
     for k in range(40):
@@ -133,9 +141,7 @@ def volatile_reading(out_dir: str) -> None:
         msg.header.stamp.sec, msg.header.stamp.nanosec = k // 10, (k % 10) * 100_000_000
         publisher.publish(msg)
         rclpy.spin_once(node, timeout_sec=0.1)
-    finished = _call(rclpy, node, node.create_client(FinishEpisode, "/recorder/finish_episode"),
-                     FinishEpisode.Request(episode_id="ep_volatile", reason="completed", sim_time=0.0))
-    print(f"FINISHED {finished.success if finished else 'timeout'}", flush=True)
+    _finish_episode(rclpy, node, "ep_volatile")
     rclpy.shutdown()
 
 

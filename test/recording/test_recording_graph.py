@@ -254,22 +254,30 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
     assert json.loads(reader.custom["finish"])["status"] == "recorder_shutdown"
 
 
-@pytest.mark.slow
-def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, ros_env):
-    # lab_sim's first state after a reset can leave before DDS has matched its writer
-    # with the recorder's reader; the audit re-scores from it, so the bag must hold it.
-    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + 61))
+def record_probe_episode(tmp_path, ros_env, mode: str, domain_offset: int) -> tuple[list[str], list[str]]:
+    """A recorder (no videos) records the episode a recorder_probe.py mode plays:
+    (the bag's topic per message, everything the recorder logged)."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + domain_offset))
     recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p", "videos:=false"],
                     env=env)
     try:
-        probe = Proc([sys.executable, str(PROBE), "first_world", str(tmp_path / "ep")], env=env)
+        probe = Proc([sys.executable, str(PROBE), mode, str(tmp_path / "ep")], env=env)
         assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
         probe.stop()
     finally:
         assert recorder.stop() == 0
-    from labference_ros.recording.bag_reader import EpisodeBagReader
-
+    recorder.wait_for("", count=10**6, timeout=2)
     topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
+    return topics, recorder.seen
+
+
+@pytest.mark.slow
+def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, ros_env):
+    # lab_sim's first state after a reset can leave before DDS has matched its writer
+    # with the recorder's reader; the audit re-scores from it, so the bag must hold it.
+    topics, _log = record_probe_episode(tmp_path, ros_env, "first_world", 61)
     assert topics.count("/evaluator/world_state") == 1, topics
 
 
@@ -277,21 +285,9 @@ def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, 
 def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ros_env):
     # The recorder asks for transient local on the audit's topics; a node of another
     # graph publishing one volatile would never match it unless the recorder falls back.
-    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + 62))
-    recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p", "videos:=false"],
-                    env=env)
-    try:
-        probe = Proc([sys.executable, str(PROBE), "volatile_reading", str(tmp_path / "ep")], env=env)
-        assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
-        probe.stop()
-    finally:
-        assert recorder.stop() == 0
-    from labference_ros.recording.bag_reader import EpisodeBagReader
-
-    topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
+    topics, log = record_probe_episode(tmp_path, ros_env, "volatile_reading", 62)
     assert topics.count("/balance/reading") >= 10, topics  # the 4 s after the fallback (checked every second)
-    recorder.wait_for("", count=10**6, timeout=2)  # what it logged
-    assert any("recording it volatile" in line for line in recorder.seen), recorder.seen[-10:]
+    assert any("recording it volatile" in line for line in log), log[-10:]
 
 
 def tampered_copy(src: pathlib.Path, dst: pathlib.Path, edit) -> pathlib.Path:
