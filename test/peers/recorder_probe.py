@@ -121,8 +121,14 @@ def first_world(out_dir: str) -> None:
     publisher_context = rclpy.Context()
     init_ros([], context=publisher_context)
     publisher_node = rclpy.create_node("first_world", context=publisher_context)
-    publisher_node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200)).publish(WorldState())
-    time.sleep(3.0)  # the recorder matches meanwhile
+    publisher = publisher_node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+    publisher.publish(WorldState())
+    # The recorder's reader matches this writer some time later (seconds under load);
+    # only then can the sample reach it, from the writer's history.
+    deadline = time.monotonic() + 60
+    while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # delivery after the match
     _finish_episode(rclpy, node, "ep_first")
     publisher_node.destroy_node()
     rclpy.shutdown(context=publisher_context)
