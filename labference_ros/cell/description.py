@@ -85,6 +85,11 @@ class TableDescription:
     half_size: tuple[float, float, float]
     rgba: tuple[float, float, float, float]
 
+    @property
+    def top_z(self) -> float:
+        """Height of the table top (the robot base stands on it)."""
+        return self.centre[2] + self.half_size[2]
+
 
 @dataclass(frozen=True)
 class CellDescription:

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labference_ros.core.action_spec import PANDA_JOINT_NAMES
+
 PANDA_MAX_VELOCITY = (2.1750, 2.1750, 2.1750, 2.1750, 2.6100, 2.6100, 2.6100)  # rad/s
 PANDA_MAX_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)  # rad/s^2
-ARM_JOINTS = 7
+ARM_JOINTS = len(PANDA_JOINT_NAMES)  # the arm's columns of a reference row
 
 
 @dataclass(frozen=True)

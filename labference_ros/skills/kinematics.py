@@ -33,8 +33,8 @@ def cell_envelope(cell: CellDescription | None = None) -> SafetyEnvelope:
     """The Panda's joint limits and the cell's workspace box: over the table top,
     fingertips at least 5 mm above it and at most 0.8 m."""
     cell = cell or weighing_cell()
-    (cx, cy, cz), (hx, hy, hz) = cell.table.centre, cell.table.half_size
-    top = cz + hz
+    (cx, cy, _), (hx, hy, _) = cell.table.centre, cell.table.half_size
+    top = cell.table.top_z
     return SafetyEnvelope(workspace_min=(cx - hx, cy - hy, top + 0.005), workspace_max=(cx + hx, cy + hy, top + 0.8))
 
 

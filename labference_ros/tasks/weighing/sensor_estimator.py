@@ -90,8 +90,6 @@ class SensorWorldEstimator:
     cell: CellDescription = field(default_factory=weighing_cell)
 
     def __post_init__(self):
-        t = self.cell.table
-        self.table_top_z = t.centre[2] + t.half_size[2]
         self.tracks = {name: _Track(tuple(p), (1.0, 0.0, 0.0, 0.0), -math.inf)
                        for name, p in self.initial_positions.items()}
         self.last_t: float | None = None
@@ -102,7 +100,6 @@ class SensorWorldEstimator:
         """Tracks start where the instance sets the objects up (the operator's set-up, checked
         against the first frames)."""
         cell = weighing_cell()
-        table_top = cell.table.centre[2] + cell.table.half_size[2]
         balance_xy = tuple(instance.layout["balance"])
         start: dict[str, Vec3] = {}
         for name in (*STANDARD_MASSES_G, SAMPLE):
@@ -112,7 +109,7 @@ class SensorWorldEstimator:
                 start[name] = (xy[0], xy[1], cell.balance.pan_top_z + shape.height / 2)
             else:
                 xy = instance.layout[name]
-                start[name] = (xy[0], xy[1], table_top + shape.height / 2)
+                start[name] = (xy[0], xy[1], cell.table.top_z + shape.height / 2)
         return cls(balance_xy=balance_xy, initial_positions=start, params=params or EstimatorParameters(),
                    cell=cell)
 
@@ -178,7 +175,7 @@ class SensorWorldEstimator:
             out += [PAN, BALANCE_BODY]  # leaning on the rim, or hanging over the edge
         elif on_pan_level and off_centre <= pan.pan_radius - shape.radius / 2:
             out.append(PAN)
-        elif abs(bottom - self.table_top_z) <= p.height_tolerance_m and not self._over_balance(track.position):
+        elif abs(bottom - self.cell.table.top_z) <= p.height_tolerance_m and not self._over_balance(track.position):
             out.append(TABLE)
         return tuple(out)
 
