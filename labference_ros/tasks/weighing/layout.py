@@ -32,6 +32,22 @@ def pan_slot(name: str, balance_xy: tuple[float, float]) -> tuple[float, float]:
     return balance_xy[0] + dx, balance_xy[1] + dy
 
 
+def start_places(instance) -> dict[str, tuple[float, float, float]]:
+    """Where each object stands when the episode starts: (x, y, height of the surface
+    under it). The sample and the standards the instance puts on the pan stand on
+    the pan (the standards at their slots); the others on the table."""
+    cell = weighing_cell()
+    balance_xy = tuple(instance.layout["balance"])
+    places = {}
+    for name in STANDARDS:
+        if name in instance.initial_on_pan:
+            places[name] = (*pan_slot(name, balance_xy), BALANCE.pan_top_z)
+        else:
+            places[name] = (*instance.layout[name], cell.table.top_z)
+    places[SAMPLE] = (*instance.layout[SAMPLE], BALANCE.pan_top_z)
+    return places
+
+
 def generate_layout(layout_seed: int) -> dict[str, tuple[float, float]]:
     """Layout seed -> {"balance": (x, y), "sample": (x, y) on the pan,
     "std_10".."std_100": (x, y) on the table}. Deterministic."""

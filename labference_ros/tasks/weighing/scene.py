@@ -14,7 +14,7 @@ from labference_ros.cell import display_layout as dl
 from labference_ros.cell.description import ObjectShape, weighing_cell
 from labference_ros.cell.panda_model import PANDA_PREFIX, camera_quat, frame_quat, panda_spec
 from labference_ros.tasks.weighing.instance import WeighingInstance
-from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
+from labference_ros.tasks.weighing.layout import BALANCE, start_places
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 
 CELL = weighing_cell()
@@ -168,12 +168,10 @@ def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
     frame.attach_body(panda_spec().worldbody.first_body(), PANDA_PREFIX, "")
 
     _add_balance(spec, instance.layout["balance"])
-    bxy = instance.layout["balance"]
+    places = start_places(instance)
     for name in STANDARDS:
-        on_pan = name in instance.initial_on_pan
-        xy = pan_slot(name, bxy) if on_pan else instance.layout[name]
-        z = BALANCE.pan_top_z if on_pan else 0.0
-        _add_object(spec, name, xy, z, STANDARD_MASSES_G[name] / 1000.0)
-    _add_object(spec, SAMPLE, instance.layout[SAMPLE], BALANCE.pan_top_z,
-                instance.sample_mass_g / 1000.0)
+        x, y, surface_z = places[name]
+        _add_object(spec, name, (x, y), surface_z, STANDARD_MASSES_G[name] / 1000.0)
+    x, y, surface_z = places[SAMPLE]
+    _add_object(spec, SAMPLE, (x, y), surface_z, instance.sample_mass_g / 1000.0)
     return spec

@@ -37,7 +37,7 @@ from labference_ros.cell.description import CellDescription, weighing_cell
 from labference_ros.core.geometry import body_axis
 from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE,
                                               BalanceMeasurement, ObjectMeasurement, WorldMeasurement)
-from labference_ros.tasks.weighing.layout import pan_slot
+from labference_ros.tasks.weighing.layout import start_places
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G
 
 Vec3 = tuple[float, float, float]
@@ -100,18 +100,10 @@ class SensorWorldEstimator:
         """Tracks start where the instance sets the objects up (the operator's set-up, checked
         against the first frames)."""
         cell = weighing_cell()
-        balance_xy = tuple(instance.layout["balance"])
-        start: dict[str, Vec3] = {}
-        for name in (*STANDARD_MASSES_G, SAMPLE):
-            shape = cell.objects[name]
-            if name == SAMPLE or name in instance.initial_on_pan:
-                xy = instance.layout[SAMPLE] if name == SAMPLE else pan_slot(name, balance_xy)
-                start[name] = (xy[0], xy[1], cell.balance.pan_top_z + shape.height / 2)
-            else:
-                xy = instance.layout[name]
-                start[name] = (xy[0], xy[1], cell.table.top_z + shape.height / 2)
-        return cls(balance_xy=balance_xy, initial_positions=start, params=params or EstimatorParameters(),
-                   cell=cell)
+        start = {name: (x, y, surface_z + cell.objects[name].height / 2)
+                 for name, (x, y, surface_z) in start_places(instance).items()}
+        return cls(balance_xy=tuple(instance.layout["balance"]), initial_positions=start,
+                   params=params or EstimatorParameters(), cell=cell)
 
     # ------------------------------------------------------------------ one frame
     def estimate(self, frame: SensorFrame) -> WorldMeasurement:
