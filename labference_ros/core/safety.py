@@ -16,6 +16,7 @@ Limits: Franka Emika Panda datasheet (joint velocity and acceleration maxima).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +27,28 @@ from labference_ros.core.action_spec import PANDA_JOINT_NAMES
 PANDA_MAX_VELOCITY = (2.1750, 2.1750, 2.1750, 2.1750, 2.6100, 2.6100, 2.6100)  # rad/s
 PANDA_MAX_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)  # rad/s^2
 ARM_JOINTS = len(PANDA_JOINT_NAMES)  # the arm's columns of a reference row
+GRIPPER_MAX_WIDTH = 0.08  # m, Franka Hand
+GRIPPER_MAX_FORCE = 70.0  # N, Franka Hand continuous grasp force
+
+
+def gripper_command_problem(width: float, speed: float, force: float, epsilon_inner: float,
+                            epsilon_outer: float, grasp: bool) -> str:
+    """Why a Franka-Hand command (move to width, or grasp with force) may not be sent;
+    "" when it may. The simulator and the real gripper's bridge both ask here."""
+    values = {"width": width, "speed": speed, "force": force,
+              "epsilon_inner": epsilon_inner, "epsilon_outer": epsilon_outer}
+    for name, value in values.items():
+        if value is None or not math.isfinite(float(value)):
+            return f"gripper {name} is not finite ({value})"
+    if not 0.0 <= width <= GRIPPER_MAX_WIDTH:
+        return f"gripper width {width} outside [0, {GRIPPER_MAX_WIDTH}]"
+    if speed <= 0.0:
+        return f"gripper speed must be positive, got {speed}"
+    if epsilon_inner < 0 or epsilon_outer < 0:
+        return "gripper epsilons must be non-negative"
+    if grasp and not 0.0 < force <= GRIPPER_MAX_FORCE:
+        return f"grasp force {force} outside (0, {GRIPPER_MAX_FORCE}] N"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from labference_ros.core.safety import gripper_command_problem
 from labference_ros.sim.backend import ARM_JOINT_NAMES, CommandCheck
 
 # Franka Panda joint position limits, rad (datasheet; same as the Menagerie model).
@@ -21,8 +22,6 @@ PANDA_ARM_LIMITS: dict[str, tuple[float, float]] = {
     "panda_joint6": (-0.0175, 3.7525),
     "panda_joint7": (-2.8973, 2.8973),
 }
-GRIPPER_MAX_WIDTH = 0.08
-GRIPPER_MAX_FORCE = 70.0  # N, Franka Hand continuous grasp force
 
 
 def validate_arm_command(names: Sequence[str], positions: Sequence[float],
@@ -58,17 +57,5 @@ def validate_arm_command(names: Sequence[str], positions: Sequence[float],
 def validate_gripper_command(width: float, speed: float, force: float,
                              epsilon_inner: float, epsilon_outer: float,
                              grasp: bool) -> CommandCheck:
-    vals = {"width": width, "speed": speed, "force": force,
-            "epsilon_inner": epsilon_inner, "epsilon_outer": epsilon_outer}
-    for k, v in vals.items():
-        if v is None or not math.isfinite(float(v)):
-            return CommandCheck(False, f"gripper {k} is not finite ({v})")
-    if not 0.0 <= width <= GRIPPER_MAX_WIDTH:
-        return CommandCheck(False, f"gripper width {width} outside [0, {GRIPPER_MAX_WIDTH}]")
-    if speed <= 0.0:
-        return CommandCheck(False, f"gripper speed must be positive, got {speed}")
-    if epsilon_inner < 0 or epsilon_outer < 0:
-        return CommandCheck(False, "gripper epsilons must be non-negative")
-    if grasp and not 0.0 < force <= GRIPPER_MAX_FORCE:
-        return CommandCheck(False, f"grasp force {force} outside (0, {GRIPPER_MAX_FORCE}] N")
-    return CommandCheck(True)
+    problem = gripper_command_problem(width, speed, force, epsilon_inner, epsilon_outer, grasp)
+    return CommandCheck(not problem, problem)
