@@ -1,0 +1,97 @@
+"""franka_gripper_bridge: the graph's gripper command to a real Franka Hand.
+
+Subscribes /panda_gripper/command (labference/GripperCommand, as the policy
+bridge publishes it and lab_sim executes it in simulation) and sends each new
+command as a goal of franka_gripper's actions: franka_msgs/action/Move for a
+move to a width, franka_msgs/action/Grasp for a grasp with force and epsilons
+(devices/franka_gripper.py decides which, and when a goal is due). A command
+outside the hand's ranges is never sent; a failed goal is logged and the same
+command is sent again when it next arrives.
+
+Only for a full ROS 2 install with franka_ros2 (franka_msgs): without it the
+node exits at start with one line saying so. Parameters: action_namespace
+(/franka_gripper, where franka_gripper serves grasp and move).
+"""
+from __future__ import annotations
+
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+
+from labference.msg import GripperCommand
+from labference_ros.devices.franka_gripper import GRASP, GoalSequencer, GripperCommandRejected, goal_for
+from labference_ros.nodes.runtime import run_node
+
+
+def _franka_actions():
+    try:
+        from franka_msgs.action import Grasp, Move
+    except ImportError as exc:
+        raise RuntimeError("franka_gripper_bridge needs franka_msgs (franka_ros2), which this environment "
+                           "lacks; it runs only beside a real Franka Hand") from exc
+    return Grasp, Move
+
+
+class FrankaGripperBridge(Node):
+    def __init__(self):
+        super().__init__("franka_gripper_bridge")
+        from rclpy.action import ActionClient
+
+        self.Grasp, self.Move = _franka_actions()
+        namespace = str(self.declare_parameter("action_namespace", "/franka_gripper").value).rstrip("/")
+        self.action_names = {"grasp": f"{namespace}/grasp", "move": f"{namespace}/move"}
+        self.grasp = ActionClient(self, self.Grasp, self.action_names["grasp"])
+        self.move = ActionClient(self, self.Move, self.action_names["move"])
+        self.sequencer = GoalSequencer()
+        self.last_rejection = ""
+        self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_command, QoSProfile(depth=10))
+
+    def on_command(self, msg: GripperCommand) -> None:
+        try:
+            goal = goal_for(msg.grasp, msg.width, msg.speed, msg.force, msg.epsilon_inner, msg.epsilon_outer)
+        except GripperCommandRejected as exc:
+            if str(exc) != self.last_rejection:
+                self.get_logger().error(f"gripper command not sent: {exc}")
+                self.last_rejection = str(exc)
+            return
+        self.last_rejection = ""
+        goal = self.sequencer.next_goal(goal)
+        if goal is None:
+            return
+        if goal.action == GRASP:
+            request = self.Grasp.Goal(width=goal.width, speed=goal.speed, force=goal.force)
+            request.epsilon.inner = goal.epsilon_inner
+            request.epsilon.outer = goal.epsilon_outer
+            client = self.grasp
+        else:
+            request = self.Move.Goal(width=goal.width, speed=goal.speed)
+            client = self.move
+        if not client.server_is_ready():
+            self.get_logger().error(f"{self.action_names[goal.action]} is not available; gripper goal {goal} "
+                                    "not sent")
+            self.sequencer.forget()
+            return
+        client.send_goal_async(request).add_done_callback(lambda f, g=goal: self._accepted(f, g))
+
+    def _accepted(self, future, goal) -> None:
+        handle = future.result()
+        if handle is None or not handle.accepted:
+            self.get_logger().error(f"gripper goal {goal} refused by franka_gripper")
+            self.sequencer.forget()
+            return
+        handle.get_result_async().add_done_callback(lambda f, g=goal: self._finished(f, g))
+
+    def _finished(self, future, goal) -> None:
+        result = future.result().result
+        if not result.success:
+            # A grasp that closed on nothing fails here: the referee sees it in the estimator's grasp state.
+            self.get_logger().warning(f"gripper goal {goal} failed: {result.error}")
+            if self.sequencer.last == goal:
+                self.sequencer.forget()
+
+
+def main(args=None):
+    raise SystemExit(run_node(FrankaGripperBridge, args))
+
+
+if __name__ == "__main__":
+    main()
