@@ -106,6 +106,14 @@ class TaskFamily:
         simulator lazily so the rest of the family never needs it."""
         raise NotImplementedError
 
+    def sensor_estimator(self, instance: Instance):
+        """A real cell's stand-in for the simulator's world measurements: an object
+        with ``estimate(frame) -> measurement`` over sensor frames (markers, fingertips,
+        gripper, instruments), whose tracks start where the instance sets objects up
+        (``initial_positions``) and whose ``params.marker_timeout_s`` says how long
+        an unseen marker is still trusted."""
+        raise NotImplementedError
+
     def evaluator_view(self, instance: Instance, measurement):
         """What a privileged tested system may read at one measurement (core.system.EvaluatorView)."""
         raise NotImplementedError

@@ -31,7 +31,7 @@ class WeighingFamily(TaskFamily):
         "mislocator": "labference_ros.tasks.weighing.systems.diagnostic:Mislocator",
         "unsteady_grasp": "labference_ros.tasks.weighing.systems.diagnostic:UnsteadyGrasp",
     }
-    graphs = ("labference_ros.graphs.weighing_sim",)
+    graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real")
 
     def contract_for(self, condition: str):
         from labference_ros.tasks.weighing.contract import contract_for
@@ -86,6 +86,11 @@ class WeighingFamily(TaskFamily):
         from labference_ros.tasks.weighing.scene import build_weighing_spec
 
         return build_weighing_spec(instance)
+
+    def sensor_estimator(self, instance):
+        from labference_ros.tasks.weighing.sensor_estimator import SensorWorldEstimator
+
+        return SensorWorldEstimator.for_instance(instance)
 
     def evaluator_view(self, instance, measurement):
         # Support as the referee and lab_sim classify it (contacts, stacks, the rim), not raw contacts.

@@ -1,0 +1,105 @@
+"""fiducial_tracker: object poses from ArUco markers on one calibrated camera.
+
+Subscribes /cameras/<camera>/image_raw (rgb8) of a world-fixed camera, finds
+the markers (perception/fiducials.py) with the camera's calibration from the
+cell description (mount pose and field of view; the image size from the
+image), and publishes /markers/poses (labference/MarkerDetections) stamped
+with the image's time: one entry per object whose marker is seen once.
+
+Which marker sits on which object is the `markers_json` parameter, e.g.
+  {"std_10": {"id": 1, "length_m": 0.02, "offset_m": [0, 0, -0.004]}, ...}
+id: the marker's id in the 4x4_50 dictionary; length_m: its printed side;
+offset_m: the object's centre in the marker frame (x right, y up the printed
+image, z out of its face), so the object's centre is p_marker + R_marker offset.
+The object's orientation is the marker's (a marker on a top face: z is the
+object's axis).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from geometry_msgs.msg import Pose
+from rclpy.node import Node
+from scipy.spatial.transform import Rotation
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
+
+from labference.msg import MarkerDetections
+from labference_ros.nodes.runtime import run_node
+from labference_ros.perception.camera import world_camera_calibration
+from labference_ros.perception.fiducials import detect_markers
+
+
+def parse_marker_table(text: str) -> dict[int, tuple[str, float, np.ndarray]]:
+    """marker id -> (object, side length, centre offset in the marker frame); ValueError names the fault."""
+    try:
+        table = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"markers_json is not JSON: {exc}") from None
+    if not isinstance(table, dict) or not table:
+        raise ValueError("markers_json must map each tracked object to its marker, e.g. "
+                         '{"std_10": {"id": 1, "length_m": 0.02, "offset_m": [0, 0, -0.004]}}')
+    out: dict[int, tuple[str, float, np.ndarray]] = {}
+    for name, entry in table.items():
+        try:
+            marker_id, length = int(entry["id"]), float(entry["length_m"])
+            offset = np.asarray(entry.get("offset_m", (0.0, 0.0, 0.0)), dtype=float).reshape(3)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"markers_json[{name!r}]: needs id, length_m and optional offset_m [x, y, z] "
+                             f"({exc})") from None
+        if marker_id in out:
+            raise ValueError(f"markers_json: marker {marker_id} is on both {out[marker_id][0]} and {name}")
+        if not length > 0:
+            raise ValueError(f"markers_json[{name!r}]: length_m must be positive, got {length}")
+        out[marker_id] = (str(name), length, offset)
+    return out
+
+
+class FiducialTracker(Node):
+    def __init__(self):
+        super().__init__("fiducial_tracker")
+        self.camera = str(self.declare_parameter("camera", "front").value)
+        self.table = parse_marker_table(str(self.declare_parameter("markers_json", "").value))
+        self.lengths = sorted({length for _name, length, _offset in self.table.values()})
+        self.calibration = None  # built from the first image's size
+        self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
+        images = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.create_subscription(Image, f"/cameras/{self.camera}/image_raw", self.on_image, images)
+
+    def on_image(self, msg: Image) -> None:
+        if msg.encoding != "rgb8":
+            self.get_logger().error(f"/cameras/{self.camera}/image_raw is {msg.encoding}, not rgb8; image skipped")
+            return
+        size = (int(msg.height), int(msg.width))
+        if self.calibration is None or (self.calibration.height, self.calibration.width) != size:
+            self.calibration = world_camera_calibration(self.camera, *size)
+        rgb = np.frombuffer(msg.data, dtype=np.uint8).reshape(msg.height, msg.step)[:, :msg.width * 3]
+        rgb = rgb.reshape(msg.height, msg.width, 3)
+        out = MarkerDetections(header=msg.header)
+        out.header.frame_id = "world"
+        for length in self.lengths:  # markers of one printed size are solved together
+            for marker_id, pose in sorted(detect_markers(rgb, self.calibration, length).items()):
+                entry = self.table.get(marker_id)
+                if entry is None or entry[1] != length:
+                    continue
+                name, _length, offset = entry
+                rotation = np.asarray(pose.rotation).reshape(3, 3)
+                centre = np.asarray(pose.position) + rotation @ offset
+                p = Pose()
+                p.position.x, p.position.y, p.position.z = (float(v) for v in centre)
+                x, y, z, w = Rotation.from_matrix(rotation).as_quat()
+                p.orientation.w, p.orientation.x = float(w), float(x)
+                p.orientation.y, p.orientation.z = float(y), float(z)
+                out.names.append(name)
+                out.poses.append(p)
+                out.reprojection_px.append(pose.reprojection_px)
+        self.pub.publish(out)
+
+
+def main(args=None):
+    raise SystemExit(run_node(FiducialTracker, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""world_estimator: the referee's world measurements from what a real cell senses.
+
+A real rig has no /evaluator/world_state from a simulator. This node builds it
+(tasks/weighing/sensor_estimator.py does the estimating) from:
+  /markers/poses      labference/MarkerDetections: object poses from fiducial markers
+  /joint_states       the arm (fingertip centre by forward kinematics) and the finger joints
+  /panda_gripper/command  whether the last gripper command closes or grasps
+  /balance/reading    the balance (balance_sics on a real rig)
+and publishes, for every balance reading, one frame stamped with that
+reading's time:
+  /evaluator/world_state          the estimated objects, contacts and gripper state
+  /evaluator/balance_reading      the reading as the estimator checked it (invalid, with the
+                                  reason, when the markers and the reading disagree)
+The real graph remaps the referee's /balance/reading to /evaluator/balance_reading.
+
+Scene check (the operator's set-up between episodes): /world_estimator/reset
+(labference/ResetEpisode) loads the instance and answers success only when the
+sensed scene matches its initial state: every object's marker seen within
+`setup_tolerance_m` of where the instance puts it, nothing held, and a stable,
+valid reading. Otherwise it answers success=false with what differs, and the
+episode runner (setup_retry_s) asks again until the operator has set it up.
+"""
+from __future__ import annotations
+
+import math
+
+from geometry_msgs.msg import Pose
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
+
+from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
+from labference.srv import ResetEpisode
+from labference_ros.cell.panda_model import ARM_JOINTS
+from labference_ros.core.measurements import LEFT_FINGER
+from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
+from labference_ros.nodes.matching import measurement_qos
+from labference_ros.nodes.runtime import run_node
+from labference_ros.skills.kinematics import FingertipKinematics
+from labference_ros.tasks import family as task_family
+from labference_ros.tasks.weighing.recognisers import support_classes
+from labference_ros.tasks.weighing.sensor_estimator import SensorFrame
+
+FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")
+
+
+def _pose_tuple(pose: Pose):
+    p, q = pose.position, pose.orientation
+    return (p.x, p.y, p.z), (q.w, q.x, q.y, q.z)
+
+
+class WorldEstimatorNode(Node):
+    def __init__(self):
+        super().__init__("world_estimator")
+        self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
+        self.setup_tolerance_m = float(self.declare_parameter("setup_tolerance_m", 0.02).value)
+        self.kinematics = FingertipKinematics()
+        self.estimator = None  # the family's sensor estimator of the current episode
+        self.markers: dict[str, tuple] = {}
+        self.markers_t = -math.inf
+        self.arm: tuple[float, ...] | None = None
+        self.gripper_width = 0.0
+        self.gripper_closing = False
+        self.last_world = None
+        self.last_reading = None
+        self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+        self.pub_reading = self.create_publisher(BalanceReading, "/evaluator/balance_reading", measurement_qos(200))
+        qos = QoSProfile(depth=50)
+        self.create_subscription(MarkerDetections, "/markers/poses", self.on_markers, qos)
+        self.create_subscription(JointState, "/joint_states", self.on_joints, qos)
+        self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_gripper, qos)
+        self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, measurement_qos(200))
+        self.create_service(ResetEpisode, "/world_estimator/reset", self.on_reset)
+
+    # inputs -------------------------------------------------------------------
+    def on_markers(self, msg: MarkerDetections) -> None:
+        if len(msg.names) != len(msg.poses):
+            self.get_logger().error(f"/markers/poses: {len(msg.names)} names but {len(msg.poses)} poses; dropped")
+            return
+        self.markers = {name: _pose_tuple(pose) for name, pose in zip(msg.names, msg.poses)}
+        self.markers_t = stamp_to_s(msg.header.stamp)
+
+    def on_joints(self, msg: JointState) -> None:
+        by_name = dict(zip(msg.name, msg.position))
+        if all(j in by_name for j in ARM_JOINTS):
+            self.arm = tuple(float(by_name[j]) for j in ARM_JOINTS)
+        if all(j in by_name for j in FINGER_JOINTS):
+            self.gripper_width = float(sum(by_name[j] for j in FINGER_JOINTS))
+
+    def on_gripper(self, msg: GripperCommand) -> None:
+        self.gripper_closing = bool(msg.grasp) or msg.width < self.gripper_width - 1e-4
+
+    def on_reading(self, msg: BalanceReading) -> None:
+        t = stamp_to_s(msg.header.stamp)
+        reading = balance_from_msg(msg)
+        self.last_reading = reading
+        if self.estimator is None or self.arm is None:
+            return  # no episode's instance yet, or no arm state: nothing to estimate from
+        if self.estimator.last_t is not None and t < self.estimator.last_t:
+            self.get_logger().warning(f"balance reading at {t:.3f} s is older than the last frame; dropped")
+            return
+        # A marker frame older than the estimator's timeout counts as nothing seen.
+        fresh = t - self.markers_t <= self.estimator.params.marker_timeout_s
+        frame = SensorFrame(t=t, markers=dict(self.markers) if fresh else {},
+                            fingertip=tuple(float(v) for v in self.kinematics.positions([self.arm])[0]),
+                            gripper_width=self.gripper_width, gripper_closing=self.gripper_closing,
+                            balance=reading)
+        world = self.estimator.estimate(frame)
+        self.last_world = world
+        self.pub_world.publish(fill_world_msg(WorldState(), world, ObjectState, support_classes(world)))
+        self.pub_reading.publish(fill_balance_msg(BalanceReading(), world.balance, t, msg.source))
+
+    # the operator's set-up ----------------------------------------------------
+    def on_reset(self, request, response):
+        try:
+            instance = self.family.instance_from_json(request.instance_json)
+        except (ValueError, KeyError, TypeError) as exc:
+            response.success, response.message = False, f"unreadable instance: {exc}"
+            return response
+        estimator = self.family.sensor_estimator(instance)
+        problems = self.scene_differences(estimator.initial_positions)
+        response.layout_hash = instance.layout_hash
+        response.sim_time = self.get_clock().now().nanoseconds * 1e-9
+        if problems:
+            response.success = False
+            response.message = "scene does not match the instance's start: " + "; ".join(problems)
+            return response
+        self.estimator = estimator  # tracks start at the instance's places, confirmed by the markers
+        response.success, response.message = True, "scene matches the instance's start"
+        return response
+
+    def scene_differences(self, start: dict[str, tuple]) -> list[str]:
+        """What the operator still has to set up (empty: the scene is ready)."""
+        out = []
+        now = self.get_clock().now().nanoseconds * 1e-9
+        if now - self.markers_t > 1.0:
+            out.append("no marker frame in the last second (is fiducial_tracker running?)")
+        for name, place in sorted(start.items()):
+            seen = self.markers.get(name)
+            if seen is None:
+                out.append(f"{name}: marker not seen")
+            elif math.dist(seen[0], place) > self.setup_tolerance_m:
+                out.append(f"{name}: at ({seen[0][0]:.3f}, {seen[0][1]:.3f}, {seen[0][2]:.3f}), the instance puts "
+                           f"it at ({place[0]:.3f}, {place[1]:.3f}, {place[2]:.3f})")
+        if self.last_world is not None and any(LEFT_FINGER in o.contacts for o in self.last_world.objects.values()):
+            out.append("an object is in the gripper")
+        r = self.last_reading
+        if r is None:
+            out.append("no balance reading")
+        elif not r.valid or r.overload:
+            out.append(f"balance reading not valid: {r.invalid_reason or 'overload'}")
+        elif not r.stable:
+            out.append("balance reading not stable")
+        return out
+
+
+def main(args=None):
+    raise SystemExit(run_node(WorldEstimatorNode, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The world_estimator node between a real cell's sensor topics and the referee's
+inputs, driven by a probe that plays the sensors (test/peers/estimator_probe.py)."""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+from rosproc import Proc
+
+PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "estimator_probe.py"
+
+
+def test_scene_check_and_sensor_only_measurements():
+    estimator = Proc([sys.executable, "-m", "labference_ros.nodes.world_estimator"])
+    probe = None
+    try:
+        probe = Proc([sys.executable, str(PROBE)])
+        lines = probe.wait_for("RESULT", timeout=120)
+        assert lines, probe.seen + estimator.seen
+        result = json.loads(lines[0][len("RESULT "):])
+    finally:
+        if probe is not None:
+            probe.stop()
+        estimator.stop()
+    # The operator's set-up: refused until every marker is seen where the instance puts it.
+    assert not result["before_markers"]["success"]
+    assert "std_10: marker not seen" in result["before_markers"]["message"]
+    assert result["set_up"] == {"success": True, "message": "scene matches the instance's start"}
+    assert not result["moved"]["success"]
+    assert "std_10: at (" in result["moved"]["message"]
+    assert "std_20" not in result["moved"]["message"]
+    # Every frame carries every object: the sample on the pan, the standards on the table
+    # (the hand is open and away).
+    assert len(result["worlds"]) >= 10
+    assert all(sorted(w) == result["objects"] for w in result["worlds"])
+    expected = {name: ["pan"] if name == "sample" else ["table"] for name in result["objects"]}
+    assert all(w == expected for w in result["worlds"]), result["worlds"][:2]
+    assert result["checked"] and all(valid and reason == "" for valid, reason in result["checked"])
+    # A stable reading no tracked standard explains is invalid, and says why.
+    assert result["unexplained"], result
+    assert all(not valid and reason.startswith("estimator: reading changed by +17.0 g")
+               for valid, reason in result["unexplained"]), result["unexplained"]
