@@ -59,6 +59,10 @@ def record_system_usage(out_dir, message: str) -> None:
 CONNECTED_TOPICS = ("/evaluator/world_state", "/balance/wrench", "/balance/reading", "/joint_states",
                     "/cameras/front/image_raw", "/panda_arm_controller/joint_trajectory",
                     "/panda_gripper/command", "/policy/receipts", "/referee/receipts")
+# A real cell has no simulated load cell: the balance itself publishes readings.
+OPERATOR_CONNECTED_TOPICS = tuple(t for t in CONNECTED_TOPICS if t != "/balance/wrench")
+SETUP_MODES = ("sim", "operator")
+SETUP_RETRY_S = 1.0  # an operator's set-up is checked again this often
 
 
 def make_node():
@@ -97,7 +101,16 @@ def make_node():
                 ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
                 ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
                 ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
-                ("support", "none"), ("task", "feedback_weighing"), ("image_width", 320), ("image_height", 240))}
+                ("support", "none"), ("task", "feedback_weighing"), ("image_width", 320), ("image_height", 240),
+                ("setup", "sim"), ("setup_timeout_s", 300.0))}
+            # sim: lab_sim resets the scene; operator: a person sets it up and the reset
+            # service (the world estimator's scene check) says when it matches the instance.
+            self.setup = str(p["setup"])
+            if self.setup not in SETUP_MODES:
+                raise ValueError(f"setup must be one of {', '.join(SETUP_MODES)}, got {self.setup!r}")
+            self.setup_timeout_s = float(p["setup_timeout_s"])
+            self.connected_topics = OPERATOR_CONNECTED_TOPICS if self.setup == "operator" else CONNECTED_TOPICS
+            self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
             self.service_timeout_s = float(p["service_timeout_s"])
@@ -118,8 +131,9 @@ def make_node():
             self.sim_start: float | None = None  # sim time at the current episode's reset
 
             # Best effort takes /clock from reliable and best-effort publishers alike.
-            self.create_subscription(Clock, "/clock", self.on_clock,
-                                     QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+            if self.setup == "sim":  # a real cell's time is the nodes' clock (tick)
+                self.create_subscription(Clock, "/clock", self.on_clock,
+                                         QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
             self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)
             self.create_subscription(String, "/policy_bridge/status", self.on_status, 10)
             self.reset = self.create_client(ResetEpisode, "/lab_sim/reset")
@@ -135,7 +149,9 @@ def make_node():
 
         # ------------------------------------------------------------ inputs
         def on_clock(self, msg):
-            t = msg.clock.sec + msg.clock.nanosec * 1e-9
+            self.on_time(msg.clock.sec + msg.clock.nanosec * 1e-9)
+
+        def on_time(self, t: float):
             if self.sim_now is None or t != self.sim_now:
                 self.sim_seen_wall = time.monotonic()
             self.sim_now = t
@@ -152,6 +168,8 @@ def make_node():
                 self.get_logger().warning(f"unreadable /policy_bridge/status: {msg.data!r}")
 
         def tick(self):
+            if self.setup == "operator":
+                self.on_time(self.get_clock().now().nanoseconds * 1e-9)
             if self.script.tick():
                 self.timer.cancel()
                 self.done = True
@@ -165,7 +183,8 @@ def make_node():
             services = all(c.service_is_ready() for c in self.clients_needed())
             # Topics between the other nodes must be discovered too, or an episode's
             # first measurements can be published before anyone listens.
-            topics = all(self.count_publishers(t) > 0 and self.count_subscribers(t) > 0 for t in CONNECTED_TOPICS)
+            topics = all(self.count_publishers(t) > 0 and self.count_subscribers(t) > 0
+                         for t in self.connected_topics)
             if self.settings.support not in ("", "none"):  # the oracle must hear the first legal set
                 topics = topics and any(i.node_name == "oracle"
                                         for i in self.get_subscriptions_info_by_topic("/referee/legal_set"))
@@ -267,8 +286,9 @@ def make_node():
                     run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "recorder", "recorder start")
             if started:
-                answer = yield self.call(self.reset, ResetEpisode.Request(episode_id=eid, instance_json=instance_json))
-                started = not failed(answer, "lab_sim", "lab_sim reset")
+                answer = yield from self.reset_scene(eid, instance_json)
+                what = "lab_sim reset" if self.setup == "sim" else "scene set-up"
+                started = not failed(answer, self.scene_node, what)
             if started:
                 assets["scene_hash"] = answer.scene_hash
                 sim_start = answer.sim_time if answer.sim_time > 0 or self.sim_now is None else self.sim_now
@@ -325,6 +345,25 @@ def make_node():
                 attempt.sim_s = max(0.0, sim_end - sim_start)
             return attempt
 
+        def reset_scene(self, eid: str, instance_json: str):
+            """The reset's answer. An operator's set-up is asked for again every SETUP_RETRY_S
+            until the scene matches or setup_timeout_s passes; each new refusal is said once."""
+            request = ResetEpisode.Request(episode_id=eid, instance_json=instance_json)
+            answer = yield self.call(self.reset, request)
+            if self.setup != "operator":
+                return answer
+            said = ""
+            deadline = time.monotonic() + self.setup_timeout_s
+            while not isinstance(answer, ServiceFailure) and not answer.success and time.monotonic() < deadline:
+                if answer.message != said:
+                    self.say(f"{eid}: set the scene up as the instance says ({answer.message})")
+                    said = answer.message
+                yield Until(lambda: None, SETUP_RETRY_S)
+                answer = yield self.call(self.reset, request)
+            if not isinstance(answer, ServiceFailure) and not answer.success:
+                answer.message = f"not set up within {self.setup_timeout_s:g} s: {answer.message}"
+            return answer
+
         def watch(self, attempt: Attempt):
             """The finish reason once the episode should end, else None."""
             eid = attempt.episode_id
@@ -341,7 +380,7 @@ def make_node():
                     self.sim_start = self.sim_now  # no clock at reset, or a sim that restarts its clock
                 if self.sim_now - self.sim_start >= self.settings.deadline_s:
                     return "deadline"
-            for node, client in (("lab_sim", self.reset), ("referee", self.referee_finish),
+            for node, client in ((self.scene_node, self.reset), ("referee", self.referee_finish),
                                  ("policy_bridge", self.bridge_finish)):
                 if not client.service_is_ready():
                     attempt.fail(f"{node} left the graph during the episode")

@@ -174,3 +174,55 @@ def test_run_json_identity_fields_are_written_and_differing_assets_refuse_to_poo
     with pytest.raises(IdentityMismatch) as err:
         group_checked([episode("a", assets), episode("b", other)])
     assert set(err.value.fields) == {"asset_revision"}
+
+
+def _launch_real_with_fakes(args, knobs):
+    import os
+    import sys
+
+    from launch_helpers import FAKES
+    from rosproc import Proc
+
+    labference = os.path.join(os.path.dirname(sys.executable), "labference")
+    argv = [labference, "launch", "weighing_real.launch.py", *args]
+    for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": "fake_idle.py",
+                      "world_estimator": "fake_world_estimator.py", "referee": "fake_referee.py",
+                      "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": "fake_idle.py"}.items():
+        argv += ["--substitute", f"{exe}={FAKES / fake}"]
+    return Proc(argv, env={**os.environ, **knobs})
+
+
+def test_the_operator_is_asked_until_the_scene_matches_then_the_episode_runs(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _launch_real_with_fakes(["episodes:=1", "deadline_s:=5", "service_timeout_s:=10", "record:=false",
+                                    f"output_dir:={run_dir}"],
+                                   {"FAKE_COMPLETE": "0", "FAKE_SETUP_REFUSALS": "2"})
+    try:
+        assert proc.popen.wait(timeout=240) == 0, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    out = "\n".join(proc.seen)
+    # Asked three times, the same refusal said once, then the episode ran.
+    assert [line.split("#")[-1] for line in proc.seen if "scene check 0000_" in line] == ["1", "2", "3"]
+    assert out.count("set the scene up as the instance says") == 1, out
+    assert "std_10: marker not seen" in out
+    rows = read_summary(run_dir)["per_episode"]
+    assert [(r["reason"], r["status"]) for r in rows] == [("completed", "ok")]
+    assert rows[0]["setup_wall_s"] >= 2.0  # two refusals, a second apart, count as set-up time
+
+
+def test_a_scene_never_set_up_leaves_the_episode_unscored_with_the_reason(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _launch_real_with_fakes(["episodes:=1", "setup_timeout_s:=2", "service_timeout_s:=10", "record:=false",
+                                    f"output_dir:={run_dir}"],
+                                   {"FAKE_SETUP_REFUSALS": "1000"})
+    try:
+        assert proc.popen.wait(timeout=240) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    rows = read_summary(run_dir)["per_episode"]
+    assert rows[0]["status"] == "error"
+    assert "scene set-up refused: not set up within 2 s" in rows[0]["error"]
+    assert "std_10: marker not seen" in rows[0]["error"]

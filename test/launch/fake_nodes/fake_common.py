@@ -5,6 +5,7 @@ FAKE_COMPLETE       referee reports physical completion 1 s of sim time after st
 FAKE_BRIDGE_DONE    policy bridge reports 'done' 1 s of sim time after start
 FAKE_BRIDGE_HANG    policy bridge's start_episode answers only after FAKE_HANG_S wall seconds
 FAKE_SIM_EXIT_AT    lab_sim exits with code 3 when asked to reset this episode
+FAKE_SETUP_REFUSALS world estimator refuses this many scene checks per episode before it accepts
 """
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ EDGES = {
                 ("/panda_arm_controller/joint_trajectory", "/panda_gripper/command", "/balance/reading")),
     "balance": (("/balance/reading",), ("/balance/wrench",)),
     "referee": (("/referee/receipts",), ("/evaluator/world_state", "/balance/reading", "/policy/receipts")),
+    # A real cell's side of the real graph: the world estimator, the robot PC's joint
+    # states and camera, the arm's controller and the gripper bridge.
+    "real_cell": (("/evaluator/world_state", "/joint_states", "/cameras/front/image_raw"),
+                  ("/panda_arm_controller/joint_trajectory", "/panda_gripper/command", "/balance/reading")),
     "policy_bridge": (("/panda_arm_controller/joint_trajectory", "/panda_gripper/command", "/policy/receipts"),
                       ("/joint_states", "/cameras/front/image_raw", "/referee/receipts")),
 }

@@ -1,0 +1,84 @@
+"""Feedback weighing on a real cell: a Franka Panda under ros2_control, a Franka
+Hand, an MT-SICS balance and a calibrated camera, scored from sensors alone.
+
+launch/weighing_real.launch.py is generated from this file. It is the sim
+graph's evaluator, tested-system and record side unchanged, with the simulator
+replaced by what a real cell has:
+- the balance: balance_sics on the balance's serial port (for the balance node);
+- object poses: fiducial_tracker (ArUco markers on the standards and the sample)
+  and world_estimator, which publishes the referee's /evaluator/world_state and
+  the checked reading /evaluator/balance_reading (the referee's /balance/reading
+  is remapped to it);
+- the gripper: franka_gripper_bridge (the graph's gripper command to franka_gripper's
+  Grasp and Move actions);
+- the scene: the operator sets it up between episodes; the runner's reset asks the
+  estimator's scene check (/world_estimator/reset) until it matches the instance.
+The arm's controllers (config/franka_controllers.yaml), the camera driver and
+franka_gripper run beside it on the robot PC; this graph does not start them.
+It has never run on hardware (docs/real-rig.md says what is tested where).
+"""
+from __future__ import annotations
+
+from . import weighing_sim
+from .graph import Graph, LaunchArgument, NodeSpec, Param
+
+TASK = weighing_sim.TASK
+# The sim graph's arguments that mean the same here; the simulator's own ones
+# (camera_rate is the driver's, step_mode is realtime on a real arm) are not offered.
+_SHARED = ("episodes", "system", "system_params", "agent_url", "agent_model", "condition", "seed", "support",
+           "output_dir", "record", "instances", "deadline_s", "free_space_check", "monitor",
+           "service_timeout_s", "image_width", "image_height")
+ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
+    LaunchArgument("balance_port", "/dev/ttyUSB0", "Serial port of the MT-SICS balance (e.g. a "
+                   "/dev/serial/by-id/ path)"),
+    LaunchArgument("balance_poll_hz", "10", "How often the balance is asked for a reading (SI)"),
+    LaunchArgument("markers", "", "JSON: the marker on each tracked object, e.g. '{\"std_10\": {\"id\": 1, "
+                   "\"length_m\": 0.02, \"offset_m\": [0, 0, -0.004]}, ...}' (docs/real-rig.md)"),
+    LaunchArgument("marker_camera", "front", "The world-fixed camera the markers are tracked on"),
+    LaunchArgument("camera_rate", "10", "The camera driver's frame rate in Hz (the policy bridge's observation "
+                   "rate)"),
+    LaunchArgument("setup_timeout_s", "300", "Seconds the operator has to set each episode's scene up before "
+                   "the episode is recorded as not started"),
+    LaunchArgument("gripper_actions", "/franka_gripper", "Namespace of franka_gripper's grasp and move actions"),
+)
+
+STEP_MODE = "realtime"  # a real arm does not wait for the policy
+SAFETY = "franka"  # joint limits and the workspace box before anything reaches the controllers
+
+NODES = (
+    NodeSpec("balance", "balance_sics",
+             parameters={"port": Param("balance_port"), "poll_hz": Param("balance_poll_hz", float)}),
+    NodeSpec("fiducial_tracker", "fiducial_tracker",
+             parameters={"camera": Param("marker_camera"), "markers_json": Param("markers")}),
+    NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK}),
+    NodeSpec("referee", "referee", parameters={"task": TASK},
+             remappings=(("/balance/reading", "/evaluator/balance_reading"),)),
+    NodeSpec("policy_bridge", "policy_bridge",
+             parameters={"system": Param("system"), "system_params_json": Param("system_params"),
+                         "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
+                         "step_mode": STEP_MODE, "camera_rate": Param("camera_rate", float),
+                         "support": Param("support"), "task": TASK, "safety": SAFETY}),
+    NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
+    NodeSpec("recorder", "recorder", parameters={"task": TASK, "enabled": Param("record", bool)}),
+    NodeSpec("monitor", "monitor", parameters={}, when="monitor"),
+    NodeSpec("franka_gripper_bridge", "franka_gripper_bridge",
+             parameters={"action_namespace": Param("gripper_actions")}),
+    NodeSpec("episode_runner", "episode_runner",
+             parameters={"episodes": Param("episodes", int), "system": Param("system"),
+                         "condition": Param("condition"), "seed": Param("seed", int),
+                         "output_dir": Param("output_dir"), "instances": Param("instances"),
+                         "deadline_s": Param("deadline_s", float), "step_mode": STEP_MODE,
+                         "camera_rate": Param("camera_rate", float),
+                         "service_timeout_s": Param("service_timeout_s", float),
+                         "record": Param("record", bool), "support": Param("support"), "task": TASK,
+                         "image_width": Param("image_width", int), "image_height": Param("image_height", int),
+                         "setup": "operator", "setup_timeout_s": Param("setup_timeout_s", float)},
+             remappings=(("/lab_sim/reset", "/world_estimator/reset"),),
+             ends_graph=True),
+)
+
+GRAPH = Graph(name="weighing_real", package="labference",
+              description="Feedback weighing on a real cell: MT-SICS balance, marker tracking, sensor-only world "
+                          "estimator, referee, policy bridge (realtime, Franka envelope), Franka Hand bridge, "
+                          "episode runner with operator set-up",
+              arguments=ARGUMENTS, nodes=NODES, task=TASK)
