@@ -1,6 +1,6 @@
 """fiducial_tracker: object poses from ArUco markers on one calibrated camera.
 
-Subscribes /cameras/<camera>/image_raw (rgb8) of a world-fixed camera, finds
+Subscribes /cameras/<camera>/image_raw (rgb8, bgr8, mono8...) of a world-fixed camera, finds
 the markers (perception/fiducials.py) with the camera's calibration from the
 cell description (mount pose and field of view; the image size from the
 image), and publishes /markers/poses (labference/MarkerDetections) stamped
@@ -21,14 +21,15 @@ import json
 import numpy as np
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
-from scipy.spatial.transform import Rotation
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
 from labference.msg import MarkerDetections
+from labference_ros.monitoring.kinematics import matrix_to_quaternion
 from labference_ros.nodes.runtime import run_node
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.perception.fiducials import detect_markers
+from labference_ros.recording.videos import image_array
 
 
 def parse_marker_table(text: str) -> dict[int, tuple[str, float, np.ndarray]]:
@@ -62,20 +63,20 @@ class FiducialTracker(Node):
         self.camera = str(self.declare_parameter("camera", "front").value)
         self.table = parse_marker_table(str(self.declare_parameter("markers_json", "").value))
         self.lengths = sorted({length for _name, length, _offset in self.table.values()})
-        self.calibration = None  # built from the first image's size
+        self.calibration = world_camera_calibration(self.camera, 240, 320)  # a world-fixed camera, or a clear error
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
         images = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(Image, f"/cameras/{self.camera}/image_raw", self.on_image, images)
 
     def on_image(self, msg: Image) -> None:
-        if msg.encoding != "rgb8":
-            self.get_logger().error(f"/cameras/{self.camera}/image_raw is {msg.encoding}, not rgb8; image skipped")
+        try:
+            rgb = image_array(msg)
+        except ValueError as exc:  # an encoding we do not read, or a buffer that does not fit its size
+            self.get_logger().error(f"/cameras/{self.camera}/image_raw: {exc}; image skipped")
             return
-        size = (int(msg.height), int(msg.width))
-        if self.calibration is None or (self.calibration.height, self.calibration.width) != size:
+        size = rgb.shape[:2]
+        if (self.calibration.height, self.calibration.width) != size:
             self.calibration = world_camera_calibration(self.camera, *size)
-        rgb = np.frombuffer(msg.data, dtype=np.uint8).reshape(msg.height, msg.step)[:, :msg.width * 3]
-        rgb = rgb.reshape(msg.height, msg.width, 3)
         out = MarkerDetections(header=msg.header)
         out.header.frame_id = "world"
         for length in self.lengths:  # markers of one printed size are solved together
@@ -88,9 +89,7 @@ class FiducialTracker(Node):
                 centre = np.asarray(pose.position) + rotation @ offset
                 p = Pose()
                 p.position.x, p.position.y, p.position.z = (float(v) for v in centre)
-                x, y, z, w = Rotation.from_matrix(rotation).as_quat()
-                p.orientation.w, p.orientation.x = float(w), float(x)
-                p.orientation.y, p.orientation.z = float(y), float(z)
+                p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z = matrix_to_quaternion(rotation)
                 out.names.append(name)
                 out.poses.append(p)
                 out.reprojection_px.append(pose.reprojection_px)

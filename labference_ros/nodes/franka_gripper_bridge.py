@@ -5,8 +5,10 @@ bridge publishes it and lab_sim executes it in simulation) and sends each new
 command as a goal of franka_gripper's actions: franka_msgs/action/Move for a
 move to a width, franka_msgs/action/Grasp for a grasp with force and epsilons
 (devices/franka_gripper.py decides which, and when a goal is due). A command
-outside the hand's ranges is never sent; a failed goal is logged and the same
-command is sent again when it next arrives.
+outside the hand's ranges is never sent. A goal the server refuses, or one that
+could not be sent, is sent again with the next command; a goal that ran and
+failed (a grasp that closed on nothing) is not repeated, since the policy
+sees the open hand and decides.
 
 Only for a full ROS 2 install with franka_ros2 (franka_msgs): without it the
 node exits at start with one line saying so. Parameters: action_namespace
@@ -43,6 +45,7 @@ class FrankaGripperBridge(Node):
         self.move = ActionClient(self, self.Move, self.action_names["move"])
         self.sequencer = GoalSequencer()
         self.last_rejection = ""
+        self.said_unavailable = False
         self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_command, QoSProfile(depth=10))
 
     def on_command(self, msg: GripperCommand) -> None:
@@ -66,27 +69,29 @@ class FrankaGripperBridge(Node):
             request = self.Move.Goal(width=goal.width, speed=goal.speed)
             client = self.move
         if not client.server_is_ready():
-            self.get_logger().error(f"{self.action_names[goal.action]} is not available; gripper goal {goal} "
-                                    "not sent")
+            if not self.said_unavailable:
+                self.get_logger().error(f"{self.action_names[goal.action]} is not available; gripper goals "
+                                        "are not sent until it is")
+                self.said_unavailable = True
             self.sequencer.forget()
             return
+        self.said_unavailable = False
         client.send_goal_async(request).add_done_callback(lambda f, g=goal: self._accepted(f, g))
 
     def _accepted(self, future, goal) -> None:
         handle = future.result()
         if handle is None or not handle.accepted:
             self.get_logger().error(f"gripper goal {goal} refused by franka_gripper")
-            self.sequencer.forget()
+            if self.sequencer.last == goal:
+                self.sequencer.forget()
             return
         handle.get_result_async().add_done_callback(lambda f, g=goal: self._finished(f, g))
 
     def _finished(self, future, goal) -> None:
         result = future.result().result
         if not result.success:
-            # A grasp that closed on nothing fails here: the referee sees it in the estimator's grasp state.
+            # A grasp that closed on nothing fails here; the referee sees it in the estimator's grasp state.
             self.get_logger().warning(f"gripper goal {goal} failed: {result.error}")
-            if self.sequencer.last == goal:
-                self.sequencer.forget()
 
 
 def main(args=None):

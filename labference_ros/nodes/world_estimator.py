@@ -31,7 +31,7 @@ from sensor_msgs.msg import JointState
 
 from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
 from labference.srv import ResetEpisode
-from labference_ros.cell.panda_model import ARM_JOINTS
+from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS
 from labference_ros.core.measurements import LEFT_FINGER
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
 from labference_ros.nodes.matching import measurement_qos
@@ -41,7 +41,7 @@ from labference_ros.tasks import family as task_family
 from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.tasks.weighing.sensor_estimator import SensorFrame
 
-FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")
+READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
 
 
 def _pose_tuple(pose: Pose):
@@ -63,6 +63,7 @@ class WorldEstimatorNode(Node):
         self.gripper_closing = False
         self.last_world = None
         self.last_reading = None
+        self.last_reading_t = -math.inf
         self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
         self.pub_reading = self.create_publisher(BalanceReading, "/evaluator/balance_reading", measurement_qos(200))
         qos = QoSProfile(depth=50)
@@ -93,7 +94,7 @@ class WorldEstimatorNode(Node):
     def on_reading(self, msg: BalanceReading) -> None:
         t = stamp_to_s(msg.header.stamp)
         reading = balance_from_msg(msg)
-        self.last_reading = reading
+        self.last_reading, self.last_reading_t = reading, t
         if self.estimator is None or self.arm is None:
             return  # no episode's instance yet, or no arm state: nothing to estimate from
         if self.estimator.last_t is not None and t < self.estimator.last_t:
@@ -114,10 +115,10 @@ class WorldEstimatorNode(Node):
     def on_reset(self, request, response):
         try:
             instance = self.family.instance_from_json(request.instance_json)
+            estimator = self.family.sensor_estimator(instance)
         except (ValueError, KeyError, TypeError) as exc:
             response.success, response.message = False, f"unreadable instance: {exc}"
             return response
-        estimator = self.family.sensor_estimator(instance)
         problems = self.scene_differences(estimator.initial_positions)
         response.layout_hash = instance.layout_hash
         response.sim_time = self.get_clock().now().nanoseconds * 1e-9
@@ -142,11 +143,14 @@ class WorldEstimatorNode(Node):
             elif math.dist(seen[0], place) > self.setup_tolerance_m:
                 out.append(f"{name}: at ({seen[0][0]:.3f}, {seen[0][1]:.3f}, {seen[0][2]:.3f}), the instance puts "
                            f"it at ({place[0]:.3f}, {place[1]:.3f}, {place[2]:.3f})")
-        if self.last_world is not None and any(LEFT_FINGER in o.contacts for o in self.last_world.objects.values()):
-            out.append("an object is in the gripper")
+        if self.arm is None:
+            out.append("no arm joint states")
+        if self.gripper_closing or (self.last_world is not None and any(
+                LEFT_FINGER in o.contacts for o in self.last_world.objects.values())):
+            out.append("the gripper is closed or holds an object (open it)")
         r = self.last_reading
-        if r is None:
-            out.append("no balance reading")
+        if r is None or now - self.last_reading_t > READING_MAX_AGE_S:
+            out.append(f"no balance reading in the last {READING_MAX_AGE_S:g} s")
         elif not r.valid or r.overload:
             out.append(f"balance reading not valid: {r.invalid_reason or 'overload'}")
         elif not r.stable:

@@ -37,6 +37,8 @@ def test_scene_check_and_sensor_only_measurements():
     expected = {name: ["pan"] if name == "sample" else ["table"] for name in result["objects"]}
     assert all(w == expected for w in result["worlds"]), result["worlds"][:2]
     assert result["checked"] and all(valid and reason == "" for valid, reason in result["checked"])
+    worlds_stamps, reading_stamps = result["stamps"]
+    assert worlds_stamps == reading_stamps  # one world state per checked reading, at its stamp
     # A stable reading no tracked standard explains is invalid, and says why.
     assert result["unexplained"], result
     assert all(not valid and reason.startswith("estimator: reading changed by +17.0 g")

@@ -106,6 +106,9 @@ def main() -> int:
     frames(start, SAMPLE_G, 2.0)
     result["worlds"] = [{o.name: list(o.contacts) for o in w.objects} for w in worlds]
     result["checked"] = [[r.valid, r.invalid_reason] for r in checked]
+    # The referee's input merger pairs a world state with the reading of the same stamp.
+    result["stamps"] = [sorted((m.header.stamp.sec, m.header.stamp.nanosec) for m in worlds),
+                        sorted((m.header.stamp.sec, m.header.stamp.nanosec) for m in checked)]
     # 4. 17 g more with nothing moved
     checked.clear()
     frames(start, SAMPLE_G + 17.0, 1.0)
