@@ -17,6 +17,14 @@ from labference_ros.tasks.base import TaskFamily
 
 WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
                                            "/policy/action_chunks")
+# On a real cell the referee reads the world estimator's checked reading instead
+# (graphs/weighing_real.py remaps it): a bag that has it is re-scored from it.
+CHECKED_READING = "/evaluator/balance_reading"
+
+
+def reading_topic(topics) -> str:
+    """The balance topic the online referee read in the run that left these topics."""
+    return CHECKED_READING if CHECKED_READING in topics else READING
 
 
 @dataclass
@@ -43,7 +51,8 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
     only the last segment belongs to the episode."""
     inp = BagInputs()
     last_world_t = None
-    for topic, _t, msg, msgtype in _typed(reader):
+    reading = reading_topic(reader.topics())
+    for topic, _t, msg, msgtype in _typed(reader, reading):
         if topic == WORLD:
             w = world_from_msg(msg)
             if last_world_t is not None and w.t < last_world_t:
@@ -51,7 +60,7 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
                 inp.worlds, inp.readings, inp.deliveries = [], [], []
             last_world_t = w.t
             inp.worlds.append(w)
-        elif topic == READING:
+        elif topic == reading:
             inp.readings.append((stamp_to_s(msg.header.stamp), balance_from_msg(msg)))
         elif topic == POLICY_RECEIPTS:
             inp.policy_receipts.append(msg)
@@ -67,10 +76,10 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
     return inp
 
 
-def _typed(reader):
+def _typed(reader, reading: str):
     types = reader.topics()
     # Only what the referee and the evidence checks read (images stay undecoded).
-    wanted = {WORLD, READING, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
+    wanted = {WORLD, reading, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
     for topic, t, msg in reader.messages(wanted, decoder="fast"):
         yield topic, t, msg, types.get(topic, "")
 

@@ -19,6 +19,9 @@ RECORDED_TOPICS: dict[str, str] = {
     "/balance/tare": "geometry_msgs/msg/WrenchStamped",
     "/balance/reading": "labference/msg/BalanceReading",
     "/evaluator/world_state": "labference/msg/WorldState",
+    # A real cell's: the world estimator's checked reading (the referee's there) and its marker input.
+    "/evaluator/balance_reading": "labference/msg/BalanceReading",
+    "/markers/poses": "labference/msg/MarkerDetections",
     "/referee/events": "labference/msg/RefereeEvent",
     "/referee/legal_set": "labference/msg/LegalSet",
     "/referee/opportunities": "labference/msg/DecisionOpportunity",
@@ -50,8 +53,8 @@ LATCHED_TOPICS = ("/balance/tare", "/robot_description", "/tf_static")
 # measurement_qos, the receipts). The recorder asks for transient local too: DDS
 # matches writer and reader separately, and a volatile reader loses what a writer
 # sent before the writer side had matched it (under load, an episode's first second).
-DURABLE_TOPICS = ("/balance/wrench", "/balance/reading", "/evaluator/world_state", "/policy/receipts",
-                  "/referee/receipts")
+DURABLE_TOPICS = ("/balance/wrench", "/balance/reading", "/evaluator/world_state", "/evaluator/balance_reading",
+                  "/policy/receipts", "/referee/receipts")
 
 
 def wanted(topic: str) -> bool:
