@@ -7,7 +7,9 @@ A real rig has no /evaluator/world_state from a simulator. This node builds it
   /panda_gripper/command  whether the last gripper command closes or grasps
   /balance/reading    the balance (balance_sics on a real rig)
 and publishes, for every balance reading, one frame stamped with that
-reading's time:
+reading's time (and, while the balance is silent for longer than
+`reading_timeout_s`, one frame every `reading_timeout_s` whose reading is
+invalid and says so, so that the referee records it):
   /evaluator/world_state          the estimated objects, contacts and gripper state
   /evaluator/balance_reading      the reading as the estimator checked it (invalid, with the
                                   reason, when the markers and the reading disagree)
@@ -32,7 +34,7 @@ from sensor_msgs.msg import JointState
 from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
 from labference.srv import ResetEpisode
 from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS
-from labference_ros.core.measurements import LEFT_FINGER
+from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
 from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
@@ -42,6 +44,7 @@ from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.tasks.weighing.sensor_estimator import SensorFrame
 
 READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
+SILENT_SOURCE = "world_estimator"
 
 
 def _pose_tuple(pose: Pose):
@@ -54,6 +57,9 @@ class WorldEstimatorNode(Node):
         super().__init__("world_estimator")
         self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
         self.setup_tolerance_m = float(self.declare_parameter("setup_tolerance_m", 0.02).value)
+        self.reading_timeout_s = float(self.declare_parameter("reading_timeout_s", 0.5).value)
+        if not self.reading_timeout_s > 0:
+            raise ValueError(f"reading_timeout_s must be positive, got {self.reading_timeout_s}")
         self.kinematics = FingertipKinematics()
         self.estimator = None  # the family's sensor estimator of the current episode
         self.markers: dict[str, tuple] = {}
@@ -72,6 +78,7 @@ class WorldEstimatorNode(Node):
         self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_gripper, qos)
         self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, measurement_qos(200))
         self.create_service(ResetEpisode, "/world_estimator/reset", self.on_reset)
+        self.create_timer(self.reading_timeout_s / 5, self.check_silence)
 
     # inputs -------------------------------------------------------------------
     def on_markers(self, msg: MarkerDetections) -> None:
@@ -95,6 +102,22 @@ class WorldEstimatorNode(Node):
         t = stamp_to_s(msg.header.stamp)
         reading = balance_from_msg(msg)
         self.last_reading, self.last_reading_t = reading, t
+        self._publish_frame(t, reading, msg.source)
+
+    def check_silence(self) -> None:
+        """A balance that stopped answering (a dead node, a pulled cable) is a measured fact too."""
+        if self.estimator is None:
+            return
+        now = self.get_clock().now().nanoseconds * 1e-9
+        last_frame_t = self.estimator.last_t if self.estimator.last_t is not None else -math.inf
+        quiet = now - max(self.last_reading_t, last_frame_t)
+        if quiet >= self.reading_timeout_s:
+            silent = BalanceMeasurement(raw_g=0.0, filtered_g=0.0, displayed_g=0.0, stable=False, valid=False,
+                                        invalid_reason=f"{SILENT_SOURCE}: no balance reading for over "
+                                                       f"{self.reading_timeout_s:g} s")
+            self._publish_frame(now, silent, SILENT_SOURCE)
+
+    def _publish_frame(self, t: float, reading: BalanceMeasurement, source: str) -> None:
         if self.estimator is None or self.arm is None:
             return  # no episode's instance yet, or no arm state: nothing to estimate from
         if self.estimator.last_t is not None and t < self.estimator.last_t:
@@ -109,7 +132,7 @@ class WorldEstimatorNode(Node):
         world = self.estimator.estimate(frame)
         self.last_world = world
         self.pub_world.publish(fill_world_msg(WorldState(), world, ObjectState, support_classes(world)))
-        self.pub_reading.publish(fill_balance_msg(BalanceReading(), world.balance, t, msg.source))
+        self.pub_reading.publish(fill_balance_msg(BalanceReading(), world.balance, t, source))
 
     # the operator's set-up ----------------------------------------------------
     def on_reset(self, request, response):

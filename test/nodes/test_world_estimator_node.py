@@ -43,3 +43,6 @@ def test_scene_check_and_sensor_only_measurements():
     assert result["unexplained"], result
     assert all(not valid and reason.startswith("estimator: reading changed by +17.0 g")
                for valid, reason in result["unexplained"]), result["unexplained"]
+    # A silent balance is measured too: one invalid frame per timeout, one reason.
+    assert 2 <= len(result["silent"]) <= 4, result["silent"]
+    assert all(r == [False, "world_estimator: no balance reading for over 0.5 s"] for r in result["silent"])

@@ -10,7 +10,8 @@ a real cell's drivers do, and calls the scene check /world_estimator/reset:
      table, and valid checked readings;
   4. a stable reading 17 g heavier while no tracked standard moved: the checked
      reading is invalid and names the estimator;
-  5. std_10's marker 5 cm from its start: the scene check refuses, naming std_10.
+  5. std_10's marker 5 cm from its start: the scene check refuses, naming std_10;
+  6. no reading for 1.6 s: invalid checked readings that say the balance is silent.
 Prints "RESULT <json>".
 """
 from __future__ import annotations
@@ -75,6 +76,8 @@ def main() -> int:
             markers.reprojection_px.append(0.2)
         pubs["markers"].publish(markers)
         time.sleep(0.01)  # the estimator takes the markers before the reading that triggers a frame
+        if grams is None:
+            return  # a silent balance
         t = stamp.sec + stamp.nanosec * 1e-9
         reading = BalanceMeasurement(raw_g=grams, filtered_g=grams, displayed_g=grams, stable=True)
         pubs["reading"].publish(fill_balance_msg(BalanceReading(), reading, t, "mt_sics:/dev/probe"))
@@ -119,6 +122,13 @@ def main() -> int:
     moved["std_10"] = (x + 0.05, y, z)
     frames(moved, SAMPLE_G, 1.0)
     result["moved"] = reset()
+    # 6. the balance falls silent (markers and joints go on)
+    checked.clear()
+    end = time.monotonic() + 1.6
+    while time.monotonic() < end:
+        publish_frame(start, None)
+        time.sleep(0.1)
+    result["silent"] = [[r.valid, r.invalid_reason] for r in checked]
     print("RESULT " + json.dumps(result), flush=True)
     peer.close()
     return 0
