@@ -65,7 +65,13 @@ class FiducialTracker(Node):
         self.lengths = sorted({length for _name, length, _offset in self.table.values()})
         self.calibration = world_camera_calibration(self.camera, 240, 320)  # a world-fixed camera, or a clear error
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
-        images = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT)
+        # Reliable, as lab_sim publishes and the policy bridge reads; a camera driver that
+        # publishes best effort (sensor-data QoS) needs image_reliability:=best_effort.
+        reliability = str(self.declare_parameter("image_reliability", "reliable").value)
+        if reliability not in ("reliable", "best_effort"):
+            raise ValueError(f"image_reliability must be reliable or best_effort, got {reliability!r}")
+        images = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE if reliability == "reliable"
+                            else ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(Image, f"/cameras/{self.camera}/image_raw", self.on_image, images)
 
     def on_image(self, msg: Image) -> None:

@@ -1,0 +1,69 @@
+"""Plays a calibrated camera for the fiducial_tracker node: publishes the front camera's
+1280x960 rendering of a 4 cm marker (id 7) lying on the table (test/perception/
+test_fiducials.py's scene), once as rgb8 and once as bgr8, and then an image whose
+buffer is too short for its size; prints "RESULT <json>" with what came back on
+/markers/poses for each."""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import time
+
+from peer_session import PeerSession
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "perception"))
+
+
+def main() -> int:
+    from test_fiducials import render_front
+
+    rgb = render_front(960, 1280)
+    peer = PeerSession("tracker_probe")
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image
+
+    from labference.msg import MarkerDetections
+
+    node = peer.node
+    pub = node.create_publisher(Image, "/cameras/front/image_raw",
+                                QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE))
+    got: list = []
+    node.create_subscription(MarkerDetections, "/markers/poses", got.append, QoSProfile(depth=50))
+    deadline = time.monotonic() + 60
+    while pub.get_subscription_count() == 0 or node.count_publishers("/markers/poses") == 0:
+        if time.monotonic() > deadline:
+            print("RESULT {}", flush=True)
+            return 1
+        time.sleep(0.1)
+    time.sleep(1.0)
+
+    def send(encoding: str, pixels, sec: int, truncate: bool = False, attempts: int = 50):
+        data = pixels.tobytes()
+        img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding=encoding, is_bigendian=0,
+                    step=pixels.shape[1] * 3, data=data[: len(data) // 2] if truncate else data)
+        img.header.stamp.sec = sec
+        before = len(got)
+        for _ in range(attempts):  # until an answer comes back
+            pub.publish(img)
+            end = time.monotonic() + 0.5
+            while len(got) == before and time.monotonic() < end:
+                time.sleep(0.01)
+            if len(got) > before:
+                m = got[-1]
+                return {"sec": m.header.stamp.sec, "names": list(m.names),
+                        "positions": [[p.position.x, p.position.y, p.position.z] for p in m.poses],
+                        "quaternions": [[p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z]
+                                        for p in m.poses]}
+        return None
+
+    result = {"rgb8": send("rgb8", rgb, 11), "bgr8": send("bgr8", rgb[..., ::-1].copy(), 12),
+              "truncated": send("rgb8", rgb, 13, truncate=True, attempts=6)}
+    result["after_truncated"] = send("rgb8", rgb, 14)
+    print("RESULT " + json.dumps(result), flush=True)
+    peer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
