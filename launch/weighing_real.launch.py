@@ -53,8 +53,8 @@ def generate_launch_description():
                               description='JSON: the marker on each tracked object, e.g. \'{"std_10": {"id": 1, "length_m": 0.02, "offset_m": [0, 0, -0.004]}, ...}\' (docs/real-rig.md)'),
         DeclareLaunchArgument('marker_camera', default_value='front',
                               description='The world-fixed camera the markers are tracked on'),
-        DeclareLaunchArgument('marker_image_reliability', default_value='reliable',
-                              description="QoS reliability of the marker camera's images: best_effort for a driver that publishes sensor-data QoS", choices=['reliable', 'best_effort']),
+        DeclareLaunchArgument('camera_reliability', default_value='reliable',
+                              description='QoS reliability the policy bridge and the marker tracker ask of the camera images: best_effort for a driver that publishes sensor-data QoS', choices=['reliable', 'best_effort']),
         DeclareLaunchArgument('camera_rate', default_value='10',
                               description="The camera driver's frame rate in Hz (the policy bridge's observation rate)"),
         DeclareLaunchArgument('setup_timeout_s', default_value='300',
@@ -75,7 +75,7 @@ def generate_launch_description():
         parameters=[{
             'camera': ParameterValue(LaunchConfiguration('marker_camera'), value_type=str),
             'markers_json': ParameterValue(LaunchConfiguration('markers'), value_type=str),
-            'image_reliability': ParameterValue(LaunchConfiguration('marker_image_reliability'), value_type=str),
+            'image_reliability': ParameterValue(LaunchConfiguration('camera_reliability'), value_type=str),
         }],
         on_exit=Shutdown(reason='fiducial_tracker exited'),
     )
@@ -108,6 +108,7 @@ def generate_launch_description():
             'support': ParameterValue(LaunchConfiguration('support'), value_type=str),
             'task': 'feedback_weighing',
             'safety': 'franka',
+            'image_reliability': ParameterValue(LaunchConfiguration('camera_reliability'), value_type=str),
         }],
         on_exit=Shutdown(reason='policy_bridge exited'),
     )

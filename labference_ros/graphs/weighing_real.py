@@ -35,8 +35,9 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
     LaunchArgument("markers", "", "JSON: the marker on each tracked object, e.g. '{\"std_10\": {\"id\": 1, "
                    "\"length_m\": 0.02, \"offset_m\": [0, 0, -0.004]}, ...}' (docs/real-rig.md)"),
     LaunchArgument("marker_camera", "front", "The world-fixed camera the markers are tracked on"),
-    LaunchArgument("marker_image_reliability", "reliable", "QoS reliability of the marker camera's images: "
-                   "best_effort for a driver that publishes sensor-data QoS", choices=("reliable", "best_effort")),
+    LaunchArgument("camera_reliability", "reliable", "QoS reliability the policy bridge and the marker tracker "
+                   "ask of the camera images: best_effort for a driver that publishes sensor-data QoS",
+                   choices=("reliable", "best_effort")),
     LaunchArgument("camera_rate", "10", "The camera driver's frame rate in Hz (the policy bridge's observation "
                    "rate)"),
     LaunchArgument("setup_timeout_s", "300", "Seconds the operator has to set each episode's scene up before "
@@ -52,7 +53,7 @@ NODES = (
              parameters={"port": Param("balance_port"), "poll_hz": Param("balance_poll_hz", float)}),
     NodeSpec("fiducial_tracker", "fiducial_tracker",
              parameters={"camera": Param("marker_camera"), "markers_json": Param("markers"),
-                         "image_reliability": Param("marker_image_reliability")}),
+                         "image_reliability": Param("camera_reliability")}),
     NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK}),
     NodeSpec("referee", "referee", parameters={"task": TASK},
              remappings=(("/balance/reading", "/evaluator/balance_reading"),)),
@@ -60,7 +61,8 @@ NODES = (
              parameters={"system": Param("system"), "system_params_json": Param("system_params"),
                          "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
                          "step_mode": STEP_MODE, "camera_rate": Param("camera_rate", float),
-                         "support": Param("support"), "task": TASK, "safety": SAFETY}),
+                         "support": Param("support"), "task": TASK, "safety": SAFETY,
+                         "image_reliability": Param("camera_reliability")}),
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
     NodeSpec("recorder", "recorder", parameters={"task": TASK, "enabled": Param("record", bool)}),
     NodeSpec("monitor", "monitor", parameters={}, when="monitor"),

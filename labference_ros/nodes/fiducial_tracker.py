@@ -21,11 +21,12 @@ import json
 import numpy as np
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image
 
 from labference.msg import MarkerDetections
 from labference_ros.monitoring.kinematics import matrix_to_quaternion
+from labference_ros.nodes.matching import image_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.perception.fiducials import detect_markers
@@ -65,13 +66,7 @@ class FiducialTracker(Node):
         self.lengths = sorted({length for _name, length, _offset in self.table.values()})
         self.calibration = world_camera_calibration(self.camera, 240, 320)  # a world-fixed camera, or a clear error
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
-        # Reliable, as lab_sim publishes and the policy bridge reads; a camera driver that
-        # publishes best effort (sensor-data QoS) needs image_reliability:=best_effort.
-        reliability = str(self.declare_parameter("image_reliability", "reliable").value)
-        if reliability not in ("reliable", "best_effort"):
-            raise ValueError(f"image_reliability must be reliable or best_effort, got {reliability!r}")
-        images = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE if reliability == "reliable"
-                            else ReliabilityPolicy.BEST_EFFORT)
+        images = image_qos(str(self.declare_parameter("image_reliability", "reliable").value))
         self.create_subscription(Image, f"/cameras/{self.camera}/image_raw", self.on_image, images)
 
     def on_image(self, msg: Image) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, qos_check_compatible
+from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, ReliabilityPolicy, qos_check_compatible
 
 
 def measurement_qos(depth: int) -> QoSProfile:
@@ -26,6 +26,18 @@ def measurement_qos(depth: int) -> QoSProfile:
     measurement at its stamp arrives), so these topics are latched like the receipts.
     Readers that do not need the first sample may stay volatile (compatible)."""
     return QoSProfile(depth=depth, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+IMAGE_RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
+
+
+def image_qos(reliability: str = "reliable") -> QoSProfile:
+    """Camera subscriptions. Reliable, as lab_sim publishes (a dropped frame would change what
+    a tested system sees); a real camera driver that publishes best effort (sensor-data
+    QoS) matches only a best-effort reader."""
+    if reliability not in IMAGE_RELIABILITY:
+        raise ValueError(f"image reliability must be one of {', '.join(IMAGE_RELIABILITY)}, got {reliability!r}")
+    return QoSProfile(depth=2, reliability=IMAGE_RELIABILITY[reliability])
 
 
 def qos_compatible(offered, requested) -> bool:

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -39,7 +39,7 @@ from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
 from labference_ros.core.observation import REGISTERED_CAMERAS
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
-from labference_ros.nodes.matching import await_matched
+from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
@@ -77,7 +77,8 @@ class PolicyBridge(Node):
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
-            ("task", "feedback_weighing"), ("match_timeout_s", 5.0), ("safety", "none")])
+            ("task", "feedback_weighing"), ("match_timeout_s", 5.0), ("safety", "none"),
+            ("image_reliability", "reliable")])
         v = {x.name: x.value for x in p}
         self.v = v
         self.family = task_family(str(v["task"]))
@@ -108,7 +109,7 @@ class PolicyBridge(Node):
         self.ep: dict | None = None
 
         qos = QoSProfile(depth=10)
-        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        img_qos = image_qos(str(v["image_reliability"]))
         self.inputs = {}  # topic -> subscription, awaited at each episode's start
 
         def subscribe(msg_type, topic, callback, profile):

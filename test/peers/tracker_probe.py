@@ -43,18 +43,18 @@ def main() -> int:
         img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding=encoding, is_bigendian=0,
                     step=pixels.shape[1] * 3, data=data[: len(data) // 2] if truncate else data)
         img.header.stamp.sec = sec
-        before = len(got)
-        for _ in range(attempts):  # until an answer comes back
+        for _ in range(attempts):  # until an answer to this image (its stamp) comes back
             pub.publish(img)
             end = time.monotonic() + 0.5
-            while len(got) == before and time.monotonic() < end:
+            while time.monotonic() < end:
+                answers = [m for m in list(got) if m.header.stamp.sec == sec]
+                if answers:
+                    m = answers[0]
+                    return {"sec": m.header.stamp.sec, "names": list(m.names),
+                            "positions": [[p.position.x, p.position.y, p.position.z] for p in m.poses],
+                            "quaternions": [[p.orientation.w, p.orientation.x, p.orientation.y,
+                                             p.orientation.z] for p in m.poses]}
                 time.sleep(0.01)
-            if len(got) > before:
-                m = got[-1]
-                return {"sec": m.header.stamp.sec, "names": list(m.names),
-                        "positions": [[p.position.x, p.position.y, p.position.z] for p in m.poses],
-                        "quaternions": [[p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z]
-                                        for p in m.poses]}
         return None
 
     result = {"rgb8": send("rgb8", rgb, 11), "bgr8": send("bgr8", rgb[..., ::-1].copy(), 12),
