@@ -69,3 +69,22 @@ def occupy_topics(node, role: str) -> None:
             node._fake_endpoints.append(node.create_publisher(msg_type, topic, 10))
         else:
             node._fake_endpoints.append(node.create_subscription(msg_type, topic, lambda _m: None, 10))
+
+
+CLOCK_STEP_S = 0.1  # sim seconds per 20 ms tick: a clock at 5x real time
+
+
+def start_clock(node) -> None:
+    """Publish /clock from `node` at 5x real time from 0 (node.t holds the time)."""
+    from rosgraph_msgs.msg import Clock
+
+    node.t = 0.0
+    pub = node.create_publisher(Clock, "/clock", 10)
+
+    def tick():
+        node.t += CLOCK_STEP_S
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = int(node.t), int((node.t % 1.0) * 1e9)
+        pub.publish(msg)
+
+    node.create_timer(0.02, tick)

@@ -7,16 +7,13 @@ from __future__ import annotations
 import os
 import sys
 
-from fake_common import occupy_topics
+from fake_common import occupy_topics, start_clock
 
 from labference_ros.nodes.runtime import run_node
-
-STEP_S = 0.1  # clock seconds per 20 ms tick
 
 
 def make():
     from rclpy.node import Node
-    from rosgraph_msgs.msg import Clock
 
     from labference.srv import ResetEpisode
 
@@ -26,16 +23,8 @@ def make():
             occupy_topics(self, "real_cell")
             self.refusals = int(os.environ.get("FAKE_SETUP_REFUSALS", "0"))
             self.asked: dict[str, int] = {}
-            self.t = 0.0
-            self.pub = self.create_publisher(Clock, "/clock", 10)
+            start_clock(self)
             self.create_service(ResetEpisode, "/world_estimator/reset", self.on_reset)
-            self.create_timer(0.02, self.tick)
-
-        def tick(self):
-            self.t += STEP_S
-            msg = Clock()
-            msg.clock.sec, msg.clock.nanosec = int(self.t), int((self.t % 1.0) * 1e9)
-            self.pub.publish(msg)
 
         def on_reset(self, request, response):
             n = self.asked[request.episode_id] = self.asked.get(request.episode_id, 0) + 1
