@@ -322,9 +322,13 @@ def _prefix_operation(text: str):
               help="Also write every branch's run records (run.json, events, observations, scores) under "
                    "this directory as RECORDS/<system>/<condition>/episodes/<checkpoint>/ (an empty or new directory); `labference report "
                    "RECORDS` reports each condition as its own cell (protocol checkpoint_continuation).")
+@click.option("--safety", type=click.Choice(["none", "franka"]), default="none", show_default=True,
+              help="franka: every branch's chunks must keep the Panda's joint velocity and acceleration limits "
+                   "and the cell's workspace box, as the policy bridge checks with safety:=franka.")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
                             task_condition: str, prefix: tuple[str, ...], fixed_subgoal: bool, seed: int,
-                            budget_s: float | None, out_file: str | None, records_dir: str | None) -> None:
+                            budget_s: float | None, out_file: str | None, records_dir: str | None,
+                            safety: str) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
     same system with each registered support; prints gains (eq. 3) with counts,
     delivery and agreement rates."""
@@ -362,7 +366,8 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
         write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops),
                                                                fixed_subgoal=fixed_subgoal))
     result = diagnose_oracle(population, system, list(supports),
-                             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s, records_dir=records_dir)
+                             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s, records_dir=records_dir,
+                             safety=safety)
     click.echo(format_table(result))
     if out_file:
         from pathlib import Path

@@ -93,14 +93,9 @@ class PolicyBridge(Node):
             raise ValueError(f"{v['system']}: its action conversion targets another reference spec")
         # safety:=franka: every accepted chunk must also keep the Panda's joint velocity and
         # acceleration limits and the cell's workspace box (core.safety), or the arm holds.
-        if v["safety"] == "franka":
-            from labference_ros.skills.kinematics import cell_envelope, envelope_check  # MuJoCo: only when used
+        from labference_ros.skills.kinematics import safety_check
 
-            self.envelope = envelope_check(cell_envelope())
-        elif v["safety"] == "none":
-            self.envelope = None
-        else:
-            raise ValueError(f"safety must be none or franka, got {v['safety']!r}")
+        self.envelope = safety_check(str(v["safety"]))
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")

@@ -25,6 +25,7 @@ from labference_ros.core.operations import Operation
 from labference_ros.core.records import RunRecords, final_status, run_info
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import make
+from labference_ros.skills.kinematics import safety_check
 
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor
@@ -238,12 +239,15 @@ def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: W
 def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] = (), *,
                params: dict | None = None, budget_s: float = DEFAULT_BUDGET_S,
                after_finish_s: float = STOP_HOLD_S, trace: bool = False,
-               records_dir=None) -> BranchResult:
+               records_dir=None, safety: str = "none") -> BranchResult:
     """One branch from a verified checkpoint. ``records_dir``: also write the branch's
-    run records there (see _branch_records), readable by `labference report`."""
+    run records there (see _branch_records), readable by `labference report`.
+    ``safety``: "franka" checks every chunk against the Panda's envelope, as the policy
+    bridge does with safety:=franka (a violating chunk is rejected and the arm holds)."""
     name = condition_name(condition)
     res = BranchResult(cp.spec.checkpoint_id, name, "ok")
     system = make(system_name, **(params or {}))
+    envelope = safety_check(safety)
     registered = condition
     condition = delivered_supports(cp, condition)
     # Capability preflight first: compatibility does not depend on the checkpoint.
@@ -280,7 +284,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         referee.step(world.measure())
         if trace:
             res.trace.append(_sha(world))  # the restored handoff state
-        reason = _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace)
+        reason = _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace,
+                       envelope)
         _outcomes(res, referee)
         if cp.spec.fixed_subgoal:
             _fixed_subgoal_outcome(res, referee, oracle.receipts)
@@ -306,7 +311,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
         world.close()
 
 
-def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, trace) -> str:
+def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, trace, envelope=None) -> str:
     def before_act():
         was = oracle.delivered_any
         oracle.handoff()
@@ -346,7 +351,7 @@ def _loop(system, world, referee, oracle, res, session, end_t, after_finish_s, t
     # requests are identical until the first delivered support.
     return run_in_world(system, world, referee, session=session, deadline_t=end_t, stop_hold_s=after_finish_s,
                         before_act=before_act, after_act=after_act, after_interval=after_interval,
-                        observation_episode_id=res.checkpoint_id)
+                        observation_episode_id=res.checkpoint_id, envelope=envelope)
 
 
 def run_in_world(system, world, referee, *, session: str, deadline_t: float, stop_hold_s: float,

@@ -15,14 +15,16 @@ from .supports import CHECKPOINT_CONTINUATION, parse_condition
 
 
 def diagnose_oracle(population_path, system: str, conditions, *, params: dict | None = None,
-                    budget_s: float = DEFAULT_BUDGET_S, specs=None, records_dir=None) -> dict:
+                    budget_s: float = DEFAULT_BUDGET_S, specs=None, records_dir=None, safety: str = "none") -> dict:
     """conditions: strings like 'replace:state' or 'assist:state+replace:decision'.
     records_dir: every branch also writes its run records under it
-    (<system>/<condition>/episodes/<checkpoint>/), which `labference report` reads."""
+    (<system>/<condition>/episodes/<checkpoint>/), which `labference report` reads.
+    safety: "franka" runs every branch inside the Panda's envelope (continuation.run_branch)."""
     specs = specs if specs is not None else read_population(population_path)
     checkpoints = [prepare(s) for s in specs]
     parsed = {"base": ()} | {c: parse_condition(c) for c in conditions}
-    branches = {name: [run_branch(cp, system, cond, params=params, budget_s=budget_s, records_dir=records_dir) for cp in checkpoints]
+    branches = {name: [run_branch(cp, system, cond, params=params, budget_s=budget_s, records_dir=records_dir,
+                                  safety=safety) for cp in checkpoints]
                 for name, cond in parsed.items()}
     base = branches["base"]
     table = {}

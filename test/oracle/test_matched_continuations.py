@@ -217,3 +217,25 @@ def test_every_branch_hands_the_prefix_to_its_reset_system(monkeypatch):
     assert informed.status == amnesiac.status == "ok"
     assert informed.choice is None  # nothing left to do: it already moved std_20
     assert amnesiac.choice is not None and amnesiac.choice["object"] == "std_20"
+
+
+def test_branches_run_inside_the_safety_envelope_when_asked(checkpoint, monkeypatch):
+    """safety="franka": the scripted expert still completes inside the Panda's envelope;
+    an envelope that refuses every chunk leaves the arm holding, so nothing is chosen."""
+    inside = run_branch(checkpoint, "scripted_expert", (), safety="franka")
+    assert inside.status == "ok" and inside.completed is True
+    refused = []
+
+    def refuse_all(arm, start, velocity, interval):
+        refused.append(len(arm))
+        return ["test envelope refuses every chunk"]
+
+    real_check = continuation.safety_check
+    monkeypatch.setattr(continuation, "safety_check", lambda mode: refuse_all if mode == "franka" else real_check(mode))
+    held = run_branch(checkpoint, "scripted_expert", (), safety="franka", budget_s=10.0)
+    assert refused, "the branch never asked the envelope"
+    assert held.choice is None and held.completed is False
+    unchecked = run_branch(checkpoint, "scripted_expert", (), budget_s=10.0)
+    assert unchecked.choice is not None  # the same 10 s without the envelope do choose
+    with pytest.raises(ValueError, match="safety must be one of none, franka"):
+        run_branch(checkpoint, "scripted_expert", (), safety="ur5")
