@@ -18,7 +18,7 @@ def test_diagnose_result_carries_populations_without_changing_the_table(monkeypa
     checkpoints = {"c1": _checkpoint("c1"), "c2": _checkpoint("c2"), "c3": _checkpoint("c3", "preparation_failed")}
     monkeypatch.setattr(diagnose, "prepare", lambda spec: checkpoints[spec])
 
-    def run_branch(cp, system, condition, params=None, budget_s=None, records_dir=None):
+    def run_branch(cp, system, condition, params=None, budget_s=None, records_dir=None, safety="none"):
         cid, name = cp.spec.checkpoint_id, condition_name(condition)
         if not cp.verified:
             return BranchResult(cid, name, "unresolved", reason="preparation_failed")
