@@ -18,9 +18,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
-from labference_ros.cell.panda_model import HOME_ARM_Q  # noqa: E402
+from labference_ros.cell.panda_model import HOME_ARM_Q, panda_spec  # noqa: E402
 from labference_ros.sim.backend import CAMERA_NAMES  # noqa: E402
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings  # noqa: E402
+from labference_ros.tasks.weighing import scene  # noqa: E402
 from labference_ros.tasks.weighing.instance import WeighingInstance  # noqa: E402
 from labference_ros.tasks.weighing.layout import generate_layout  # noqa: E402
 
@@ -90,11 +91,16 @@ def main() -> None:
     print(f"physics: {idle:,.0f} steps/s ({idle * 0.002:.1f}x real time), arm holding, no commands")
     sps = bench_physics(args.sim_seconds)
     print(f"physics: {sps:,.0f} steps/s ({sps * 0.002:.1f}x real time), arm moving, 100 Hz targets")
-    for meshes in (True, False):
+    rates = {}
+    for kind, meshes, simplified in (("visual meshes, full", True, False), ("visual meshes, as simulated", True, True),
+                                     ("collision geoms", False, True)):
+        # The scene's arm: every face of the Menagerie meshes, or the cameras' decimated links.
+        scene.panda_spec = lambda simplified_visuals=True, s=simplified: panda_spec(simplified_visuals=s)
         fps, rtf = bench_render(args.sim_seconds / 2, args.period, args.size, meshes)
-        kind = "visual meshes" if meshes else "collision geoms"
+        rates[kind] = fps
         print(f"render {args.size}x{args.size} {kind}: {fps:,.1f} frames/s; with "
               f"{len(CAMERA_NAMES)} cameras every {args.period} s sim -> {rtf:.2f}x real time")
+    print(f"simplified / full visual meshes, frames/s: {rates['visual meshes, as simulated'] / rates['visual meshes, full']:.2f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ from pathlib import Path
 from labference_ros.cell.description import CELL_DIR
 
 MENAGERIE_PANDA = ("mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
+# The simulator's cameras draw an arm link's visual mesh of at least SIMPLIFY_MIN_FACES faces
+# with SIMPLIFIED_FACE_SHARE of them (cell/panda_model.py); part of the asset revision.
+SIMPLIFY_MIN_FACES = 2000
+SIMPLIFIED_FACE_SHARE = 0.2
+VISUAL_MESH_RULE = f"link visual meshes >= {SIMPLIFY_MIN_FACES} faces drawn with {SIMPLIFIED_FACE_SHARE} of them"
 
 
 def robot_asset_dir() -> Path | None:
@@ -41,8 +46,9 @@ def _engine_version() -> str:
 
 
 def asset_revision(files: list[Path], engine: str | None = None) -> str:
-    """sha256 (16 hex) over each file's name and bytes, in order, and the engine version."""
-    digest = hashlib.sha256(f"engine={engine or _engine_version()}\n".encode())
+    """sha256 (16 hex) over each file's name and bytes, in order, the engine version and the
+    rule by which the cameras' meshes are simplified."""
+    digest = hashlib.sha256(f"engine={engine or _engine_version()}\nvisual={VISUAL_MESH_RULE}\n".encode())
     for path in files:
         digest.update(f"{path.name}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())

@@ -4,12 +4,13 @@ mounted as the cell description says. Used by the simulator's scene builders
 and by the motion skills (IK on the same kinematics)."""
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
 import numpy as np
 
-from labference_ros.cell.assets import robot_asset_dir
+from labference_ros.cell.assets import SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES, robot_asset_dir
 from labference_ros.cell.description import CameraMount, weighing_cell
 
 _ROBOT = weighing_cell().robot
@@ -60,13 +61,50 @@ def frame_quat(x, y, z) -> list[float]:
     return q.tolist()
 
 
-def panda_spec() -> mujoco.MjSpec:
-    """Menagerie Panda with the fixes FEASIBILITY.md measured as necessary."""
+# Rendering on llvmpipe costs in proportion to the vertices drawn (a 32x24 frame costs
+# what a 320x240 one does), and the arm links' visual meshes are 92k of the scene's
+# 137k faces: large link meshes are drawn decimated (cell.assets.VISUAL_MESH_RULE, part
+# of the asset revision). The hand and fingers, which the wrist camera sees close up,
+# and the collision meshes are kept as they are.
+
+
+@functools.lru_cache(maxsize=None)
+def _simplified_mesh(path: str) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
+    """(vertices, faces) of the OBJ at path, decimated; None when it is too small to simplify."""
+    with open(path, "rb") as f:
+        if f.read().count(b"\nf ") < SIMPLIFY_MIN_FACES:  # an OBJ face line; parsing costs 10 ms per 1k faces
+            return None
+    import fast_simplification
+    import trimesh
+
+    mesh = trimesh.load(path, force="mesh", process=False)
+    mesh.merge_vertices(merge_tex=True, merge_norm=True)  # split seams would tear apart
+    vertices, faces = fast_simplification.simplify(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces),
+                                                   target_reduction=1.0 - SIMPLIFIED_FACE_SHARE)
+    return tuple(np.asarray(vertices, np.float64).ravel()), tuple(np.asarray(faces, np.int64).ravel())
+
+
+def _simplify_link_visuals(spec: mujoco.MjSpec) -> None:
+    links = {g.meshname for g in spec.geoms
+             if g.type == mujoco.mjtGeom.mjGEOM_MESH and g.contype == 0 and g.parent.name.startswith("link")}
+    for mesh in spec.meshes:
+        simplified = _simplified_mesh(mesh.file) if mesh.name in links else None
+        if simplified is not None:
+            mesh.file = ""
+            mesh.uservert, mesh.userface = list(simplified[0]), list(simplified[1])
+
+
+def panda_spec(simplified_visuals: bool = False) -> mujoco.MjSpec:
+    """Menagerie Panda with the fixes FEASIBILITY.md measured as necessary.
+    ``simplified_visuals``: the arm links' large visual meshes decimated (see
+    cell.assets.VISUAL_MESH_RULE), for the simulator's cameras; physics is the same either way."""
     folder = menagerie_panda_dir()
     spec = mujoco.MjSpec.from_file(os.path.join(folder, "panda.xml"))
     for mesh in spec.meshes:
         mesh.file = os.path.join(folder, "assets", os.path.basename(mesh.file))
     spec.meshdir = ""
+    if simplified_visuals:
+        _simplify_link_visuals(spec)
     for key in list(spec.keys):
         spec.delete(key)
     for light in list(spec.lights):

@@ -165,7 +165,7 @@ def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
     world.add_camera(name="front", pos=list(front.position), quat=camera_quat(front), fovy=front.fovy_deg)
 
     frame = world.add_frame(pos=[0, 0, 0])
-    frame.attach_body(panda_spec().worldbody.first_body(), PANDA_PREFIX, "")
+    frame.attach_body(panda_spec(simplified_visuals=True).worldbody.first_body(), PANDA_PREFIX, "")
 
     _add_balance(spec, instance.layout["balance"])
     places = start_places(instance)
