@@ -5,12 +5,16 @@ and by the motion skills (IK on the same kinematics)."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata
 import os
+import zipfile
+from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from labference_ros.cell.assets import SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES, robot_asset_dir
+from labference_ros.cell.assets import SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES, VISUAL_MESH_RULE, robot_asset_dir
 from labference_ros.cell.description import CameraMount, weighing_cell
 
 _ROBOT = weighing_cell().robot
@@ -68,12 +72,26 @@ def frame_quat(x, y, z) -> list[float]:
 # and the collision meshes are kept as they are.
 
 
+def _mesh_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "labference" / "meshes"
+
+
 @functools.lru_cache(maxsize=None)
-def _simplified_mesh(path: str) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
-    """(vertices, faces) of the OBJ at path, decimated; None when it is too small to simplify."""
-    with open(path, "rb") as f:
-        if f.read().count(b"\nf ") < SIMPLIFY_MIN_FACES:  # an OBJ face line; parsing costs 10 ms per 1k faces
-            return None
+def _simplified_mesh(path: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(vertices, faces) of the OBJ at path, decimated; None when it is too small to simplify.
+    Kept on disk by content, rule and library version: parsing and decimating the links
+    costs a process about 2 s, reading them back a few milliseconds."""
+    data = Path(path).read_bytes()
+    if data.count(b"\nf ") < SIMPLIFY_MIN_FACES:  # an OBJ face line
+        return None
+    key = hashlib.sha256(data)
+    key.update(f"{VISUAL_MESH_RULE} {importlib.metadata.version('fast-simplification')}".encode())
+    cached = _mesh_cache_dir() / f"{key.hexdigest()[:32]}.npz"
+    try:
+        with np.load(cached) as stored:
+            return stored["vertices"], stored["faces"]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        pass  # not there yet, or torn: computed again
     import fast_simplification
     import trimesh
 
@@ -81,7 +99,15 @@ def _simplified_mesh(path: str) -> tuple[tuple[float, ...], tuple[int, ...]] | N
     mesh.merge_vertices(merge_tex=True, merge_norm=True)  # split seams would tear apart
     vertices, faces = fast_simplification.simplify(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces),
                                                    target_reduction=1.0 - SIMPLIFIED_FACE_SHARE)
-    return tuple(np.asarray(vertices, np.float64).ravel()), tuple(np.asarray(faces, np.int64).ravel())
+    vertices, faces = np.asarray(vertices, np.float64).ravel(), np.asarray(faces, np.int64).ravel()
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.npz")
+        np.savez(partial, vertices=vertices, faces=faces)
+        os.replace(partial, cached)  # whole or absent, with other processes writing the same key
+    except OSError:
+        pass  # a read-only home only costs the decimation again
+    return vertices, faces
 
 
 def _simplify_link_visuals(spec: mujoco.MjSpec) -> None:
@@ -91,7 +117,7 @@ def _simplify_link_visuals(spec: mujoco.MjSpec) -> None:
         simplified = _simplified_mesh(mesh.file) if mesh.name in links else None
         if simplified is not None:
             mesh.file = ""
-            mesh.uservert, mesh.userface = list(simplified[0]), list(simplified[1])
+            mesh.uservert, mesh.userface = simplified[0].tolist(), simplified[1].tolist()
 
 
 def panda_spec(simplified_visuals: bool = False) -> mujoco.MjSpec:

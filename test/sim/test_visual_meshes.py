@@ -72,3 +72,22 @@ def test_the_simplified_arm_looks_like_the_full_one(both_renderings, camera):
     difference = np.abs(full - simplified).max(axis=2)
     assert difference.mean() < 0.5  # intensity levels of 255, averaged over the image
     assert (difference > 40).mean() < 0.002  # a silhouette pixel here and there
+
+
+def test_decimated_meshes_come_back_from_the_disk_cache_and_a_torn_entry_is_redone(tmp_path, monkeypatch):
+    from labference_ros.cell import panda_model
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = next(m.file for m in panda_spec().meshes if m.name == "link1")
+    panda_model._simplified_mesh.cache_clear()
+    first = panda_model._simplified_mesh(path)
+    (entry,) = (tmp_path / "labference" / "meshes").iterdir()
+    entry.write_bytes(entry.read_bytes()[:100])  # a write cut short
+    panda_model._simplified_mesh.cache_clear()
+    again = panda_model._simplified_mesh(path)
+    panda_model._simplified_mesh.cache_clear()
+    cached = panda_model._simplified_mesh(path)
+    panda_model._simplified_mesh.cache_clear()
+    for a, b in ((first, again), (first, cached)):
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert entry.stat().st_size > 10_000
