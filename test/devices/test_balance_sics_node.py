@@ -2,26 +2,11 @@
 faults become invalid readings with their cause, and the node outlives them."""
 from __future__ import annotations
 
-import json
 import sys
-import time
 
 from labference_ros.devices.sics_emulator import SicsBalanceEmulator
 from labference_ros.rosenv import loopback_environ
 from rosproc import Proc, peer
-
-
-def _next_reading(probe: Proc, accept, timeout: float = 30.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen = len([s for s in probe.seen if s.startswith("READING ")])
-        lines = probe.wait_for("READING ", count=seen + 1, timeout=deadline - time.monotonic())
-        if len(lines) <= seen:
-            break
-        reading = json.loads(lines[-1].split(" ", 1)[1])
-        if accept(reading):
-            return reading
-    raise AssertionError(f"no such reading; last lines: {probe.seen[-5:]}")
 
 
 def test_the_node_publishes_the_balance_and_each_fault_with_its_cause(tmp_path):
@@ -34,17 +19,17 @@ def test_the_node_publishes_the_balance_and_each_fault_with_its_cause(tmp_path):
                      "-p", f"port:={link}", "-p", "poll_hz:=20.0", "-p", "reply_timeout_s:=0.3"], env=env)
         probe = peer("balance", env=env)
         try:
-            stable = _next_reading(probe, lambda r: r["stable"])
+            stable = probe.next_json("READING ", lambda r: r["stable"])
             assert stable["valid"] and stable["displayed_g"] == 123.4 and stable["source"] == f"mt_sics:{link}"
             emulator.mute = True
-            silent = _next_reading(probe, lambda r: not r["valid"])
+            silent = probe.next_json("READING ", lambda r: not r["valid"])
             assert "no reply to SI" in silent["invalid_reason"]
             emulator.mute = False
             emulator.disconnect()
-            _next_reading(probe, lambda r: "lost" in r["invalid_reason"] or "unavailable" in r["invalid_reason"])
+            probe.next_json("READING ", lambda r: "lost" in r["invalid_reason"] or "unavailable" in r["invalid_reason"])
             emulator.set_load_g(700.0)
             emulator.reconnect()
-            assert _next_reading(probe, lambda r: r["valid"])["overload"]
+            assert probe.next_json("READING ", lambda r: r["valid"])["overload"]
             assert node.popen.poll() is None, node.seen
         finally:
             probe.stop()

@@ -2,7 +2,6 @@
 pty) -> balance_sics (the real serial driver) -> /balance/reading."""
 from __future__ import annotations
 
-import json
 import pathlib
 import sys
 import time
@@ -11,19 +10,6 @@ from labference_ros.rosenv import loopback_environ
 from rosproc import Proc, peer
 
 SIM_PEER = pathlib.Path(__file__).resolve().parents[1] / "peers" / "sim_reading_peer.py"
-
-
-def _reading(probe: Proc, accept, timeout: float = 40.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen = len([s for s in probe.seen if s.startswith("READING ")])
-        lines = probe.wait_for("READING ", count=seen + 1, timeout=deadline - time.monotonic())
-        if len(lines) <= seen:
-            break
-        reading = json.loads(lines[-1].split(" ", 1)[1])
-        if accept(reading):
-            return reading
-    raise AssertionError(f"no such reading; last lines: {probe.seen[-5:]}")
 
 
 def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path):
@@ -44,14 +30,14 @@ def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path
                            "-p", f"port:={port}", "-p", "poll_hz:=20.0", "-p", "reply_timeout_s:=0.5"], env=env))
         probe = peer("balance", env=env)
         procs.append(probe)
-        first = _reading(probe, lambda r: r["valid"] and r["stable"])
+        first = probe.next_json("READING ", lambda r: r["valid"] and r["stable"], timeout=40.0)
         assert first["displayed_g"] == 52.34 and first["source"] == f"mt_sics:{port}"
         load.write_text("120.5")
         # The balance sees the load change (unstable, as MT-SICS says "D") before it settles.
-        assert _reading(probe, lambda r: r["valid"] and not r["stable"])["displayed_g"] == 120.5
-        assert _reading(probe, lambda r: r["valid"] and r["stable"])["displayed_g"] == 120.5
+        assert probe.next_json("READING ", lambda r: r["valid"] and not r["stable"], timeout=40.0)["displayed_g"] == 120.5
+        assert probe.next_json("READING ", lambda r: r["valid"] and r["stable"], timeout=40.0)["displayed_g"] == 120.5
         load.write_text("700")  # over the emulated balance's 620 g capacity
-        assert _reading(probe, lambda r: r["overload"])["valid"]
+        assert probe.next_json("READING ", lambda r: r["overload"], timeout=40.0)["valid"]
     finally:
         for proc in reversed(procs):
             proc.stop()

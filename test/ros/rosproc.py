@@ -1,6 +1,7 @@
 """Helpers to run ROS peer processes from tests and wait on what they print."""
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
@@ -43,6 +44,19 @@ class Proc:
             if line.startswith(prefix):
                 hits.append(line)
         return hits
+
+    def next_json(self, prefix: str, accept, timeout: float = 30.0) -> dict:
+        """The JSON after ``prefix`` on the first line from now on that ``accept`` takes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = len([s for s in self.seen if s.startswith(prefix)])
+            lines = self.wait_for(prefix, count=seen + 1, timeout=deadline - time.monotonic())
+            if len(lines) <= seen:
+                break
+            record = json.loads(lines[-1][len(prefix):])
+            if accept(record):
+                return record
+        raise AssertionError(f"no such {prefix.strip()} line; last lines: {self.seen[-5:]}")
 
     def stop(self, timeout: float = 10.0) -> int:
         if self.popen.poll() is None:
