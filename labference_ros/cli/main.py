@@ -7,6 +7,7 @@ import sys
 import click
 
 from labference_ros import __version__
+from labference_ros.skills.safety_modes import SAFETY_MODES
 
 # `labference launch` refused its ROS domain (taken by another launch or graph).
 DOMAIN_REFUSED = 1  # the run could not start: its ROS domain is in use
@@ -322,7 +323,7 @@ def _prefix_operation(text: str):
               help="Also write every branch's run records (run.json, events, observations, scores) under "
                    "this directory as RECORDS/<system>/<condition>/episodes/<checkpoint>/ (an empty or new directory); `labference report "
                    "RECORDS` reports each condition as its own cell (protocol checkpoint_continuation).")
-@click.option("--safety", type=click.Choice(["none", "franka"]), default="none", show_default=True,
+@click.option("--safety", type=click.Choice(SAFETY_MODES), default="none", show_default=True,
               help="franka: every branch's chunks must keep the Panda's joint velocity and acceleration limits "
                    "and the cell's workspace box, as the policy bridge checks with safety:=franka.")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,

@@ -6,6 +6,8 @@ launch/weighing_sim.launch.py is generated from this file
 """
 from __future__ import annotations
 
+from labference_ros.skills.safety_modes import SAFETY_MODES
+
 from .graph import Graph, LaunchArgument, NodeSpec, Param
 
 ARGUMENTS = (
@@ -43,7 +45,7 @@ ARGUMENTS = (
     LaunchArgument("safety", "none", "franka: the policy bridge rejects any chunk that exceeds the Panda's joint "
                    "velocity or acceleration limits or takes the fingertips out of the cell's workspace box "
                    "(the arm holds; the chunk record names the violation); none: the ActionSpec check only",
-                   choices=("none", "franka")),
+                   choices=SAFETY_MODES),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),
 )

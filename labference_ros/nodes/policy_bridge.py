@@ -45,6 +45,7 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import EvaluationValidityError, make
+from labference_ros.skills.safety_modes import safety_check
 from labference_ros.tasks import family as task_family
 
 EPS = 1e-6
@@ -93,8 +94,6 @@ class PolicyBridge(Node):
             raise ValueError(f"{v['system']}: its action conversion targets another reference spec")
         # safety:=franka: every accepted chunk must also keep the Panda's joint velocity and
         # acceleration limits and the cell's workspace box (core.safety), or the arm holds.
-        from labference_ros.skills.kinematics import safety_check
-
         self.envelope = safety_check(str(v["safety"]))
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)

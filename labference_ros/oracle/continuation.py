@@ -25,7 +25,7 @@ from labference_ros.core.operations import Operation
 from labference_ros.core.records import RunRecords, final_status, run_info
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import make
-from labference_ros.skills.kinematics import safety_check
+from labference_ros.skills.safety_modes import safety_check
 
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor

@@ -38,19 +38,6 @@ def cell_envelope(cell: CellDescription | None = None) -> SafetyEnvelope:
     return SafetyEnvelope(workspace_min=(cx - hx, cy - hy, top + 0.005), workspace_max=(cx + hx, cy + hy, top + 0.8))
 
 
-SAFETY_MODES = ("none", "franka")
-
-
-def safety_check(mode: str):
-    """The envelope check a run with ``safety:=mode`` applies to every chunk (None: the
-    ActionSpec check only). The policy bridge and the Oracle's continuations both ask here."""
-    if mode == "none":
-        return None
-    if mode == "franka":
-        return envelope_check(cell_envelope())
-    raise ValueError(f"safety must be one of {', '.join(SAFETY_MODES)}, got {mode!r}")
-
-
 def envelope_check(envelope: SafetyEnvelope, kinematics: FingertipKinematics | None = None):
     """The EpisodeLoop's envelope callable: (rows, start, start velocity, interval) -> reasons."""
     kinematics = kinematics or FingertipKinematics()
