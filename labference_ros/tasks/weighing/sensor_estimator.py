@@ -13,8 +13,8 @@ the referee reads support from:
   with its lowest point at the pan's level touches the pan and the balance body
   (ambiguous: never pan support);
   one at table height off the balance touches the table;
-- a closed gripper whose width matches an object's diameter, centred on it,
-  holds it (both fingers); while held, an object the hand hides follows the
+- a closing gripper whose fingers have stopped at an object's diameter, centred
+  on it, holds it (both fingers); while held, an object the hand hides follows the
   fingertips by the offset it had when last seen;
 - fingertips at or below the pan surface over the pan press it (robot on pan).
 
@@ -59,12 +59,15 @@ class SensorFrame:
 
 @dataclass(frozen=True)
 class EstimatorParameters:
-    version: str = "sensor-estimator-v1"
+    version: str = "sensor-estimator-v2"
     marker_timeout_s: float = 0.15      # unseen for longer: the object's state is unknown
     height_tolerance_m: float = 0.006   # object bottom vs. a surface
     tilt_limit_deg: float = 10.0        # more, near the pan: leaning on the rim
     grasp_width_tolerance_m: float = 0.006
     grasp_reach_m: float = 0.03         # fingertips to object centre, for a grasp
+    # A grasp is fingers stopped by the object: a hand still closing passes through every width
+    # on its way (and past an object it brushes) without holding anything.
+    grasp_stall_speed_mps: float = 0.005
     hand_on_pan_margin_m: float = 0.01  # fingertips this close above the pan surface press it
     reading_tolerance_g: float = 0.5
     reading_tolerance_rel: float = 0.02
@@ -94,6 +97,8 @@ class SensorWorldEstimator:
                        for name, p in self.initial_positions.items()}
         self.last_t: float | None = None
         self._baseline: tuple[float, frozenset[str]] | None = None  # (reading, standards on pan)
+        self._last_width: float | None = None
+        self._fingers_stalled = True  # at rest before the first frame
 
     @classmethod
     def for_instance(cls, instance, params: EstimatorParameters | None = None) -> "SensorWorldEstimator":
@@ -111,6 +116,10 @@ class SensorWorldEstimator:
         if dt < 0:
             raise ValueError(f"sensor frame time went backwards: {frame.t} < {self.last_t}")
         self.last_t = frame.t
+        if self._last_width is not None and dt > 0:
+            width_speed = abs(frame.gripper_width - self._last_width) / dt
+            self._fingers_stalled = width_speed <= self.params.grasp_stall_speed_mps
+        self._last_width = frame.gripper_width
         unknown: list[str] = []
         for name, track in self.tracks.items():
             seen = frame.markers.get(name)
@@ -152,7 +161,7 @@ class SensorWorldEstimator:
         p = self.params
         shape = self._shape(name)
         out: list[str] = []
-        if (self._still_closed_on(name, frame)
+        if (self._still_closed_on(name, frame) and self._fingers_stalled
                 and math.dist(track.position, frame.fingertip) <= p.grasp_reach_m):
             out += [LEFT_FINGER, RIGHT_FINGER]
         tilt = math.radians(_tilt_deg(track.orientation))

@@ -166,3 +166,21 @@ def test_a_held_standard_hidden_by_the_hand_follows_the_fingertips():
     lifted = cell.run(0.5)
     assert lifted.objects["std_50"].position == pytest.approx((px, py, pz + 0.1))
     assert lifted.balance.valid and view_of(lifted).held == "std_50"
+
+
+def test_a_hand_closing_past_a_standard_grasps_it_only_once_its_fingers_stop():
+    """Closing fingers pass through every width; at std_50's diameter (32 mm) on their way
+    they brush it, and only fingers stopped there hold it."""
+    cell = Cell()
+    cell.run(0.5)
+    (px, py, pz), _ = cell.poses["std_50"]
+    cell.fingertip, cell.closing = (px, py, pz), True
+    for width in (0.050, 0.042, 0.034, 0.030):  # 8 mm per 50 ms frame: 0.16 m/s
+        cell.width = width
+        passing = cell.run(DT)
+        assert "left_finger" not in passing.objects["std_50"].contacts, width
+    cell.width = 0.032
+    cell.run(DT)  # the fingers reach the weight: 2 mm in 50 ms, still moving
+    stopped = cell.run(DT)
+    assert "left_finger" in stopped.objects["std_50"].contacts
+    assert view_of(stopped).held == "std_50"
