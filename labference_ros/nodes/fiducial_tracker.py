@@ -1,10 +1,12 @@
 """fiducial_tracker: object poses from ArUco markers on one calibrated camera.
 
 Subscribes /cameras/<camera>/image_raw (rgb8, bgr8, mono8...) of a world-fixed camera, finds
-the markers (perception/fiducials.py) with the camera's calibration from the
-cell description (mount pose and field of view; the image size from the
-image), and publishes /markers/poses (labference/MarkerDetections) stamped
-with the image's time: one entry per object whose marker is seen once.
+the markers (perception/fiducials.py) with the camera's mount pose from the cell
+description and its intrinsics from /cameras/<camera>/camera_info (K and the
+plumb_bob or rational_polynomial D of the image's size; a camera_info whose K is
+zero, like the simulator's, leaves the cell description's field of view with a
+centred principal point), and publishes /markers/poses (labference/MarkerDetections)
+stamped with the image's time: one entry per object whose marker is seen once.
 
 Which marker sits on which object is the `markers_json` parameter, e.g.
   {"std_10": {"id": 1, "length_m": 0.02, "offset_m": [0, 0, -0.004]}, ...}
@@ -22,7 +24,7 @@ import numpy as np
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CameraInfo, Image
 
 from labference.msg import MarkerDetections
 from labference_ros.monitoring.kinematics import matrix_to_quaternion
@@ -31,6 +33,10 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.perception.fiducials import detect_markers
 from labference_ros.recording.videos import image_array
+
+
+# camera_info distortion models whose D OpenCV's pinhole functions take as they are.
+DISTORTION_MODELS = ("plumb_bob", "rational_polynomial")
 
 
 def parse_marker_table(text: str) -> dict[int, tuple[str, float, np.ndarray]]:
@@ -68,6 +74,24 @@ class FiducialTracker(Node):
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
         images = image_qos(str(self.declare_parameter("image_reliability", "reliable").value))
         self.create_subscription(Image, f"/cameras/{self.camera}/image_raw", self.on_image, images)
+        self.intrinsics: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (height, width) -> K, D
+        self.info_refusals: set[str] = set()  # each camera_info fault is said once
+        self.create_subscription(CameraInfo, f"/cameras/{self.camera}/camera_info", self.on_info, QoSProfile(depth=5))
+
+    def on_info(self, msg: CameraInfo) -> None:
+        k = np.asarray(msg.k, dtype=np.float64).reshape(3, 3)
+        fault = None
+        if not (k[0, 0] > 0 and k[1, 1] > 0):
+            fault = "carries no intrinsics (K is zero): using the cell description's field of view"
+        elif msg.distortion_model not in DISTORTION_MODELS:
+            fault = (f"distortion model {msg.distortion_model!r} is not one of {', '.join(DISTORTION_MODELS)}: "
+                     "using the cell description's field of view")
+        if fault is not None:
+            if fault not in self.info_refusals:
+                self.info_refusals.add(fault)
+                self.get_logger().warning(f"/cameras/{self.camera}/camera_info {fault}")
+            return
+        self.intrinsics[(int(msg.height), int(msg.width))] = (k, np.asarray(msg.d, dtype=np.float64))
 
     def on_image(self, msg: Image) -> None:
         try:
@@ -81,7 +105,8 @@ class FiducialTracker(Node):
         out = MarkerDetections(header=msg.header)
         out.header.frame_id = "world"
         for length in self.lengths:  # markers of one printed size are solved together
-            for marker_id, pose in sorted(detect_markers(rgb, self.calibration, length).items()):
+            found = detect_markers(rgb, self.calibration, length, intrinsics=self.intrinsics.get(size))
+            for marker_id, pose in sorted(found.items()):
                 entry = self.table.get(marker_id)
                 if entry is None or entry[1] != length:
                     continue

@@ -42,9 +42,13 @@ def marker_image(marker_id: int, pixels: int, dictionary: int = DICTIONARY) -> n
 
 
 def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_length_m: float,
-                   dictionary: int = DICTIONARY) -> dict[int, MarkerPose]:
+                   dictionary: int = DICTIONARY, intrinsics: tuple[np.ndarray, np.ndarray] | None = None,
+                   ) -> dict[int, MarkerPose]:
     """Every marker of `dictionary` seen in the image, with its world pose. A marker
-    seen twice is dropped (which one is meant cannot be told)."""
+    seen twice is dropped (which one is meant cannot be told). `intrinsics`: the
+    camera's own matrix K and distortion coefficients (OpenCV order, as camera_info's
+    plumb_bob or rational_polynomial D); without them, `calib`'s pinhole (its field of
+    view, the principal point at the image centre, no distortion)."""
     grey = cv2.cvtColor(np.ascontiguousarray(image_rgb), cv2.COLOR_RGB2GRAY)
     parameters = cv2.aruco.DetectorParameters()
     parameters.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX  # sub-pixel corners: the pose's scale
@@ -52,8 +56,13 @@ def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_lengt
     corners, ids, _rejected = detector.detectMarkers(grey)
     if ids is None:
         return {}
-    f = calib.focal_px
-    camera = np.array([[f, 0.0, calib.width / 2], [0.0, f, calib.height / 2], [0.0, 0.0, 1.0]])
+    if intrinsics is None:
+        f = calib.focal_px
+        camera = np.array([[f, 0.0, calib.width / 2], [0.0, f, calib.height / 2], [0.0, 0.0, 1.0]])
+        distortion = None
+    else:
+        camera = np.asarray(intrinsics[0], dtype=np.float64).reshape(3, 3)
+        distortion = np.asarray(intrinsics[1], dtype=np.float64).reshape(-1) if len(intrinsics[1]) else None
     half = marker_length_m / 2
     # Corner order of a detection: top-left, top-right, bottom-right, bottom-left of the printed image.
     square = np.array([[-half, half, 0.0], [half, half, 0.0], [half, -half, 0.0], [-half, -half, 0.0]])
@@ -62,10 +71,10 @@ def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_lengt
     seen_twice: set[int] = set()
     for marker_corners, marker_id in zip(corners, ids.reshape(-1)):
         pixels = marker_corners.reshape(4, 2).astype(np.float64)
-        ok, rvec, tvec = cv2.solvePnP(square, pixels, camera, None, flags=cv2.SOLVEPNP_IPPE_SQUARE)
+        ok, rvec, tvec = cv2.solvePnP(square, pixels, camera, distortion, flags=cv2.SOLVEPNP_IPPE_SQUARE)
         if not ok:
             continue
-        projected, _ = cv2.projectPoints(square, rvec, tvec, camera, None)
+        projected, _ = cv2.projectPoints(square, rvec, tvec, camera, distortion)
         error = float(np.linalg.norm(projected.reshape(4, 2) - pixels, axis=1).mean())
         camera_from_marker, _ = cv2.Rodrigues(rvec)
         position = world_from_camera @ tvec.reshape(3) + np.asarray(calib.position)

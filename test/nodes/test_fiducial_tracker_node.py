@@ -1,6 +1,7 @@
 """The fiducial_tracker node on rendered camera images: a marker's pose becomes its
-object's centre through the marker table, whatever the image encoding, and an
-image that does not fit its size is skipped without stopping the node."""
+object's centre through the marker table, whatever the image encoding; an
+image that does not fit its size is skipped without stopping the node; a
+camera_info's matrix is used for images of its size."""
 from __future__ import annotations
 
 import json
@@ -40,3 +41,8 @@ def test_a_rendered_marker_becomes_its_objects_pose():
         assert math.degrees(math.acos(min(1.0, axis[2]))) < 3.0, seen  # the face looks up
     assert result["truncated"] is None  # nothing published for an image that does not fit its size
     assert result["after_truncated"]["names"] == ["std_10"]
+    # An off-centre principal point, as camera_info gives it: the pose is still within 1 cm
+    # (the centred pinhole is centimetres off here, test_fiducials.py).
+    cropped = result["cropped_with_info"]
+    assert cropped is not None and cropped["names"] == ["std_10"], cropped
+    assert math.dist(cropped["positions"][0], below_face) < 0.012, cropped

@@ -71,3 +71,18 @@ def test_a_marker_seen_twice_is_not_reported():
     doubled[v - 60:v + 60, u - 360:u - 240] = patch  # the same marker once more, 300 px to the left
     assert set(detect_markers(image, calib, MARKER_M)) == {7}
     assert detect_markers(doubled, calib, MARKER_M) == {}  # which one is meant cannot be told
+
+
+def test_a_cropped_image_is_read_with_the_cameras_own_matrix():
+    """A camera whose principal point is off the image centre (here: the left 160 columns
+    cropped away) gives a biased pose under the centred pinhole; with its camera_info
+    matrix the pose is right again."""
+    image = render_front(960, 1280)[:, 160:]
+    calib = world_camera_calibration("front", 960, 1120)
+    f = calib.focal_px
+    k = np.array([[f, 0.0, 640.0 - 160.0], [0.0, f, 480.0], [0.0, 0.0, 1.0]])
+    centred = detect_markers(image, calib, MARKER_M)[7]
+    own = detect_markers(image, calib, MARKER_M, intrinsics=(k, np.zeros(5)))[7]
+    assert np.linalg.norm(np.subtract(own.position, CENTRE)) < 0.01
+    assert np.linalg.norm(np.subtract(centred.position, CENTRE)) > 0.03  # 80 px off: centimetres
+    assert own.reprojection_px < 0.5
