@@ -20,6 +20,20 @@ MENAGERIE_PANDA = ("mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
 SIMPLIFY_MIN_FACES = 2000
 SIMPLIFIED_FACE_SHARE = 0.2
 VISUAL_MESH_RULE = f"link visual meshes >= {SIMPLIFY_MIN_FACES} faces drawn with {SIMPLIFIED_FACE_SHARE} of them"
+# Raised whenever panda_model's decimation code changes what it draws.
+DECIMATION_REVISION = 1
+MESH_TOOLS = ("fast-simplification", "trimesh")
+
+
+def mesh_tool_versions() -> str:
+    """The libraries that load and decimate the meshes, with their versions."""
+    versions = []
+    for tool in MESH_TOOLS:
+        try:
+            versions.append(f"{tool}=={importlib.metadata.version(tool)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{tool}==absent")
+    return " ".join(versions)
 
 
 def robot_asset_dir() -> Path | None:
@@ -48,7 +62,8 @@ def _engine_version() -> str:
 def asset_revision(files: list[Path], engine: str | None = None) -> str:
     """sha256 (16 hex) over each file's name and bytes, in order, the engine version and the
     rule by which the cameras' meshes are simplified."""
-    digest = hashlib.sha256(f"engine={engine or _engine_version()}\nvisual={VISUAL_MESH_RULE}\n".encode())
+    visual = f"{VISUAL_MESH_RULE} revision {DECIMATION_REVISION} {mesh_tool_versions()}"
+    digest = hashlib.sha256(f"engine={engine or _engine_version()}\nvisual={visual}\n".encode())
     for path in files:
         digest.update(f"{path.name}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import os
+import threading
 import zipfile
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from labference_ros.cell.assets import SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES, VISUAL_MESH_RULE, robot_asset_dir
+from labference_ros.cell.assets import (DECIMATION_REVISION, SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES,
+                                        VISUAL_MESH_RULE, mesh_tool_versions, robot_asset_dir)
 from labference_ros.cell.description import CameraMount, weighing_cell
 
 _ROBOT = weighing_cell().robot
@@ -85,13 +86,13 @@ def _simplified_mesh(path: str) -> tuple[np.ndarray, np.ndarray] | None:
     if data.count(b"\nf ") < SIMPLIFY_MIN_FACES:  # an OBJ face line
         return None
     key = hashlib.sha256(data)
-    key.update(f"{VISUAL_MESH_RULE} {importlib.metadata.version('fast-simplification')}".encode())
+    key.update(f"{VISUAL_MESH_RULE} {DECIMATION_REVISION} {mesh_tool_versions()}".encode())
     cached = _mesh_cache_dir() / f"{key.hexdigest()[:32]}.npz"
     try:
         with np.load(cached) as stored:
             return stored["vertices"], stored["faces"]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        pass  # not there yet, or torn: computed again
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        pass  # not there yet, empty or torn: computed again
     import fast_simplification
     import trimesh
 
@@ -100,13 +101,13 @@ def _simplified_mesh(path: str) -> tuple[np.ndarray, np.ndarray] | None:
     vertices, faces = fast_simplification.simplify(np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces),
                                                    target_reduction=1.0 - SIMPLIFIED_FACE_SHARE)
     vertices, faces = np.asarray(vertices, np.float64).ravel(), np.asarray(faces, np.int64).ravel()
+    partial = cached.with_suffix(f".{os.getpid()}-{threading.get_ident()}.npz")
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.npz")
         np.savez(partial, vertices=vertices, faces=faces)
         os.replace(partial, cached)  # whole or absent, with other processes writing the same key
     except OSError:
-        pass  # a read-only home only costs the decimation again
+        partial.unlink(missing_ok=True)  # a read-only home or a full disk only costs the decimation again
     return vertices, faces
 
 

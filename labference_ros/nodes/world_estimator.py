@@ -126,7 +126,7 @@ class WorldEstimatorNode(Node):
         # A marker frame older than the estimator's timeout counts as nothing seen.
         fresh = t - self.markers_t <= self.estimator.params.marker_timeout_s
         frame = SensorFrame(t=t, markers=dict(self.markers) if fresh else {},
-                            fingertip=tuple(float(v) for v in self.kinematics.positions([self.arm])[0]),
+                            fingertip=self.kinematics.centre(self.arm),
                             gripper_width=self.gripper_width, gripper_closing=self.gripper_closing,
                             balance=reading)
         world = self.estimator.estimate(frame)

@@ -246,8 +246,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     bridge does with safety:=franka (a violating chunk is rejected and the arm holds)."""
     name = condition_name(condition)
     res = BranchResult(cp.spec.checkpoint_id, name, "ok")
+    envelope = safety_check(safety)  # a bad mode is refused before anything is built
     system = make(system_name, **(params or {}))
-    envelope = safety_check(safety)
     registered = condition
     condition = delivered_supports(cp, condition)
     # Capability preflight first: compatibility does not depend on the checkpoint.

@@ -30,7 +30,8 @@ from .continuation import run_in_world
 from .world import World
 
 # What both referees must agree on, per opportunity and for the episode (times may differ).
-OPPORTUNITY_FIELDS = ("opportunity_id", "trigger", "legal_set", "first_choice", "choice_correct", "execution")
+OPPORTUNITY_FIELDS = ("opportunity_id", "trigger", "legal_set", "first_choice", "choice_correct", "execution",
+                      "first_report", "report_correct")
 EPISODE_FIELDS = ("first_choice_correct", "executed", "physically_complete", "valid_complete", "completion_class",
                   "obligations", "supported_standards", "violations")
 
@@ -69,9 +70,8 @@ class ShadowedReferee:
         if not self.sensor.finished:
             js = self.world.backend.joint_state()
             by_name = dict(zip(js.names, js.position))
-            arm = [float(by_name[j]) for j in ARM_JOINTS]
             start = time.perf_counter()
-            fingertip = tuple(float(v) for v in self.kinematics.positions([arm])[0])
+            fingertip = self.kinematics.centre([by_name[j] for j in ARM_JOINTS])
             frame = SensorFrame(t=m.t, markers=ideal_markers(m), fingertip=fingertip, gripper_width=m.gripper_width,
                                 gripper_closing=m.gripper_closing, balance=m.balance)
             estimated = self.estimator.estimate(frame)
@@ -135,7 +135,9 @@ def run_with_shadow(system_name: str, instance, *, params: dict | None = None, m
         session = f"session-{instance.instance_id}"
         system.reset(session, instance.policy_seed)
         referee.step(world.measure())
-        run_in_world(system, world, referee, session=session, deadline_t=max_s, stop_hold_s=STOP_HOLD_S)
+        reason = run_in_world(system, world, referee, session=session, deadline_t=max_s, stop_hold_s=STOP_HOLD_S)
+        if not referee.sensor.finished:  # the privileged referee ended the episode by itself (completion)
+            referee.sensor.finish(world.t, reason)
         privileged, sensor = referee.primary.scores(), referee.sensor.scores()
         return Agreement(instance.instance_id, system_name, privileged, sensor, referee.frames, referee.estimate_s,
                          referee.referee_s, differences(privileged, sensor),

@@ -19,6 +19,10 @@ class FingertipKinematics:
         self._arm_qadr = np.array([self.model.joint(n).qposadr[0] for n in ARM_JOINTS])
         self._site = self.model.site(GRIP_SITE).id
 
+    def centre(self, arm_q) -> tuple[float, float, float]:
+        """The fingertip centre at one arm configuration (7 joint positions, ARM_JOINTS order)."""
+        return tuple(float(v) for v in self.positions([arm_q])[0])
+
     def positions(self, arm_rows: np.ndarray) -> np.ndarray:
         """(L x 7) joint rows -> (L x 3) fingertip centres in the robot base frame."""
         out = np.empty((len(arm_rows), 3))

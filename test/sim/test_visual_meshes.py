@@ -1,6 +1,7 @@
 """The cameras draw the arm links' large visual meshes decimated (cell.assets.VISUAL_MESH_RULE):
 the physics is the same model, the hand and fingers keep every face, and the images are
 the full meshes' images to within a fraction of an intensity level on average."""
+import fast_simplification
 import mujoco
 import numpy as np
 import pytest
@@ -85,9 +86,19 @@ def test_decimated_meshes_come_back_from_the_disk_cache_and_a_torn_entry_is_redo
     entry.write_bytes(entry.read_bytes()[:100])  # a write cut short
     panda_model._simplified_mesh.cache_clear()
     again = panda_model._simplified_mesh(path)
+    assert entry.stat().st_size > 10_000  # rewritten whole
     panda_model._simplified_mesh.cache_clear()
+
+    def no_decimation(*args, **kwargs):
+        raise AssertionError("decimated again although the cache holds the mesh")
+
+    monkeypatch.setattr(fast_simplification, "simplify", no_decimation)
     cached = panda_model._simplified_mesh(path)
     panda_model._simplified_mesh.cache_clear()
     for a, b in ((first, again), (first, cached)):
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-    assert entry.stat().st_size > 10_000
+    entry.write_bytes(b"")  # a file created but never written
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert np.array_equal(panda_model._simplified_mesh(path)[1], first[1])
+    panda_model._simplified_mesh.cache_clear()

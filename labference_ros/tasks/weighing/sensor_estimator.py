@@ -65,8 +65,9 @@ class EstimatorParameters:
     tilt_limit_deg: float = 10.0        # more, near the pan: leaning on the rim
     grasp_width_tolerance_m: float = 0.006
     grasp_reach_m: float = 0.03         # fingertips to object centre, for a grasp
-    # A grasp is fingers stopped by the object: a hand still closing passes through every width
-    # on its way (and past an object it brushes) without holding anything.
+    # A grasp starts with fingers stopped by the object: a hand still closing passes through every
+    # width on its way (and past an object it brushes) without holding anything. A hold in
+    # progress lasts while the width matches, whatever the fingers' jitter.
     grasp_stall_speed_mps: float = 0.005
     hand_on_pan_margin_m: float = 0.01  # fingertips this close above the pan surface press it
     reading_tolerance_g: float = 0.5
@@ -161,7 +162,8 @@ class SensorWorldEstimator:
         p = self.params
         shape = self._shape(name)
         out: list[str] = []
-        if (self._still_closed_on(name, frame) and self._fingers_stalled
+        holding = LEFT_FINGER in track.contacts  # as of the last frame
+        if (self._still_closed_on(name, frame) and (self._fingers_stalled or holding)
                 and math.dist(track.position, frame.fingertip) <= p.grasp_reach_m):
             out += [LEFT_FINGER, RIGHT_FINGER]
         tilt = math.radians(_tilt_deg(track.orientation))

@@ -169,18 +169,22 @@ def test_a_held_standard_hidden_by_the_hand_follows_the_fingertips():
 
 
 def test_a_hand_closing_past_a_standard_grasps_it_only_once_its_fingers_stop():
-    """Closing fingers pass through every width; at std_50's diameter (32 mm) on their way
-    they brush it, and only fingers stopped there hold it."""
+    """Closing fingers pass through every width; at std_50's diameter (32 mm, 6 mm tolerance)
+    on their way they brush it, and only fingers stopped there start a hold, which then
+    lasts through a slip of the fingers until the hand opens."""
     cell = Cell()
     cell.run(0.5)
     (px, py, pz), _ = cell.poses["std_50"]
     cell.fingertip, cell.closing = (px, py, pz), True
-    for width in (0.050, 0.042, 0.034, 0.030):  # 8 mm per 50 ms frame: 0.16 m/s
+    for width in (0.037, 0.035, 0.033, 0.031, 0.029, 0.032):  # 2-3 mm per 50 ms frame: 40-60 mm/s
         cell.width = width
         passing = cell.run(DT)
         assert "left_finger" not in passing.objects["std_50"].contacts, width
-    cell.width = 0.032
-    cell.run(DT)  # the fingers reach the weight: 2 mm in 50 ms, still moving
-    stopped = cell.run(DT)
+    stopped = cell.run(DT)  # the same width again: the fingers stand on the weight
     assert "left_finger" in stopped.objects["std_50"].contacts
     assert view_of(stopped).held == "std_50"
+    cell.width = 0.0335  # a slip of 1.5 mm in one frame (30 mm/s) while holding
+    slipped = cell.run(DT)
+    assert view_of(slipped).held == "std_50"
+    cell.width, cell.closing = 0.08, False
+    assert view_of(cell.run(DT)).held is None  # opened: released
