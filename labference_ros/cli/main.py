@@ -104,7 +104,7 @@ ALLOW_INCOMPLETE_HELP = ("Go on when record files are unreadable or inconsistent
 @click.option("--compare", "candidate", metavar="CELL",
               help="Relative rule: the candidate cell, named by its tested system (e.g. scripted_expert) or by "
                    "FIELD=VALUE[,FIELD=VALUE] over tested_system, task_condition, observation_condition, "
-                   "intervention_mode, intervention_site, intervention_protocol, intervention_compatibility (e.g. "
+                   "intervention_mode, intervention_site, intervention_protocol, intervention_compatibility, safety (e.g. "
                    "intervention_protocol=full_rollout). Needs --reference.")
 @click.option("--allow-incomplete", is_flag=True, help=ALLOW_INCOMPLETE_HELP)
 @click.option("--reference", "references", metavar="CELL", multiple=True,

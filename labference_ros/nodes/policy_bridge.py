@@ -45,7 +45,7 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import EvaluationValidityError, make
-from labference_ros.skills.safety_modes import safety_check
+from labference_ros.skills.safety_modes import safety_check, safety_record
 from labference_ros.tasks import family as task_family
 
 EPS = 1e-6
@@ -94,7 +94,8 @@ class PolicyBridge(Node):
             raise ValueError(f"{v['system']}: its action conversion targets another reference spec")
         # safety:=franka: every accepted chunk must also keep the Panda's joint velocity and
         # acceleration limits and the cell's workspace box (core.safety), or the arm holds.
-        self.envelope = safety_check(str(v["safety"]))
+        self.safety = str(v["safety"])
+        self.envelope = safety_check(self.safety)
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
@@ -194,7 +195,8 @@ class PolicyBridge(Node):
         self._status(request.episode_id, "running", "")
         self.support.start_episode(request.episode_id)
         response.success = True
-        response.message = json.dumps({"policy": self.system.profile(), "intervention": self.support.profile()})
+        response.message = json.dumps({"policy": {**self.system.profile(), **safety_record(self.safety)},
+                                       "intervention": self.support.profile()})
         return response
 
     def on_finish(self, request, response):

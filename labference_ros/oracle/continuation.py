@@ -25,7 +25,7 @@ from labference_ros.core.operations import Operation
 from labference_ros.core.records import RunRecords, final_status, run_info
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import make
-from labference_ros.skills.safety_modes import safety_check
+from labference_ros.skills.safety_modes import safety_check, safety_record
 
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor
@@ -214,7 +214,7 @@ def _fixed_subgoal_outcome(res: BranchResult, referee, receipts: list[dict]) -> 
 
 
 def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: World, system, referee,
-                    handoff_inst, budget_s: float) -> RunRecords:
+                    handoff_inst, budget_s: float, safety: str) -> RunRecords:
     """<records_dir>/<system>/<condition>/episodes/<checkpoint>/: run.json and the referee's
     records of one branch, laid out like a launch so `labference report` reads it.
     ``registered``: the condition the branch belongs to; ``condition``: what was delivered."""
@@ -223,7 +223,7 @@ def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: W
     intervention = (intervention_identity(condition, CHECKPOINT_CONTINUATION) if condition
                     else {"mode": "none", "protocol": CHECKPOINT_CONTINUATION})
     info = run_info(family.contract_for(handoff_inst.condition), handoff_inst, episode_id=referee.episode_id,
-                    policy=system.profile(), observation=world.observation_identity(),
+                    policy={**system.profile(), **safety_record(safety)}, observation=world.observation_identity(),
                     intervention=intervention, budgets={"deadline_sim_s": cp.t + budget_s},
                     assets={**family.assets(), "scene_hash": world.backend.scene_hash()},
                     versions={"labference_ros": __version__})
@@ -271,7 +271,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
                                             deadline_s=cp.t + budget_s)
         if records_dir is not None:
             records = _branch_records(records_dir, cp, registered, condition, world, system, referee,
-                                      handoff_inst, budget_s)
+                                      handoff_inst, budget_s, safety)
             referee = _RecordedReferee(referee, records)
         session = f"oracle-{cp.spec.checkpoint_id}"
         system.reset(session, inst.policy_seed)

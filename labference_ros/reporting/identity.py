@@ -50,6 +50,8 @@ def identity(run: dict) -> dict:
         "intervention_protocol": iv.get("protocol"),
         # A support the system could not take never shares a cell with delivered support.
         "intervention_compatibility": _incompatible(iv.get("compatibility")),
+        # Chunks checked against the Franka envelope (safety:=franka) or not (None): never pooled.
+        "safety": pol.get("safety"),
     }
 
 
@@ -63,7 +65,7 @@ def _incompatible(statuses) -> str | None:
 
 
 CELL = ("tested_system", "task_condition", "observation_condition", "intervention_mode", "intervention_site",
-        "intervention_protocol", "intervention_compatibility")
+        "intervention_protocol", "intervention_compatibility", "safety")
 SHARED = ("task", "task_version", "contract_hash", "action_convention", "history_protocol")
 REPORT_WIDE = ("evaluation_version", "records_schema", "asset_revision", "layout_revision")
 

@@ -15,3 +15,9 @@ def safety_check(mode: str):
 
         return envelope_check(cell_envelope())
     raise ValueError(f"safety must be one of {', '.join(SAFETY_MODES)}, got {mode!r}")
+
+
+def safety_record(mode: str) -> dict:
+    """What run.json's policy section says of the mode: nothing for "none" (as runs before
+    the envelope existed), else {"safety": mode}, so a report never pools the two."""
+    return {} if mode == "none" else {"safety": mode}

@@ -219,11 +219,18 @@ def test_every_branch_hands_the_prefix_to_its_reset_system(monkeypatch):
     assert amnesiac.choice is not None and amnesiac.choice["object"] == "std_20"
 
 
-def test_branches_run_inside_the_safety_envelope_when_asked(checkpoint, monkeypatch):
-    """safety="franka": the scripted expert still completes inside the Panda's envelope;
-    an envelope that refuses every chunk leaves the arm holding, so nothing is chosen."""
-    inside = run_branch(checkpoint, "scripted_expert", (), safety="franka")
+def test_branches_run_inside_the_safety_envelope_when_asked(checkpoint, monkeypatch, tmp_path):
+    """safety="franka": the scripted expert still completes inside the Panda's envelope, and
+    its run.json says so (a report cell of its own); an envelope that refuses every chunk
+    leaves the arm holding, so nothing is chosen."""
+    from labference_ros.reporting.identity import identity
+
+    inside = run_branch(checkpoint, "scripted_expert", (), safety="franka", records_dir=tmp_path)
     assert inside.status == "ok" and inside.completed is True
+    (run_json,) = tmp_path.glob("*/*/episodes/*/run.json")
+    run = json.loads(run_json.read_text())
+    assert run["policy"]["safety"] == "franka" and identity(run)["safety"] == "franka"
+    assert identity({**run, "policy": {k: v for k, v in run["policy"].items() if k != "safety"}})["safety"] is None
     refused = []
 
     def refuse_all(arm, start, velocity, interval):

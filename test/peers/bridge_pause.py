@@ -39,7 +39,8 @@ def main() -> int:
     assert res.success, res.message
     start = StartEpisode.Request(episode_id="ep0", instance_json=instance.to_json(), output_dir=out_dir, run_json="{}")
     assert peer.call(StartEpisode, "/referee/start_episode", start, 120.0).success
-    assert peer.call(StartEpisode, "/policy_bridge/start_episode", start, 120.0).success
+    started = peer.call(StartEpisode, "/policy_bridge/start_episode", start, 120.0)
+    assert started.success
 
     def moving() -> bool:
         return len(joints) > 2 and joints[-1][0] > 1.0 and np.abs(joints[-1][1] - joints[-2][1]).max() > 1e-4
@@ -63,7 +64,8 @@ def main() -> int:
         episode_id="ep0", reason="completed", sim_time=0.0), 120.0)
     print("RESULT " + json.dumps({"pause": [pause.success, pause.message], "resume": [resume.success, resume.message],
                                   "paused_at": paused_at, "during": during, "sent_during_pause": sent_after,
-                                  "status": status, "scores": json.loads(res.scores_json or "{}")}), flush=True)
+                                  "status": status, "scores": json.loads(res.scores_json or "{}"),
+                                  "profile": json.loads(started.message)["policy"]}), flush=True)
     peer.close()
     return 0
 

@@ -107,6 +107,7 @@ def test_a_pause_stops_the_arm_within_one_interval_and_the_episode_resumes(tmp_p
     drift = max(abs(a - b) for q in settled for a, b in zip(q, settled[0]))
     assert drift < 1e-3, drift  # the arm stands still
     assert result["status"]["state"] == "done" and result["scores"]["physically_complete"] is True
+    assert result["profile"]["safety"] == "franka"  # what run.json's policy section keeps (a cell of its own)
     log = read_jsonl(tmp_path / "ep" / "policy_actions.jsonl")
     kinds = [r["record"] for r in log]
     assert kinds.count("paused") == 1 and kinds.count("resumed") == 1
