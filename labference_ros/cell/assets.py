@@ -7,6 +7,7 @@ so two runs whose scenes differ only in assets never pool. Reading files only:
 no simulator is imported here."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -25,8 +26,10 @@ DECIMATION_REVISION = 1
 MESH_TOOLS = ("fast-simplification", "trimesh")
 
 
+@functools.lru_cache(maxsize=1)
 def mesh_tool_versions() -> str:
-    """The libraries that load and decimate the meshes, with their versions."""
+    """The libraries that load and decimate the meshes, with their versions (looked up
+    once per process: every cached mesh's key and the asset revision ask)."""
     versions = []
     for tool in MESH_TOOLS:
         try:
