@@ -2,6 +2,7 @@
 pty) -> balance_sics (the real serial driver) -> /balance/reading."""
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 import time
@@ -17,7 +18,14 @@ def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path
     env["ROS_DOMAIN_ID"] = str(int(env.get("ROS_DOMAIN_ID", "43")) + 3)
     port = tmp_path / "balance"
     load = tmp_path / "load.txt"
-    load.write_text("52.34")
+
+    def set_load(grams: str) -> None:
+        # Whole or not at all: the peer reads the file 20 times a second and dies on a half-written one.
+        partial = tmp_path / "load.partial"
+        partial.write_text(grams)
+        os.replace(partial, load)
+
+    set_load("52.34")
     procs = [Proc([sys.executable, str(SIM_PEER), str(load)], env=env),
              Proc([sys.executable, "-m", "labference_ros.nodes.sics_emulator", "--ros-args",
                    "-p", f"port:={port}", "-p", "settle_s:=0.2"], env=env)]
@@ -32,11 +40,11 @@ def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path
         procs.append(probe)
         first = probe.next_json("READING ", lambda r: r["valid"] and r["stable"], timeout=40.0)
         assert first["displayed_g"] == 52.34 and first["source"] == f"mt_sics:{port}"
-        load.write_text("120.5")
+        set_load("120.5")
         # The balance sees the load change (unstable, as MT-SICS says "D") before it settles.
         assert probe.next_json("READING ", lambda r: r["valid"] and not r["stable"], timeout=40.0)["displayed_g"] == 120.5
         assert probe.next_json("READING ", lambda r: r["valid"] and r["stable"], timeout=40.0)["displayed_g"] == 120.5
-        load.write_text("700")  # over the emulated balance's 620 g capacity
+        set_load("700")  # over the emulated balance's 620 g capacity
         assert probe.next_json("READING ", lambda r: r["overload"], timeout=40.0)["valid"]
     finally:
         for proc in reversed(procs):
