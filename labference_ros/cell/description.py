@@ -14,6 +14,10 @@ import yaml
 
 CELL_DIR = Path(__file__).resolve().parent
 CELL_SCHEMA = 1
+# The square printed on a top face: the label disc's box (half side 0.69 r), raised
+# LABEL_LIFT_M above the face. A marker, where there is one, fills the same square.
+LABEL_SIDE_PER_RADIUS = 1.38
+LABEL_LIFT_M = 0.0008
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,12 @@ class ObjectShape:
     height: float
     rgba: tuple[float, float, float, float]
     label_rgb: tuple[int, int, int] | None = None
+    marker_id: int | None = None  # the ArUco (4x4_50) marker on its top face, where markers are tracked
+
+    @property
+    def label_side(self) -> float:
+        """Side of the square printed on the top face (the label, or the marker that fills it)."""
+        return self.radius * LABEL_SIDE_PER_RADIUS
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,13 @@ class CellDescription:
 
     def label_colours(self) -> dict[str, tuple[int, int, int]]:
         return {n: o.label_rgb for n, o in self.objects.items() if o.label_rgb is not None}
+
+    def marker_table(self) -> dict[str, dict]:
+        """The fiducial tracker's markers_json: each marked object's marker id, printed side
+        and its centre in the marker frame (the marker lies on the top face, face up)."""
+        return {n: {"id": o.marker_id, "length_m": round(o.label_side, 6),
+                    "offset_m": [0.0, 0.0, -round(o.height / 2 + LABEL_LIFT_M, 6)]}
+                for n, o in self.objects.items() if o.marker_id is not None}
 
 
 def _tuple(value) -> tuple:

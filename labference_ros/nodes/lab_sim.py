@@ -27,7 +27,7 @@ from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
-from labference_ros.sim.backend import ARM_JOINT_NAMES, CAMERA_NAMES
+from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import validate_arm_command
 from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
@@ -40,11 +40,19 @@ class LabSim(Node):
             ("step_mode", "sync"), ("camera_rate", 10.0), ("measurement_rate", 100.0),
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
             ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
-            ("match_timeout_s", 5.0)])
+            ("match_timeout_s", 5.0), ("fiducials", False), ("marker_camera_width", 1280),
+            ("marker_camera_height", 960)])
         v = {x.name: x.value for x in p}
         from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
+        from labference_ros.tasks.weighing.scene import MARKER_CAMERA
 
-        self.backend = MujocoBackend(RenderSettings(width=int(v["image_width"]), height=int(v["image_height"])))
+        # fiducials: the rehearsal's scene, markers on the objects and the overhead camera
+        # that tracks them (its own, larger image size: a marker is 15-30 mm across).
+        marker_size = (int(v["marker_camera_height"]), int(v["marker_camera_width"]))
+        render = RenderSettings(width=int(v["image_width"]), height=int(v["image_height"]),
+                                fiducials=bool(v["fiducials"]), sizes={MARKER_CAMERA: marker_size})
+        self.backend = MujocoBackend(render)
+        self.cameras = render.cameras
         self.step_mode = v["step_mode"]
         if self.step_mode not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {self.step_mode!r}")
@@ -70,8 +78,8 @@ class LabSim(Node):
         # Fixtures at this layout's poses and the cameras' optical frames (sim/frames.py).
         self.pub_tf_static = self.create_publisher(
             TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in CAMERA_NAMES}
-        self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in CAMERA_NAMES}
+        self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in self.cameras}
+        self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in self.cameras}
         arm_topic = f"/{v['controller']}/joint_trajectory"
         self.inputs = {  # awaited at each reset: commands and the display's reading from the first step
             arm_topic: self.create_subscription(JointTrajectory, arm_topic, self.on_trajectory, qos),
@@ -169,7 +177,7 @@ class LabSim(Node):
 
     def publish_cameras(self, t: float) -> None:
         stamp = s_to_stamp(t, Time())
-        for cam in CAMERA_NAMES:
+        for cam in self.cameras:
             if self.pub_images[cam].get_subscription_count() == 0:
                 continue
             pixels = self.backend.render(cam)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from labference_ros.cell.description import weighing_cell
+from labference_ros.cell.description import LABEL_LIFT_M, weighing_cell
 
 # What the lab's cell description says: label colours, object shapes, the pan.
 # The labelled objects are the standards; the sample carries no label.
@@ -24,7 +24,7 @@ STANDARDS = tuple(LABEL_COLOURS)
 STANDARD_SHAPES = {name: CELL.objects[name] for name in STANDARDS}
 SAMPLE_SHAPE = CELL.objects["sample"]
 
-LABEL_LIFT = 0.0008  # the label disc's top above the standard's top face
+LABEL_LIFT = LABEL_LIFT_M  # the label disc's top above the standard's top face
 # Chromaticity (rgb / max) of each blob class under the scene's lighting.
 _REFERENCE = {name: np.array(rgb, float) / max(rgb) for name, rgb in LABEL_COLOURS.items()}
 _REFERENCE["sample"] = np.array(SAMPLE_SHAPE.rgba[:3]) / max(SAMPLE_SHAPE.rgba[:3])

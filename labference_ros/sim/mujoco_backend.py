@@ -51,9 +51,16 @@ class RenderSettings:
     # False draws the robot's collision geoms instead of its 135k-face
     # visual meshes: about 4x faster on llvmpipe, plainer images.
     visual_meshes: bool = True
+    # Markers on the objects' top faces and the overhead marker camera (scene.build_weighing_spec).
+    fiducials: bool = False
 
     def size(self, camera: str) -> tuple[int, int]:
         return self.sizes.get(camera, (self.height, self.width))
+
+    @property
+    def cameras(self) -> tuple[str, ...]:
+        """The cameras this scene renders: the three of every scene, and the marker camera."""
+        return (*CAMERA_NAMES, scene.MARKER_CAMERA) if self.fiducials else CAMERA_NAMES
 
 
 @dataclass
@@ -89,10 +96,10 @@ class MujocoBackend(SimBackend):
     def load(self, instance: WeighingInstance) -> None:
         self.close()
         self.instance = instance
-        m = scene.build_weighing_spec(instance).compile()
+        m = scene.build_weighing_spec(instance, fiducials=self.render_settings.fiducials).compile()
         self._scene_hash = model_hash(m)  # before render settings and the display texture change it
         # The offscreen framebuffer must fit the largest configured image.
-        sizes = [self.render_settings.size(c) for c in CAMERA_NAMES]
+        sizes = [self.render_settings.size(c) for c in self.render_settings.cameras]
         m.vis.global_.offheight = max(m.vis.global_.offheight, *(h for h, _ in sizes))
         m.vis.global_.offwidth = max(m.vis.global_.offwidth, *(w for _, w in sizes))
         d = mujoco.MjData(m)
@@ -326,13 +333,14 @@ class MujocoBackend(SimBackend):
         return self._renderers[size]
 
     def render(self, camera_name: str) -> np.ndarray:
-        if camera_name not in CAMERA_NAMES:
-            raise ValueError(f"unknown camera {camera_name!r}; cameras are {CAMERA_NAMES}")
+        cameras = self.render_settings.cameras
+        if camera_name not in cameras:
+            raise ValueError(f"unknown camera {camera_name!r}; cameras are {cameras}")
         r = self._renderer(self.render_settings.size(camera_name))
         opt = mujoco.MjvOption()
         if not self.render_settings.visual_meshes:
             opt.geomgroup[2], opt.geomgroup[3] = 0, 1
-        r.update_scene(self.data, camera=CAMERA_MODEL_NAMES[camera_name], scene_option=opt)
+        r.update_scene(self.data, camera=CAMERA_MODEL_NAMES.get(camera_name, camera_name), scene_option=opt)
         return r.render()
 
     # checkpoints ---------------------------------------------------------------

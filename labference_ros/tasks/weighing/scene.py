@@ -11,14 +11,16 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell import display_layout as dl
-from labference_ros.cell.description import ObjectShape, weighing_cell
+from labference_ros.cell.description import LABEL_LIFT_M, ObjectShape, weighing_cell
 from labference_ros.cell.panda_model import PANDA_PREFIX, camera_quat, frame_quat, panda_spec
+from labference_ros.perception.fiducials import marker_image
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.layout import BALANCE, start_places
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 
 CELL = weighing_cell()
 PAN_SITE = "pan_load_cell"
+MARKER_CAMERA = "overhead"  # the world-fixed camera the fiducial scene adds for marker tracking
 STANDARD_SHAPES: dict[str, ObjectShape] = {name: CELL.objects[name] for name in STANDARDS}
 SAMPLE_SHAPE = CELL.objects[SAMPLE]
 # Label disc colour per standard: distinct even where text is unreadable.
@@ -55,7 +57,23 @@ def _label_texture(spec: mujoco.MjSpec, name: str) -> str:
     return f"label_{name}"
 
 
-def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: float) -> None:
+def _marker_texture(spec: mujoco.MjSpec, name: str) -> str:
+    """The object's ArUco marker: dark cells black, light cells in its label colour (white
+    on the sample), so the label's colour still tells the standards apart in other cameras."""
+    shape = object_shape(name)
+    cell_px = 8
+    grey = marker_image(shape.marker_id, cell_px * 6)  # 4x4 bits and a one-cell border
+    colour = np.asarray(LABEL_COLOURS.get(name, (255, 255, 255)), np.float64)
+    img = np.ascontiguousarray((grey[..., None] / 255.0 * colour).astype(np.uint8))
+    tex = spec.add_texture(name=f"marker_{name}", type=mujoco.mjtTexture.mjTEXTURE_2D,
+                           width=img.shape[1], height=img.shape[0], nchannel=3)
+    tex.data = img.tobytes()  # as printed: MuJoCo's first row is the marker's top seen from above
+    spec.add_material(name=f"marker_{name}", textures=["", f"marker_{name}"])
+    return f"marker_{name}"
+
+
+def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: float,
+                fiducials: bool = False) -> None:
     shape = object_shape(name)
     body = spec.worldbody.add_body(name=name, pos=[xy[0], xy[1], z_bottom + shape.height / 2])
     body.add_freejoint(name=f"{name}_free")
@@ -63,13 +81,18 @@ def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: fl
                   size=[shape.radius, shape.height / 2, 0], mass=mass_kg, rgba=list(shape.rgba),
                   condim=4, friction=[1.0, 0.005, 0.0001], priority=1,
                   solref=list(OBJECT_SOLREF), solimp=list(OBJECT_SOLIMP))
-    if name in STANDARD_SHAPES:
+    if fiducials and shape.marker_id is not None:
+        material = _marker_texture(spec, name)
+    elif name in STANDARD_SHAPES:
         material = _label_texture(spec, name)
-        # Thin visual disc on the top face carries the printed label.
-        body.add_geom(name=f"{name}_label", type=mujoco.mjtGeom.mjGEOM_BOX,
-                      size=[shape.radius * 0.69, shape.radius * 0.69, 0.0004],
-                      pos=[0, 0, shape.height / 2 + 0.0004], material=material,
-                      contype=0, conaffinity=0, density=0, group=1)
+    else:
+        return
+    # Thin visual square on the top face carries the printed label (or marker).
+    half = shape.label_side / 2
+    body.add_geom(name=f"{name}_label", type=mujoco.mjtGeom.mjGEOM_BOX,
+                  size=[half, half, LABEL_LIFT_M / 2],
+                  pos=[0, 0, shape.height / 2 + LABEL_LIFT_M / 2], material=material,
+                  contype=0, conaffinity=0, density=0, group=1)
 
 
 def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
@@ -129,7 +152,9 @@ def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
                     objtype=mujoco.mjtObj.mjOBJ_SITE, objname=PAN_SITE)
 
 
-def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
+def build_weighing_spec(instance: WeighingInstance, fiducials: bool = False) -> mujoco.MjSpec:
+    """The scene of `instance`. fiducials: markers on the objects' top faces (cell marker_id)
+    and the overhead marker camera, as the rehearsal of a real cell sees them."""
     missing = [k for k in ("balance", SAMPLE, *STANDARDS) if k not in instance.layout]
     if missing:
         raise ValueError(f"instance layout lacks {missing}; fill it with tasks.weighing.layout.generate_layout")
@@ -163,6 +188,10 @@ def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
                     diffuse=[0.5, 0.5, 0.5])
     front = CELL.cameras["front"]
     world.add_camera(name="front", pos=list(front.position), quat=camera_quat(front), fovy=front.fovy_deg)
+    if fiducials:
+        overhead = CELL.cameras[MARKER_CAMERA]
+        world.add_camera(name=MARKER_CAMERA, pos=list(overhead.position), quat=camera_quat(overhead),
+                         fovy=overhead.fovy_deg)
 
     frame = world.add_frame(pos=[0, 0, 0])
     frame.attach_body(panda_spec(simplified_visuals=True).worldbody.first_body(), PANDA_PREFIX, "")
@@ -171,7 +200,7 @@ def build_weighing_spec(instance: WeighingInstance) -> mujoco.MjSpec:
     places = start_places(instance)
     for name in STANDARDS:
         x, y, surface_z = places[name]
-        _add_object(spec, name, (x, y), surface_z, STANDARD_MASSES_G[name] / 1000.0)
+        _add_object(spec, name, (x, y), surface_z, STANDARD_MASSES_G[name] / 1000.0, fiducials)
     x, y, surface_z = places[SAMPLE]
-    _add_object(spec, SAMPLE, (x, y), surface_z, instance.sample_mass_g / 1000.0)
+    _add_object(spec, SAMPLE, (x, y), surface_z, instance.sample_mass_g / 1000.0, fiducials)
     return spec
