@@ -14,7 +14,8 @@ id: the marker's id in the 4x4_50 dictionary; length_m: its printed side;
 offset_m: the object's centre in the marker frame (x right, y up the printed
 image, z out of its face), so the object's centre is p_marker + R_marker offset.
 The object's orientation is the marker's (a marker on a top face: z is the
-object's axis).
+object's axis). markers_face_up (true): every marker lies face up, which decides
+between the two poses a small, obliquely seen marker fits almost equally well.
 """
 from __future__ import annotations
 
@@ -69,7 +70,9 @@ class FiducialTracker(Node):
         super().__init__("fiducial_tracker")
         self.camera = str(self.declare_parameter("camera", "front").value)
         self.table = parse_marker_table(str(self.declare_parameter("markers_json", "").value))
-        self.lengths = sorted({length for _name, length, _offset in self.table.values()})
+        self.lengths = {marker_id: length for marker_id, (_name, length, _offset) in self.table.items()}
+        # Markers printed on top faces: of a small marker's two near-equal poses, the face-up one.
+        self.prefer_normal = (0.0, 0.0, 1.0) if bool(self.declare_parameter("markers_face_up", True).value) else None
         self.calibration = world_camera_calibration(self.camera, 240, 320)  # a world-fixed camera, or a clear error
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
         images = image_qos(str(self.declare_parameter("image_reliability", "reliable").value))
@@ -104,21 +107,18 @@ class FiducialTracker(Node):
             self.calibration = world_camera_calibration(self.camera, *size)
         out = MarkerDetections(header=msg.header)
         out.header.frame_id = "world"
-        for length in self.lengths:  # markers of one printed size are solved together
-            found = detect_markers(rgb, self.calibration, length, intrinsics=self.intrinsics.get(size))
-            for marker_id, pose in sorted(found.items()):
-                entry = self.table.get(marker_id)
-                if entry is None or entry[1] != length:
-                    continue
-                name, _length, offset = entry
-                rotation = np.asarray(pose.rotation).reshape(3, 3)
-                centre = np.asarray(pose.position) + rotation @ offset
-                p = Pose()
-                p.position.x, p.position.y, p.position.z = (float(v) for v in centre)
-                p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z = matrix_to_quaternion(rotation)
-                out.names.append(name)
-                out.poses.append(p)
-                out.reprojection_px.append(pose.reprojection_px)
+        found = detect_markers(rgb, self.calibration, self.lengths, intrinsics=self.intrinsics.get(size),
+                               prefer_normal=self.prefer_normal)
+        for marker_id, pose in sorted(found.items()):
+            name, _length, offset = self.table[marker_id]
+            rotation = np.asarray(pose.rotation).reshape(3, 3)
+            centre = np.asarray(pose.position) + rotation @ offset
+            p = Pose()
+            p.position.x, p.position.y, p.position.z = (float(v) for v in centre)
+            p.orientation.w, p.orientation.x, p.orientation.y, p.orientation.z = matrix_to_quaternion(rotation)
+            out.names.append(name)
+            out.poses.append(p)
+            out.reprojection_px.append(pose.reprojection_px)
         self.pub.publish(out)
 
 

@@ -41,14 +41,42 @@ def marker_image(marker_id: int, pixels: int, dictionary: int = DICTIONARY) -> n
     return cv2.aruco.generateImageMarker(cv2.aruco.getPredefinedDictionary(dictionary), marker_id, pixels)
 
 
-def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_length_m: float,
+AMBIGUOUS_PX = 0.5  # mean corner error: two poses this close fit the corners equally well
+
+
+def _solve(square, pixels, camera, distortion, world_from_camera, prefer_normal):
+    """(world rotation, translation in the camera frame, mean corner error) of the chosen pose."""
+    count, rvecs, tvecs, _errors = cv2.solvePnPGeneric(square, pixels, camera, distortion,
+                                                       flags=cv2.SOLVEPNP_IPPE_SQUARE)
+    candidates = []
+    for rvec, tvec in zip(rvecs[:count], tvecs[:count]):
+        projected, _ = cv2.projectPoints(square, rvec, tvec, camera, distortion)
+        error = float(np.linalg.norm(projected.reshape(4, 2) - pixels, axis=1).mean())
+        camera_from_marker, _ = cv2.Rodrigues(rvec)
+        candidates.append((world_from_camera @ camera_from_marker, np.asarray(tvec, float).reshape(3), error))
+    if not candidates:
+        return None
+    best = min(c[2] for c in candidates)
+    if prefer_normal is None:
+        return min(candidates, key=lambda c: c[2])
+    close = [c for c in candidates if c[2] <= best + AMBIGUOUS_PX]
+    return max(close, key=lambda c: float(c[0][:, 2] @ np.asarray(prefer_normal, float)))
+
+
+def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_length_m: float | dict[int, float],
                    dictionary: int = DICTIONARY, intrinsics: tuple[np.ndarray, np.ndarray] | None = None,
-                   ) -> dict[int, MarkerPose]:
+                   prefer_normal: tuple[float, float, float] | None = None) -> dict[int, MarkerPose]:
     """Every marker of `dictionary` seen in the image, with its world pose. A marker
-    seen twice is dropped (which one is meant cannot be told). `intrinsics`: the
+    seen twice is dropped (which one is meant cannot be told). marker_length_m: the
+    printed side of every marker, or of each id (ids not in it are ignored: one
+    detection pass serves markers of several sizes). `intrinsics`: the
     camera's own matrix K and distortion coefficients (OpenCV order, as camera_info's
     plumb_bob or rational_polynomial D); without them, `calib`'s pinhole (its field of
-    view, the principal point at the image centre, no distortion)."""
+    view, the principal point at the image centre, no distortion). prefer_normal: the
+    world direction the printed faces are known to face (e.g. up, markers on top faces):
+    a small marker seen obliquely has two poses that fit its corners almost equally
+    well (the square's tilt towards or away from the camera), and of those fitting within
+    AMBIGUOUS_PX of the best the one whose normal is nearest this is taken."""
     grey = cv2.cvtColor(np.ascontiguousarray(image_rgb), cv2.COLOR_RGB2GRAY)
     parameters = cv2.aruco.DetectorParameters()
     parameters.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX  # sub-pixel corners: the pose's scale
@@ -63,22 +91,24 @@ def detect_markers(image_rgb: np.ndarray, calib: CameraCalibration, marker_lengt
     else:
         camera = np.asarray(intrinsics[0], dtype=np.float64).reshape(3, 3)
         distortion = np.asarray(intrinsics[1], dtype=np.float64).reshape(-1) if len(intrinsics[1]) else None
-    half = marker_length_m / 2
     # Corner order of a detection: top-left, top-right, bottom-right, bottom-left of the printed image.
-    square = np.array([[-half, half, 0.0], [half, half, 0.0], [half, -half, 0.0], [-half, -half, 0.0]])
+    unit_square = np.array([[-0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.5, -0.5, 0.0], [-0.5, -0.5, 0.0]])
     world_from_camera = np.asarray(calib.rotation).reshape(3, 3) @ _CV_TO_CAMERA
     found: dict[int, MarkerPose] = {}
     seen_twice: set[int] = set()
     for marker_corners, marker_id in zip(corners, ids.reshape(-1)):
+        if isinstance(marker_length_m, dict):
+            if int(marker_id) not in marker_length_m:
+                continue
+            square = unit_square * marker_length_m[int(marker_id)]
+        else:
+            square = unit_square * marker_length_m
         pixels = marker_corners.reshape(4, 2).astype(np.float64)
-        ok, rvec, tvec = cv2.solvePnP(square, pixels, camera, distortion, flags=cv2.SOLVEPNP_IPPE_SQUARE)
-        if not ok:
+        solved = _solve(square, pixels, camera, distortion, world_from_camera, prefer_normal)
+        if solved is None:
             continue
-        projected, _ = cv2.projectPoints(square, rvec, tvec, camera, distortion)
-        error = float(np.linalg.norm(projected.reshape(4, 2) - pixels, axis=1).mean())
-        camera_from_marker, _ = cv2.Rodrigues(rvec)
-        position = world_from_camera @ tvec.reshape(3) + np.asarray(calib.position)
-        rotation = world_from_camera @ camera_from_marker
+        rotation, translation, error = solved
+        position = world_from_camera @ translation + np.asarray(calib.position)
         key = int(marker_id)
         if key in found:
             seen_twice.add(key)
