@@ -33,6 +33,7 @@ from sensor_msgs.msg import JointState
 
 from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
 from labference.srv import ResetEpisode
+from labference_ros.cell.description import LABEL_LIFT_M, weighing_cell
 from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS
 from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
@@ -41,7 +42,7 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.skills.kinematics import FingertipKinematics
 from labference_ros.tasks import family as task_family
 from labference_ros.tasks.weighing.recognisers import support_classes
-from labference_ros.tasks.weighing.sensor_estimator import SensorFrame
+from labference_ros.tasks.weighing.sensor_estimator import EstimatorParameters, SensorFrame, slide_to_height
 
 READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
 SILENT_SOURCE = "world_estimator"
@@ -60,6 +61,18 @@ class WorldEstimatorNode(Node):
         self.reading_timeout_s = float(self.declare_parameter("reading_timeout_s", 0.5).value)
         if not self.reading_timeout_s > 0:
             raise ValueError(f"reading_timeout_s must be positive, got {self.reading_timeout_s}")
+        # The camera the markers are tracked on: its centre is the viewing rays' origin, which puts a
+        # resting object on its surface (sensor_estimator.slide_to_height). "" = poses taken as measured.
+        camera = str(self.declare_parameter("marker_camera", "").value)
+        cameras = weighing_cell().cameras
+        if camera and (camera not in cameras or cameras[camera].parent != "world"):
+            fixed = ", ".join(n for n, c in cameras.items() if c.parent == "world")
+            raise ValueError(f"marker_camera must be a world-fixed camera of the cell ({fixed}), got {camera!r}")
+        self.viewpoint = tuple(float(v) for v in cameras[camera].position) if camera else None
+        timeout = float(self.declare_parameter("marker_timeout_s", EstimatorParameters().marker_timeout_s).value)
+        if not timeout > 0:
+            raise ValueError(f"marker_timeout_s must be positive, got {timeout}")
+        self.estimator_params = EstimatorParameters(marker_timeout_s=timeout)
         self.kinematics = FingertipKinematics()
         self.estimator = None  # the family's sensor estimator of the current episode
         self.markers: dict[str, tuple] = {}
@@ -128,7 +141,7 @@ class WorldEstimatorNode(Node):
         frame = SensorFrame(t=t, markers=dict(self.markers) if fresh else {},
                             fingertip=self.kinematics.centre(self.arm),
                             gripper_width=self.gripper_width, gripper_closing=self.gripper_closing,
-                            balance=reading)
+                            balance=reading, viewpoint=self.viewpoint)
         world = self.estimator.estimate(frame)
         self.last_world = world
         self.pub_world.publish(fill_world_msg(WorldState(), world, ObjectState, support_classes(world)))
@@ -138,7 +151,7 @@ class WorldEstimatorNode(Node):
     def on_reset(self, request, response):
         try:
             instance = self.family.instance_from_json(request.instance_json)
-            estimator = self.family.sensor_estimator(instance)
+            estimator = self.family.sensor_estimator(instance, self.estimator_params)
         except (ValueError, KeyError, TypeError) as exc:
             response.success, response.message = False, f"unreadable instance: {exc}"
             return response
@@ -153,6 +166,13 @@ class WorldEstimatorNode(Node):
         response.success, response.message = True, "scene matches the instance's start"
         return response
 
+    def _distance_to_place(self, name: str, seen, place) -> float:
+        """How far the seen object is from its place; seen by one camera, along its viewing ray."""
+        if self.viewpoint is None:
+            return math.dist(seen, place)
+        above = weighing_cell().objects[name].height / 2 + LABEL_LIFT_M
+        return math.dist(slide_to_height(seen, self.viewpoint, place[2], above), place)
+
     def scene_differences(self, start: dict[str, tuple]) -> list[str]:
         """What the operator still has to set up (empty: the scene is ready)."""
         out = []
@@ -163,7 +183,7 @@ class WorldEstimatorNode(Node):
             seen = self.markers.get(name)
             if seen is None:
                 out.append(f"{name}: marker not seen")
-            elif math.dist(seen[0], place) > self.setup_tolerance_m:
+            elif self._distance_to_place(name, seen[0], place) > self.setup_tolerance_m:
                 out.append(f"{name}: at ({seen[0][0]:.3f}, {seen[0][1]:.3f}, {seen[0][2]:.3f}), the instance puts "
                            f"it at ({place[0]:.3f}, {place[1]:.3f}, {place[2]:.3f})")
         if self.arm is None:

@@ -106,12 +106,13 @@ class TaskFamily:
         simulator lazily so the rest of the family never needs it."""
         raise NotImplementedError
 
-    def sensor_estimator(self, instance: Instance):
+    def sensor_estimator(self, instance: Instance, params=None):
         """A real cell's stand-in for the simulator's world measurements: an object
         with ``estimate(frame) -> measurement`` over sensor frames (markers, fingertips,
         gripper, instruments), whose tracks start where the instance sets objects up
         (``initial_positions``) and whose ``params.marker_timeout_s`` says how long
-        an unseen marker is still trusted."""
+        an unseen marker is still trusted. params: the family's estimator parameters
+        (None: its defaults)."""
         raise NotImplementedError
 
     def evaluator_view(self, instance: Instance, measurement):

@@ -87,10 +87,10 @@ class WeighingFamily(TaskFamily):
 
         return build_weighing_spec(instance)
 
-    def sensor_estimator(self, instance):
+    def sensor_estimator(self, instance, params=None):
         from labference_ros.tasks.weighing.sensor_estimator import SensorWorldEstimator
 
-        return SensorWorldEstimator.for_instance(instance)
+        return SensorWorldEstimator.for_instance(instance, params)
 
     def evaluator_view(self, instance, measurement):
         # Support as the referee and lab_sim classify it (contacts, stacks, the rim), not raw contacts.

@@ -18,6 +18,13 @@ the referee reads support from:
   fingertips by the offset it had when last seen;
 - fingertips at or below the pan surface over the pan press it (robot on pan).
 
+One camera measures a small marker's direction well and its distance poorly
+(centimetres at a metre). When the frame says where the marker camera is
+(`viewpoint`), a seen object that is not in the hand and stands nearly upright
+is put where its viewing ray meets the surface it can rest on there (the pan
+over the pan, else the table), if that is within `rest_snap_m` of the solved
+pose: the ray fixes x and y, the surface fixes the height.
+
 Uncertainty is explicit, never a guess. A marker not seen for longer than
 `marker_timeout_s` (and not in the hand) keeps its last pose and contacts, and
 the measurement's balance reading is marked invalid with the reason, so the
@@ -33,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from labference_ros.cell.description import CellDescription, weighing_cell
+from labference_ros.cell.description import LABEL_LIFT_M, CellDescription, weighing_cell
 from labference_ros.core.geometry import body_axis
 from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE,
                                               BalanceMeasurement, ObjectMeasurement, WorldMeasurement)
@@ -55,11 +62,12 @@ class SensorFrame:
     gripper_width: float                    # metres between the fingers
     gripper_closing: bool                   # the last gripper command closes or grasps
     balance: BalanceMeasurement | None
+    viewpoint: Vec3 | None = None           # the marker camera's centre (None: poses taken as measured)
 
 
 @dataclass(frozen=True)
 class EstimatorParameters:
-    version: str = "sensor-estimator-v2"
+    version: str = "sensor-estimator-v3"
     marker_timeout_s: float = 0.15      # unseen for longer: the object's state is unknown
     height_tolerance_m: float = 0.006   # object bottom vs. a surface
     tilt_limit_deg: float = 10.0        # more, near the pan: leaning on the rim
@@ -72,6 +80,9 @@ class EstimatorParameters:
     hand_on_pan_margin_m: float = 0.01  # fingertips this close above the pan surface press it
     reading_tolerance_g: float = 0.5
     reading_tolerance_rel: float = 0.02
+    # A monocular marker pose moved along its viewing ray onto a resting surface (with a viewpoint).
+    rest_snap_m: float = 0.25
+    rest_tilt_deg: float = 20.0         # solved tilt up to this: upright (a small marker's tilt is noisy)
 
 
 @dataclass
@@ -127,6 +138,9 @@ class SensorWorldEstimator:
             before = track.position
             if seen is not None:
                 track.position, track.orientation = tuple(seen[0]), tuple(seen[1])
+                if frame.viewpoint is not None and track.held_offset is None:
+                    track.position, track.orientation = self._rested(name, track.position, track.orientation,
+                                                                     frame.viewpoint)
                 track.seen_t = frame.t
             elif track.held_offset is not None and self._still_closed_on(name, frame):
                 track.position = _add(frame.fingertip, track.held_offset)  # in the hand, hidden by it
@@ -148,6 +162,24 @@ class SensorWorldEstimator:
         return WorldMeasurement(t=frame.t, objects=objects, gripper_width=frame.gripper_width,
                                 gripper_closing=frame.gripper_closing, pan_contacts=pan_contacts,
                                 balance=balance)
+
+    def _rested(self, name: str, position: Vec3, orientation: Quat, viewpoint: Vec3) -> tuple[Vec3, Quat]:
+        """The seen pose moved along its viewing ray onto the surface it rests on, if it is near one."""
+        if _tilt_deg(orientation) > self.params.rest_tilt_deg:
+            return position, orientation
+        shape = self._shape(name)
+        above = shape.height / 2 + LABEL_LIFT_M  # the marker's centre above the object's
+        pan = self.cell.balance
+        on_pan = slide_to_height(position, viewpoint, pan.pan_top_z + shape.height / 2, above)
+        if math.dist(on_pan[:2], self.balance_xy) < pan.pan_radius + shape.radius:
+            rested = on_pan
+        else:
+            rested = slide_to_height(position, viewpoint, self.cell.table.top_z + shape.height / 2, above)
+            if self._over_balance(rested):
+                return position, orientation
+        if abs(rested[2] - position[2]) > self.params.rest_snap_m:
+            return position, orientation  # far above any surface: lifted, as solved
+        return rested, UPRIGHT
 
     # ------------------------------------------------------------------ contacts
     def _shape(self, name: str):
@@ -223,6 +255,21 @@ class SensorWorldEstimator:
                                f"pan by {predicted:+.1f} g; which weights the pan carries is unknown")
         self._baseline = (b.displayed_g, on_pan)
         return b
+
+
+UPRIGHT: Quat = (1.0, 0.0, 0.0, 0.0)
+
+
+def slide_to_height(centre: Vec3, viewpoint: Vec3, z: float, marker_above_centre: float) -> Vec3:
+    """The object centre at height z whose top-face marker lies on the viewing ray through the
+    marker of an upright object seen with its centre at `centre` from `viewpoint`."""
+    marker = (centre[0], centre[1], centre[2] + marker_above_centre)
+    span = marker[2] - viewpoint[2]
+    if abs(span) < 1e-9:
+        return centre
+    scale = (z + marker_above_centre - viewpoint[2]) / span
+    moved = tuple(viewpoint[i] + scale * (marker[i] - viewpoint[i]) for i in range(3))
+    return (moved[0], moved[1], moved[2] - marker_above_centre)
 
 
 def _nominal(names) -> float:

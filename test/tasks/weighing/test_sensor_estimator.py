@@ -188,3 +188,61 @@ def test_a_hand_closing_past_a_standard_grasps_it_only_once_its_fingers_stop():
     assert view_of(slipped).held == "std_50"
     cell.width, cell.closing = 0.08, False
     assert view_of(cell.run(DT)).held is None  # opened: released
+
+
+VIEWPOINT = (1.0, 0.0, 1.15)  # the cell's overhead marker camera
+
+
+def _along_ray(point, distance):
+    """`point` moved `distance` metres further from VIEWPOINT along its viewing ray."""
+    ray = [p - v for p, v in zip(point, VIEWPOINT)]
+    norm = math.sqrt(sum(c * c for c in ray))
+    return tuple(p + distance * c / norm for p, c in zip(point, ray))
+
+
+def _marker_centre(name, centre):
+    from labference_ros.cell.description import LABEL_LIFT_M, weighing_cell
+
+    return (centre[0], centre[1], centre[2] + weighing_cell().objects[name].height / 2 + LABEL_LIFT_M)
+
+
+def _from_marker(name, marker):
+    from labference_ros.cell.description import LABEL_LIFT_M, weighing_cell
+
+    return (marker[0], marker[1], marker[2] - weighing_cell().objects[name].height / 2 - LABEL_LIFT_M)
+
+
+@pytest.mark.parametrize("depth_error", [-0.08, 0.05])
+def test_a_marker_seen_at_the_wrong_distance_is_put_back_on_its_surface(depth_error):
+    """One camera gets a small marker's distance wrong by centimetres, its direction right:
+    the estimator slides it along the viewing ray onto the table or the pan."""
+    cell = Cell("extended")
+    on_pan = next(n for n in cell.instance.initial_on_pan)
+    on_table = next(n for n in cell.estimator.initial_positions if n not in cell.instance.initial_on_pan
+                    and n != "sample")
+    markers = {}
+    for name in (on_pan, on_table):
+        true_centre = cell.estimator.initial_positions[name]
+        seen_marker = _along_ray(_marker_centre(name, true_centre), depth_error)
+        markers[name] = (_from_marker(name, seen_marker), _tilted(6.0))
+    frame = SensorFrame(t=0.0, markers=markers, fingertip=cell.fingertip, gripper_width=0.08, gripper_closing=False,
+                        balance=None, viewpoint=VIEWPOINT)
+    world = cell.estimator.estimate(frame)
+    for name in (on_pan, on_table):
+        assert math.dist(world.objects[name].position, cell.estimator.initial_positions[name]) < 1e-6, name
+        assert world.objects[name].orientation == UPRIGHT
+    assert "pan" in world.objects[on_pan].contacts and "table" in world.objects[on_table].contacts
+    without_viewpoint = Cell("extended").estimator.estimate(
+        SensorFrame(t=0.0, markers=markers, fingertip=cell.fingertip, gripper_width=0.08, gripper_closing=False,
+                    balance=None))
+    assert math.dist(without_viewpoint.objects[on_table].position, cell.estimator.initial_positions[on_table]) > 0.04
+
+
+def test_a_visible_object_far_above_any_surface_stays_where_it_was_solved():
+    cell = Cell()
+    name = "std_50"
+    start = cell.estimator.initial_positions[name]
+    lifted = (start[0], start[1], start[2] + 0.3)
+    frame = SensorFrame(t=0.0, markers={name: (lifted, UPRIGHT)}, fingertip=cell.fingertip, gripper_width=0.08,
+                        gripper_closing=False, balance=None, viewpoint=VIEWPOINT)
+    assert cell.estimator.estimate(frame).objects[name].position == lifted
