@@ -1,0 +1,47 @@
+"""Drives the rehearsal's sensing chain (lab_sim with fiducials, the simulated balance,
+fiducial_tracker on the overhead camera, world_estimator on that camera's rays): resets
+lab_sim to an instance, advances 1.5 s of sim time, then asks the estimator's scene
+check for that instance and for another layout's. Prints "RESULT <json>"."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from peer_session import PeerSession
+
+
+def main() -> int:
+    from labference.msg import MarkerDetections
+    from labference.srv import Advance, ResetEpisode
+    from labference_ros.tasks import family
+    from rclpy.qos import QoSProfile
+
+    weighing = family("feedback_weighing")
+    instance = weighing.generate("extended", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
+    other = weighing.generate("basic", 1, task_seed=6, layout_seed=6, policy_seed=0)[0]
+    peer = PeerSession("rehearsal_sensing_probe")
+    seen: list = []
+    peer.node.create_subscription(MarkerDetections, "/markers/poses", seen.append, QoSProfile(depth=50))
+    answer = peer.call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id="ep0",
+                                                                            instance_json=instance.to_json()))
+    result: dict = {"reset": answer.success}
+    for _ in range(15):
+        peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.1))
+        time.sleep(0.15)  # the overhead image is rendered, sent and read before physics moves on
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.1)
+    result["names_seen"] = sorted({n for m in seen for n in m.names})
+    result["frames"] = len(seen)
+    for key, checked in (("same", instance), ("other", other)):
+        check = peer.call(ResetEpisode, "/world_estimator/reset",
+                          ResetEpisode.Request(episode_id="ep0", instance_json=checked.to_json()))
+        result[key] = {"success": check.success, "message": check.message}
+    print("RESULT " + json.dumps(result), flush=True)
+    peer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
