@@ -46,6 +46,7 @@ from labference_ros.tasks.weighing.sensor_estimator import EstimatorParameters, 
 
 READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
 SILENT_SOURCE = "world_estimator"
+REOPENED_M = 0.01  # fingers this much wider than their narrowest since a close command: opened again
 
 
 def _pose_tuple(pose: Pose):
@@ -80,6 +81,7 @@ class WorldEstimatorNode(Node):
         self.arm: tuple[float, ...] | None = None
         self.gripper_width = 0.0
         self.gripper_closing = False
+        self.narrowest = 0.0  # the fingers' narrowest width since the last gripper command
         self.last_world = None
         self.last_reading = None
         self.last_reading_t = -math.inf
@@ -107,9 +109,13 @@ class WorldEstimatorNode(Node):
             self.arm = tuple(float(by_name[j]) for j in ARM_JOINTS)
         if all(j in by_name for j in FINGER_JOINTS):
             self.gripper_width = float(sum(by_name[j] for j in FINGER_JOINTS))
+            self.narrowest = min(self.narrowest, self.gripper_width)
+            if self.gripper_closing and self.gripper_width > self.narrowest + REOPENED_M:
+                self.gripper_closing = False  # opened since it was told to close (a reset, an operator)
 
     def on_gripper(self, msg: GripperCommand) -> None:
         self.gripper_closing = bool(msg.grasp) or msg.width < self.gripper_width - 1e-4
+        self.narrowest = self.gripper_width
 
     def on_reading(self, msg: BalanceReading) -> None:
         t = stamp_to_s(msg.header.stamp)
@@ -134,6 +140,12 @@ class WorldEstimatorNode(Node):
         if self.estimator is None or self.arm is None:
             return  # no episode's instance yet, or no arm state: nothing to estimate from
         if self.estimator.last_t is not None and t < self.estimator.last_t:
+            if self.get_parameter("use_sim_time").value and t < self.estimator.last_t - 1.0:
+                # The simulator was reset (a rehearsal): that episode is over; the next scene check starts one.
+                self.get_logger().info(f"sim time went back from {self.estimator.last_t:.3f} to {t:.3f} s: "
+                                       "episode estimate closed")
+                self.estimator = None
+                return
             self.get_logger().warning(f"balance reading at {t:.3f} s is older than the last frame; dropped")
             return
         # A marker frame older than the estimator's timeout counts as nothing seen.

@@ -15,7 +15,8 @@ the referee reads support from:
   one at table height off the balance touches the table;
 - a closing gripper whose fingers have stopped at an object's diameter, centred
   on it, holds it (both fingers); while held, an object the hand hides follows the
-  fingertips by the offset it had when last seen;
+  fingertips by the offset it had when last seen (with a marker camera's viewpoint, a
+  held object follows them even when its marker is seen: one camera's depth is worse);
 - fingertips at or below the pan surface over the pan press it (robot on pan).
 
 One camera measures a small marker's direction well and its distance poorly
@@ -26,7 +27,9 @@ over the pan, else the table), if that is within `rest_snap_m` of the solved
 pose: the ray fixes x and y, the surface fixes the height.
 
 Uncertainty is explicit, never a guess. A marker not seen for longer than
-`marker_timeout_s` (and not in the hand) keeps its last pose and contacts, and
+`marker_timeout_s` (and not in the hand, nor under it: fingertips within
+`hand_occlusion_m` horizontally, which hide it from the camera on the way down
+to a grasp and up from a release) keeps its last pose and contacts, and
 the measurement's balance reading is marked invalid with the reason, so the
 referee records a validity event and takes no reading from it. A stable
 reading whose change since the last consistent one differs from the change in
@@ -80,9 +83,14 @@ class EstimatorParameters:
     hand_on_pan_margin_m: float = 0.01  # fingertips this close above the pan surface press it
     reading_tolerance_g: float = 0.5
     reading_tolerance_rel: float = 0.02
+    # A stable reading is compared with the tracked load only once that load has stood this long:
+    # the balance reports through its own filter and a serial line, a little behind the markers.
+    reading_settle_s: float = 0.5
     # A monocular marker pose moved along its viewing ray onto a resting surface (with a viewpoint).
     rest_snap_m: float = 0.25
     rest_tilt_deg: float = 20.0         # solved tilt up to this: upright (a small marker's tilt is noisy)
+    # Fingertips this close (horizontally) to an object hide its marker: unseen, it is not unknown.
+    hand_occlusion_m: float = 0.08
 
 
 @dataclass
@@ -109,6 +117,8 @@ class SensorWorldEstimator:
                        for name, p in self.initial_positions.items()}
         self.last_t: float | None = None
         self._baseline: tuple[float, frozenset[str]] | None = None  # (reading, standards on pan)
+        self._pan_set: frozenset[str] | None = None  # what the markers put on the pan, since _pan_set_t
+        self._pan_set_t = -math.inf
         self._last_width: float | None = None
         self._fingers_stalled = True  # at rest before the first frame
 
@@ -136,15 +146,19 @@ class SensorWorldEstimator:
         for name, track in self.tracks.items():
             seen = frame.markers.get(name)
             before = track.position
-            if seen is not None:
+            in_hand = track.held_offset is not None and self._still_closed_on(name, frame)
+            if in_hand and (seen is None or frame.viewpoint is not None):
+                # In the hand: hidden by it, or seen by one camera that places it worse than the arm's kinematics.
+                track.position = _add(frame.fingertip, track.held_offset)
+                if seen is not None:
+                    track.seen_t = frame.t
+            elif seen is not None:
                 track.position, track.orientation = tuple(seen[0]), tuple(seen[1])
-                if frame.viewpoint is not None and track.held_offset is None:
+                if frame.viewpoint is not None:
                     track.position, track.orientation = self._rested(name, track.position, track.orientation,
                                                                      frame.viewpoint)
                 track.seen_t = frame.t
-            elif track.held_offset is not None and self._still_closed_on(name, frame):
-                track.position = _add(frame.fingertip, track.held_offset)  # in the hand, hidden by it
-            elif frame.t - track.seen_t > self.params.marker_timeout_s:
+            elif frame.t - track.seen_t > self.params.marker_timeout_s and not self._under_hand(track, frame):
                 unknown.append(name)
             track.speed = math.dist(before, track.position) / dt if dt > 0 else 0.0
             if name not in unknown:
@@ -162,6 +176,10 @@ class SensorWorldEstimator:
         return WorldMeasurement(t=frame.t, objects=objects, gripper_width=frame.gripper_width,
                                 gripper_closing=frame.gripper_closing, pan_contacts=pan_contacts,
                                 balance=balance)
+
+    def _under_hand(self, track: _Track, frame: SensorFrame) -> bool:
+        """The hand is over the object: an unseen marker is explained by it (it stays where it was)."""
+        return math.dist(track.position[:2], frame.fingertip[:2]) <= self.params.hand_occlusion_m
 
     def _rested(self, name: str, position: Vec3, orientation: Quat, viewpoint: Vec3) -> tuple[Vec3, Quat]:
         """The seen pose moved along its viewing ray onto the surface it rests on, if it is near one."""
@@ -243,6 +261,10 @@ class SensorWorldEstimator:
             self._baseline = None  # a partial load: nothing to predict, start again when it is gone
             return b
         on_pan = frozenset(n for n, c in supports.items() if PAN in c)
+        if on_pan != self._pan_set:
+            self._pan_set, self._pan_set_t = on_pan, frame.t
+        if frame.t - self._pan_set_t < self.params.reading_settle_s:
+            return b  # a reading this soon after the load changed may still show the old load
         if self._baseline is None or (SAMPLE in on_pan) != (SAMPLE in self._baseline[1]):
             self._baseline = (b.displayed_g, on_pan)  # the sample's mass is unknown: a new reference
             return b

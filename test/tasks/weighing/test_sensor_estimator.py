@@ -246,3 +246,46 @@ def test_a_visible_object_far_above_any_surface_stays_where_it_was_solved():
     frame = SensorFrame(t=0.0, markers={name: (lifted, UPRIGHT)}, fingertip=cell.fingertip, gripper_width=0.08,
                         gripper_closing=False, balance=None, viewpoint=VIEWPOINT)
     assert cell.estimator.estimate(frame).objects[name].position == lifted
+
+
+def test_a_stable_reading_just_after_a_standard_lands_is_not_yet_compared():
+    """The balance reports through its filter and a serial line, behind the markers: the old
+    load's stable reading right after a landing is no contradiction; a second later it is."""
+    cell = Cell()
+    cell.run(1.0)
+    name = next(n for n in ("std_20", "std_50") if n not in cell.instance.initial_on_pan)
+    cell.poses[name] = (cell.on_pan_pose(name), UPRIGHT)
+    soon = cell.run(DT)  # the reading still shows the old load, stable
+    assert soon.balance.valid, soon.balance.invalid_reason
+    late = cell.run(1.0)
+    assert not late.balance.valid and ESTIMATOR in late.balance.invalid_reason
+
+
+def test_a_marker_hidden_under_the_descending_hand_is_explained_by_it():
+    """On the way down to a grasp the hand hides the marker before the fingers touch: that is
+    no lost marker (the reading stays valid) and the grasp is still seen."""
+    cell = Cell()
+    cell.run(0.5)
+    (px, py, pz), _ = cell.poses["std_50"]
+    cell.hidden = {"std_50"}
+    cell.fingertip = (px + 0.02, py, pz + 0.08)  # above it, fingers open
+    above = cell.run(1.0)
+    assert above.balance.valid, above.balance.invalid_reason
+    cell.fingertip, cell.width, cell.closing = (px, py, pz), 0.032, True
+    assert "left_finger" in cell.run(0.3).objects["std_50"].contacts
+    cell.fingertip = (px + 0.2, py, pz + 0.2)  # the hand leaves without it: the marker still unseen
+    cell.width, cell.closing = 0.08, False
+    assert not cell.run(1.0).balance.valid
+
+
+def test_with_a_marker_camera_a_held_object_follows_the_hand_not_its_marker():
+    cell = Cell()
+    cell.run(0.5)
+    (px, py, pz), _ = cell.poses["std_50"]
+    cell.fingertip, cell.width, cell.closing = (px, py, pz), 0.032, True
+    cell.run(0.3)
+    frame = SensorFrame(t=cell.t + DT, markers={"std_50": ((px, py + 0.05, pz - 0.04), UPRIGHT)},
+                        fingertip=(px, py, pz + 0.1), gripper_width=0.032, gripper_closing=True, balance=None,
+                        viewpoint=VIEWPOINT)
+    held = cell.estimator.estimate(frame).objects["std_50"]
+    assert held.position == pytest.approx((px, py, pz + 0.1)) and "left_finger" in held.contacts
