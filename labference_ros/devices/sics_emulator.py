@@ -41,6 +41,7 @@ class SicsBalanceEmulator:
         self.received: list[str] = []
         self._load_g = 0.0
         self._changed_at = time.monotonic()
+        self._settled_hint: bool | None = None
         self._zero_g = 0.0
         self._tare_g = 0.0
         self._lock = threading.Lock()
@@ -73,11 +74,14 @@ class SicsBalanceEmulator:
         with self._lock:
             self._open_port()
 
-    def set_load_g(self, grams: float) -> None:
+    def set_load_g(self, grams: float, settled: bool | None = None) -> None:
+        """The load on the pan. settled: whether it has settled, as a load cell model decides
+        (the rehearsal's simulated balance); None: settled once unchanged for settle_s."""
         with self._lock:
             if grams != self._load_g:
                 self._load_g = float(grams)
                 self._changed_at = time.monotonic()
+            self._settled_hint = settled
 
     def __enter__(self):
         return self.start()
@@ -139,6 +143,8 @@ class SicsBalanceEmulator:
         if self.load_source is not None:
             self.set_load_g(self.load_source())
         with self._lock:
+            if self._settled_hint is not None:
+                return self._load_g, self._settled_hint
             return self._load_g, time.monotonic() - self._changed_at >= self.settle_s
 
     def _wait_stable(self) -> tuple[float, bool]:

@@ -8,10 +8,12 @@ command, a missing or unreadable reply and a lost port become readings with
 valid=false and the cause in invalid_reason, which the referee records as
 validity events; the node keeps polling and reopens a lost port.
 
-Parameters: port (required), baudrate (9600), poll_hz (10), reply_timeout_s
+Parameters: port (required; {domain} becomes the ROS domain id), baudrate (9600), poll_hz (10), reply_timeout_s
 (1.0), zero_on_start (false: a zero at start needs an empty, settled pan).
 """
 from __future__ import annotations
+
+import os
 
 from rclpy.node import Node
 
@@ -22,10 +24,16 @@ from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
 
 
+def expand_port(port: str) -> str:
+    """A port path with {domain} replaced by this process's ROS domain: the rehearsal's
+    emulator and driver meet on one pty per graph, and two graphs never share one."""
+    return port.replace("{domain}", os.environ.get("ROS_DOMAIN_ID", "0"))
+
+
 class SicsBalanceNode(Node):
     def __init__(self):
         super().__init__("balance")
-        port = str(self.declare_parameter("port", "").value)
+        port = expand_port(str(self.declare_parameter("port", "").value))
         if not port:
             raise ValueError("balance_sics needs the balance's serial port: -p port:=/dev/serial/by-id/...")
         poll_hz = float(self.declare_parameter("poll_hz", 10.0).value)

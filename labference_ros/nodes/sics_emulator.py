@@ -5,11 +5,13 @@ readings (remapped to /sim_balance/reading in the rehearsal graph) set the load
 of a devices/sics_emulator.py balance, which serves MT-SICS on a pseudo-terminal
 published under `port`; balance_sics reads it there exactly as it reads a real
 balance, so the graph's /balance/reading comes through the real serial driver.
-The emulator decides stability as a balance does (the load unchanged for
-`settle_s`); an invalid or overloaded simulated reading is passed on as the
+The emulator reports the simulated load cell's own stability (its filtered load
+within its stability range over its window); an invalid or overloaded simulated reading is passed on as the
 balance's overload or an unchanged load.
 
-Parameters: port (the pty's path, required), capacity_g (620), settle_s (0.3).
+Parameters: port (the pty's path, required; {domain} becomes the ROS domain id),
+capacity_g (620), settle_s (0.3: settled once unchanged this long, for the loads that carry
+no stability of their own: an overload).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from rclpy.node import Node
 
 from labference.msg import BalanceReading
 from labference_ros.devices.sics_emulator import SicsBalanceEmulator
+from labference_ros.nodes.balance_sics import expand_port
 from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
 
@@ -26,7 +29,7 @@ from labference_ros.nodes.runtime import run_node
 class SicsEmulatorNode(Node):
     def __init__(self):
         super().__init__("sics_emulator")
-        port = str(self.declare_parameter("port", "").value)
+        port = expand_port(str(self.declare_parameter("port", "").value))
         if not port:
             raise ValueError("sics_emulator needs the path to publish its pty under: -p port:=/tmp/...")
         capacity_g = float(self.declare_parameter("capacity_g", 620.0).value)
@@ -39,7 +42,8 @@ class SicsEmulatorNode(Node):
         if msg.overload:
             self.emulator.set_load_g(self.emulator.capacity_g + 1.0)
         elif msg.valid and math.isfinite(msg.filtered_g):
-            self.emulator.set_load_g(msg.filtered_g)
+            # Stable when the simulated load cell says so: one stability model for both referees.
+            self.emulator.set_load_g(msg.filtered_g, settled=bool(msg.stable))
 
     def close(self):
         self.emulator.stop()

@@ -179,3 +179,23 @@ def test_each_device_fault_becomes_a_recorded_validity_event_and_the_episode_goe
     assert "no reply to SI" in reasons[0] and "ES (syntax error" in reasons[1] and "lost" in reasons[2]
     assert any(r.get("category") == "safety_violation" and r["detail"]["reason"] == "overload" for r in records)
     assert records[-1]["record"] == "scores" and "overload" in records[-1]["violations"]
+
+
+def test_a_load_cell_model_s_stability_is_what_the_balance_reports(rig):
+    """The rehearsal's emulator says stable when the simulated load cell does, whatever the timing."""
+    emulator, driver = rig
+    emulator.set_load_g(80.0, settled=False)
+    time.sleep(SETTLE_S + 0.05)
+    held = driver.read()
+    assert held.valid and not held.stable  # unchanged for longer than settle_s, yet the model says moving
+    emulator.set_load_g(80.01, settled=True)
+    at_once = driver.read()
+    assert at_once.valid and at_once.stable and at_once.displayed_g == 80.01
+
+
+def test_the_rehearsal_port_names_the_ros_domain(monkeypatch):
+    from labference_ros.nodes.balance_sics import expand_port
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", "17")
+    assert expand_port("/tmp/balance-{domain}") == "/tmp/balance-17"
+    assert expand_port("/dev/ttyUSB0") == "/dev/ttyUSB0"

@@ -1,6 +1,7 @@
 """Plays the simulated balance for the rehearsal's sics_emulator: publishes
 /sim_balance/reading at 20 Hz with filtered_g read from the file named on the
-command line (the test rewrites it to change the load). Runs until stopped."""
+command line (the test rewrites it to change the load), unstable for 0.3 s after
+each change as a load cell's filter is. Runs until stopped."""
 from __future__ import annotations
 
 import pathlib
@@ -20,11 +21,15 @@ def main() -> int:
 
     pub = peer.node.create_publisher(BalanceReading, "/sim_balance/reading", measurement_qos(200))
     t = 0.0
+    last, changed_t = None, 0.0
     print("PUBLISHING", flush=True)
     try:
         while True:
             grams = float(load_file.read_text())
-            reading = BalanceMeasurement(raw_g=grams, filtered_g=grams, displayed_g=round(grams, 1), stable=True)
+            if grams != last:
+                last, changed_t = grams, t
+            reading = BalanceMeasurement(raw_g=grams, filtered_g=grams, displayed_g=round(grams, 1),
+                                         stable=t - changed_t >= 0.3)
             pub.publish(fill_balance_msg(BalanceReading(), reading, t, "sim_load_cell"))
             t += 0.05
             time.sleep(0.05)
