@@ -154,6 +154,31 @@ def diagnose(run_dirs, as_json, allow_incomplete) -> None:
     click.echo(json.dumps(d, indent=1, sort_keys=True) if as_json else format_diagnosis(d))
 
 
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def agreement(run_dir, as_json) -> None:
+    """Compare a rehearsal run's two referees episode by episode (weighing_rehearsal.launch.py): the
+    sensor-only referee's scores.json against the shadow referee's shadow/scores.json, on every
+    opportunity's legal set, first choice, correctness, execution and report, and on completion,
+    obligations, supported standards and violations. Exit status 0
+    when every episode agrees, 2 when one differs or cannot be compared."""
+    import json
+
+    from labference_ros.reporting.agreement import compare_run, format_agreement
+
+    try:
+        results = compare_run(run_dir)
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
+    if as_json:
+        click.echo(json.dumps([{"episode": e.episode, "agrees": e.agrees, "differences": e.differences,
+                                "problem": e.problem} for e in results], indent=1))
+    else:
+        click.echo(format_agreement(results))
+    sys.exit(0 if results and all(e.agrees for e in results) else 2)
+
+
 @main.group(cls=_Group)
 def campaign() -> None:
     """Locked, resumable campaigns."""

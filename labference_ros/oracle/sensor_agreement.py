@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from labference_ros.cell.panda_model import ARM_JOINTS
+from labference_ros.core.agreement import differences
 from labference_ros.core.episode_loop import STOP_HOLD_S
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, WorldMeasurement
 from labference_ros.policies import make
@@ -28,13 +29,6 @@ from labference_ros.tasks.weighing.sensor_estimator import SensorFrame
 
 from .continuation import run_in_world
 from .world import World
-
-# What both referees must agree on, per opportunity and for the episode (times may differ).
-OPPORTUNITY_FIELDS = ("opportunity_id", "trigger", "legal_set", "first_choice", "choice_correct", "execution",
-                      "first_report", "report_correct")
-EPISODE_FIELDS = ("first_choice_correct", "executed", "physically_complete", "valid_complete", "completion_class",
-                  "obligations", "supported_standards", "violations")
-
 
 def ideal_markers(m: WorldMeasurement) -> dict:
     """Every object's true pose, except one both fingers touch (its marker is under the hand)."""
@@ -104,19 +98,6 @@ class Agreement:
     @property
     def agrees(self) -> bool:
         return not self.differences
-
-
-def differences(privileged: dict, sensor: dict) -> list[str]:
-    """What the two scores.json disagree on among OPPORTUNITY_FIELDS and EPISODE_FIELDS."""
-    out = [f"{k}: privileged {privileged.get(k)!r}, sensor {sensor.get(k)!r}"
-           for k in EPISODE_FIELDS if privileged.get(k) != sensor.get(k)]
-    a, b = privileged.get("opportunity_records", []), sensor.get("opportunity_records", [])
-    if len(a) != len(b):
-        out.append(f"opportunities: privileged {len(a)}, sensor {len(b)}")
-    for pa, pb in zip(a, b):
-        out += [f"opportunity {pa.get('opportunity_id')} {k}: privileged {pa.get(k)!r}, sensor {pb.get(k)!r}"
-                for k in OPPORTUNITY_FIELDS if pa.get(k) != pb.get(k)]
-    return out
 
 
 def run_with_shadow(system_name: str, instance, *, params: dict | None = None, max_s: float = 40.0) -> Agreement:

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from labference_ros.oracle.sensor_agreement import differences, run_with_shadow
+from labference_ros.core.agreement import differences
+from labference_ros.oracle.sensor_agreement import run_with_shadow
 from labference_ros.tasks.weighing.instances import generate
 
 BASIC = generate("basic", 2, task_seed=1, layout_seed=100, policy_seed=0)

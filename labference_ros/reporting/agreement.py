@@ -1,0 +1,58 @@
+"""The rehearsal's two referees compared, episode by episode: the sensor-only referee's
+scores.json against the shadow referee's shadow/scores.json (graphs/weighing_rehearsal.py)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labference_ros.core.agreement import REHEARSAL_OPPORTUNITY_FIELDS, differences
+
+SHADOW_DIR = "shadow"  # the shadow referee's records_subdir
+
+
+@dataclass
+class EpisodeAgreement:
+    episode: str
+    differences: list[str] = field(default_factory=list)
+    problem: str = ""  # why the two could not be compared ("" when they were)
+
+    @property
+    def agrees(self) -> bool:
+        return not self.problem and not self.differences
+
+
+def _scores(path: Path) -> tuple[dict | None, str]:
+    if not path.is_file():
+        return None, f"no {path.parent.name}/{path.name}" if path.parent.name == SHADOW_DIR else f"no {path.name}"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), ""
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable {path}: {exc}"
+
+
+def compare_run(run_dir: str | Path) -> list[EpisodeAgreement]:
+    """Every episode of a rehearsal run, in order. ValueError: not a rehearsal run directory."""
+    episodes_dir = Path(run_dir) / "episodes"
+    if not episodes_dir.is_dir():
+        raise ValueError(f"{run_dir} has no episodes/ folder: not a run directory")
+    out = []
+    for episode in sorted(p for p in episodes_dir.iterdir() if p.is_dir()):
+        sensor, problem = _scores(episode / "scores.json")
+        privileged, shadow_problem = _scores(episode / SHADOW_DIR / "scores.json")
+        problem = problem or shadow_problem
+        found = [] if problem else differences(privileged, sensor, REHEARSAL_OPPORTUNITY_FIELDS)
+        out.append(EpisodeAgreement(episode.name, found, problem))
+    if out and all(e.problem.startswith(f"no {SHADOW_DIR}/") for e in out):
+        raise ValueError(f"{run_dir}: no episode has shadow referee records (run weighing_rehearsal.launch.py)")
+    return out
+
+
+def format_agreement(results: list[EpisodeAgreement]) -> str:
+    agreeing = sum(e.agrees for e in results)
+    lines = [f"{e.episode}: {'agrees' if e.agrees else 'not compared: ' + e.problem if e.problem else 'differs'}"
+             for e in results]
+    for e in results:
+        lines += [f"  {e.episode}: {d}" for d in e.differences]
+    lines.append(f"sensor-only referee agrees with the shadow referee in {agreeing} of {len(results)} episodes")
+    return "\n".join(lines)
