@@ -6,6 +6,10 @@ waits until the referee reports physical completion, the bridge reports it is
 done (or failed), or the sim-time deadline passes; then /policy_bridge/finish_episode
 and /referee/finish_episode, whose scores are persisted before the next episode.
 Every attempt is kept; a failure of the evaluation itself is an ERROR row.
+setup: sim (lab_sim resets), operator (a real cell: the world estimator's scene check
+is asked until it matches), rehearsal (lab_sim resets, then the scene check must
+confirm it from the sensors; a shadow referee is started and finished beside the
+referee, and an episode completes when both saw it, or 5 s of sim after the first).
 
 Exit code (also `labference launch`'s): 0 every episode ran and was scored;
 1 the run could not start (bad settings, instance list, output directory);
@@ -61,8 +65,14 @@ CONNECTED_TOPICS = ("/evaluator/world_state", "/balance/wrench", "/balance/readi
                     "/panda_gripper/command", "/policy/receipts", "/referee/receipts")
 # A real cell has no simulated load cell: the balance itself publishes readings.
 OPERATOR_CONNECTED_TOPICS = tuple(t for t in CONNECTED_TOPICS if t != "/balance/wrench")
-SETUP_MODES = ("sim", "operator")
-SETUP_RETRY_S = 1.0  # an operator's set-up is checked again this often
+# The rehearsal's sensing: marker detections, and the simulated load cell behind the serial line.
+REHEARSAL_CONNECTED_TOPICS = CONNECTED_TOPICS + ("/markers/poses", "/sim_balance/reading", "/shadow/world_state")
+# sim: lab_sim resets the scene; operator: a person sets it up and the world estimator's
+# scene check says when it matches; rehearsal: lab_sim resets it, the scene check must then
+# confirm it from the sensors, and a shadow referee scores each episode from lab_sim's state.
+SETUP_MODES = ("sim", "operator", "rehearsal")
+SETUP_RETRY_S = 1.0  # an operator's set-up (a rehearsal's scene check) is checked again this often
+REHEARSAL_COMPLETION_GRACE_S = 5.0  # sim seconds the second referee has to see a completion too
 
 
 def make_node():
@@ -109,7 +119,8 @@ def make_node():
             if self.setup not in SETUP_MODES:
                 raise ValueError(f"setup must be one of {', '.join(SETUP_MODES)}, got {self.setup!r}")
             self.setup_timeout_s = float(p["setup_timeout_s"])
-            self.connected_topics = OPERATOR_CONNECTED_TOPICS if self.setup == "operator" else CONNECTED_TOPICS
+            self.connected_topics = {"operator": OPERATOR_CONNECTED_TOPICS,
+                                     "rehearsal": REHEARSAL_CONNECTED_TOPICS}.get(self.setup, CONNECTED_TOPICS)
             self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
@@ -131,7 +142,7 @@ def make_node():
             self.sim_start: float | None = None  # sim time at the current episode's reset
 
             # Best effort takes /clock from reliable and best-effort publishers alike.
-            if self.setup == "sim":  # a real cell's time is the nodes' clock (tick)
+            if self.setup != "operator":  # a real cell's time is the nodes' clock (tick)
                 self.create_subscription(Clock, "/clock", self.on_clock,
                                          QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
             self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)
@@ -142,6 +153,14 @@ def make_node():
             self.bridge_start = self.create_client(StartEpisode, "/policy_bridge/start_episode")
             self.bridge_finish = self.create_client(FinishEpisode, "/policy_bridge/finish_episode")
             self.recorder_start = self.create_client(StartEpisode, "/recorder/start_episode")
+            self.scene_check = self.shadow_start = self.shadow_finish = None
+            if self.setup == "rehearsal":
+                self.scene_check = self.create_client(ResetEpisode, "/world_estimator/reset")
+                self.shadow_start = self.create_client(StartEpisode, "/shadow_referee/start_episode")
+                self.shadow_finish = self.create_client(FinishEpisode, "/shadow_referee/finish_episode")
+                self.create_subscription(ScoreSnapshot, "/shadow_referee/scores", self.on_shadow_scores, 10)
+            self.shadow_complete: set[str] = set()
+            self.first_complete_t: dict[str, float] = {}  # sim time one of the two referees saw completion
             self.recorder_finish = self.create_client(FinishEpisode, "/recorder/finish_episode")
             self.script = Script(self.evaluation())
             # Steady, not sim time: the procedure must go on while the simulator is paused or gone.
@@ -160,6 +179,10 @@ def make_node():
             if msg.physically_complete == 1:
                 self.complete.add(msg.episode_id)
 
+        def on_shadow_scores(self, msg):
+            if msg.physically_complete == 1:
+                self.shadow_complete.add(msg.episode_id)
+
         def on_status(self, msg):
             try:
                 data = json.loads(msg.data)
@@ -176,8 +199,9 @@ def make_node():
 
         def clients_needed(self):
             recording = (self.recorder_start, self.recorder_finish) if self.record else ()
+            rehearsal = (self.scene_check, self.shadow_start, self.shadow_finish) if self.setup == "rehearsal" else ()
             return (self.reset, self.referee_start, self.referee_finish, self.bridge_start, self.bridge_finish,
-                    *recording)
+                    *recording, *rehearsal)
 
         def graph_ready(self):
             services = all(c.service_is_ready() for c in self.clients_needed())
@@ -287,7 +311,8 @@ def make_node():
                 started = not failed(answer, "recorder", "recorder start")
             if started:
                 answer = yield from self.reset_scene(eid, instance_json)
-                what = "lab_sim reset" if self.setup == "sim" else "scene set-up"
+                what = {"sim": "lab_sim reset", "rehearsal": "lab_sim reset and scene check"}.get(
+                    self.setup, "scene set-up")
                 started = not failed(answer, self.scene_node, what)
             if started:
                 assets["scene_hash"] = answer.scene_hash
@@ -296,6 +321,11 @@ def make_node():
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
                     run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "referee", "referee start")
+            if started and self.shadow_start is not None:
+                answer = yield self.call(self.shadow_start, StartEpisode.Request(
+                    episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
+                    run_json=run_json(self.settings, instance, assets)))
+                started = not failed(answer, "shadow_referee", "shadow referee start")
             if started:
                 answer = yield self.call(self.bridge_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
@@ -333,6 +363,11 @@ def make_node():
                     attempt.scores = parse_scores(answer.scores_json)
                     if attempt.scores is None:
                         attempt.fail("referee finish returned no readable scores_json")
+            if self.shadow_finish is not None and "shadow_referee" not in unreachable:
+                # Its scores are its own records (shadow/scores.json): `labference agreement` compares them.
+                answer = yield self.call(self.shadow_finish, FinishEpisode.Request(
+                    episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
+                failed(answer, "shadow_referee", "shadow referee finish")
             if self.record and "recorder" not in unreachable:
                 answer = yield self.call(self.recorder_finish, FinishEpisode.Request(
                     episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0))
@@ -346,28 +381,46 @@ def make_node():
             return attempt
 
         def reset_scene(self, eid: str, instance_json: str):
-            """The reset's answer. An operator's set-up is asked for again every SETUP_RETRY_S
-            until the scene matches or setup_timeout_s passes; each new refusal is said once."""
+            """The reset's answer. An operator's set-up (or, in a rehearsal, the sensors' view of
+            lab_sim's reset) is checked again every SETUP_RETRY_S until the scene matches or
+            setup_timeout_s passes; each new refusal is said once."""
             request = ResetEpisode.Request(episode_id=eid, instance_json=instance_json)
             answer = yield self.call(self.reset, request)
-            if self.setup != "operator":
+            if self.setup == "sim":
                 return answer
+            check = self.reset if self.setup == "operator" else self.scene_check
+            if self.setup == "rehearsal":
+                if isinstance(answer, ServiceFailure) or not answer.success:
+                    return answer
+                reset, answer = answer, (yield self.call(check, request))
             said = ""
             deadline = time.monotonic() + self.setup_timeout_s
             while not isinstance(answer, ServiceFailure) and not answer.success and time.monotonic() < deadline:
                 if answer.message != said:
-                    self.say(f"{eid}: set the scene up as the instance says ({answer.message})")
+                    if self.setup == "operator":
+                        self.say(f"{eid}: set the scene up as the instance says ({answer.message})")
                     said = answer.message
                 yield Until(lambda: None, SETUP_RETRY_S)
-                answer = yield self.call(self.reset, request)
+                answer = yield self.call(check, request)
             if not isinstance(answer, ServiceFailure) and not answer.success:
                 answer.message = f"not set up within {self.setup_timeout_s:g} s: {answer.message}"
+            if self.setup == "rehearsal" and not isinstance(answer, ServiceFailure) and answer.success:
+                return reset  # lab_sim's answer: the scene's hash and its sim time
             return answer
 
         def watch(self, attempt: Attempt):
             """The finish reason once the episode should end, else None."""
             eid = attempt.episode_id
-            if eid in self.complete:
+            if self.setup == "rehearsal":
+                # Both referees score the episode to its end: it ends when both saw it complete, or
+                # REHEARSAL_COMPLETION_GRACE_S after the first did (the other disagrees: on record).
+                if eid in self.complete and eid in self.shadow_complete:
+                    return "completed"
+                if (eid in self.complete or eid in self.shadow_complete) and self.sim_now is not None:
+                    first = self.first_complete_t.setdefault(eid, self.sim_now)
+                    if self.sim_now - first >= REHEARSAL_COMPLETION_GRACE_S:
+                        return "completed"
+            elif eid in self.complete:
                 return "completed"
             state, why = self.bridge.get(eid, ("running", ""))
             if state == "done":
@@ -380,8 +433,11 @@ def make_node():
                     self.sim_start = self.sim_now  # no clock at reset, or a sim that restarts its clock
                 if self.sim_now - self.sim_start >= self.settings.deadline_s:
                     return "deadline"
-            for node, client in ((self.scene_node, self.reset), ("referee", self.referee_finish),
-                                 ("policy_bridge", self.bridge_finish)):
+            watched = [(self.scene_node, self.reset), ("referee", self.referee_finish),
+                       ("policy_bridge", self.bridge_finish)]
+            if self.shadow_finish is not None:
+                watched.append(("shadow_referee", self.shadow_finish))
+            for node, client in watched:
                 if not client.service_is_ready():
                     attempt.fail(f"{node} left the graph during the episode")
                     return "aborted"

@@ -79,7 +79,7 @@ class PolicyBridge(Node):
             ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
             ("task", "feedback_weighing"), ("match_timeout_s", 5.0), ("safety", "none"),
-            ("image_reliability", "reliable")])
+            ("image_reliability", "reliable"), ("report_mirror", "")])
         v = {x.name: x.value for x in p}
         self.v = v
         self.family = task_family(str(v["task"]))
@@ -129,6 +129,9 @@ class PolicyBridge(Node):
         self.advance = self.create_client(Advance, "/lab_sim/advance")
         # Systems with an explicit report track (e.g. the agent's commitments).
         self.report = self.create_client(ReportOperation, "/referee/report_operation")
+        # A second referee scoring the same episode (the rehearsal's shadow) gets every report too.
+        mirror = str(v["report_mirror"])
+        self.report_mirror = self.create_client(ReportOperation, mirror) if mirror else None
         self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
         self.create_service(SetPause, "/policy_bridge/pause", self.on_pause)
@@ -442,11 +445,14 @@ class PolicyBridge(Node):
         chunk = fut.result()  # EvaluationValidityError propagates to tick()
         for report in loop.reports(ep["t"], self.v["system"]):
             op = report.operation
-            self.report.call_async(ReportOperation.Request(
+            request = ReportOperation.Request(
                 episode_id=ep["id"], opportunity_id=report.opportunity_id,
                 evidence_version=report.evidence_version,
                 operation=Operation(type=op["type"], object=op["object"], destination=op["destination"]),
-                source=report.source))
+                source=report.source)
+            self.report.call_async(request)
+            if self.report_mirror is not None:
+                self.report_mirror.call_async(request)
         for entry in self.support.outputs_after_act():
             self._record({"record": "support_outcome", "t": ep["t"], **entry})
         verdict = loop.take_chunk(chunk, ep["t"], wall)

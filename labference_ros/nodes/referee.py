@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -55,6 +56,11 @@ class RefereeNode(Node):
             "/policy/receipts": self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, latched),
         }
         self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
+        # A second referee of the same episodes (the rehearsal's shadow, remapped to its own
+        # topics and services) writes its records in this folder of the episode's directory.
+        self.records_subdir = str(self.declare_parameter("records_subdir", "").value).strip("/")
+        if ".." in self.records_subdir.split("/"):
+            raise ValueError(f"records_subdir must stay inside the episode's directory, got {self.records_subdir!r}")
         self.create_service(StartEpisode, "/referee/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish)
         self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
@@ -80,7 +86,8 @@ class RefereeNode(Node):
             contract = self.family.contract_for(instance.condition)
             extra = json.loads(request.run_json) if request.run_json else {}
             info = run_info(contract, instance, episode_id=request.episode_id, **extra)
-            self.records = RunRecords(request.output_dir, info)
+            out_dir = os.path.join(request.output_dir, self.records_subdir) if self.records_subdir else request.output_dir
+            self.records = RunRecords(out_dir, info)
         except Exception as exc:  # a broken instance or profile is reported, never crashes the node
             response.success, response.message = False, f"cannot start episode: {exc}"
             return response

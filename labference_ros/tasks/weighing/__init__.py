@@ -31,7 +31,8 @@ class WeighingFamily(TaskFamily):
         "mislocator": "labference_ros.tasks.weighing.systems.diagnostic:Mislocator",
         "unsteady_grasp": "labference_ros.tasks.weighing.systems.diagnostic:UnsteadyGrasp",
     }
-    graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real")
+    graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real",
+              "labference_ros.graphs.weighing_rehearsal")
 
     def contract_for(self, condition: str):
         from labference_ros.tasks.weighing.contract import contract_for
