@@ -28,8 +28,10 @@ pose: the ray fixes x and y, the surface fixes the height.
 
 Uncertainty is explicit, never a guess. A marker not seen for longer than
 `marker_timeout_s` (and not in the hand, nor under it: fingertips within
-`hand_occlusion_m` horizontally, which hide it from the camera on the way down
-to a grasp and up from a release) keeps its last pose and contacts, and
+`hand_occlusion_m` horizontally and `hand_occlusion_height_m` above it, which hide
+it from the camera on the way down to a grasp and up from a release; with a marker
+camera a marker seen there is partly covered and not used) keeps its last pose and
+contacts, and
 the measurement's balance reading is marked invalid with the reason, so the
 referee records a validity event and takes no reading from it. A stable
 reading whose change since the last consistent one differs from the change in
@@ -91,6 +93,7 @@ class EstimatorParameters:
     rest_tilt_deg: float = 20.0         # solved tilt up to this: upright (a small marker's tilt is noisy)
     # Fingertips this close (horizontally) to an object hide its marker: unseen, it is not unknown.
     hand_occlusion_m: float = 0.08
+    hand_occlusion_height_m: float = 0.15  # fingertips at most this far above the object's centre
 
 
 @dataclass
@@ -147,6 +150,8 @@ class SensorWorldEstimator:
             seen = frame.markers.get(name)
             before = track.position
             in_hand = track.held_offset is not None and self._still_closed_on(name, frame)
+            if seen is not None and frame.viewpoint is not None and self._under_hand(track, frame):
+                seen = None  # a marker between the fingers is partly covered: its corners, and pose, are not its own
             if in_hand and (seen is None or frame.viewpoint is not None):
                 # In the hand: hidden by it, or seen by one camera that places it worse than the arm's kinematics.
                 track.position = _add(frame.fingertip, track.held_offset)
@@ -178,8 +183,10 @@ class SensorWorldEstimator:
                                 balance=balance)
 
     def _under_hand(self, track: _Track, frame: SensorFrame) -> bool:
-        """The hand is over the object: an unseen marker is explained by it (it stays where it was)."""
-        return math.dist(track.position[:2], frame.fingertip[:2]) <= self.params.hand_occlusion_m
+        """The hand is over the object, low enough to cover its marker: an unseen marker is explained
+        by it (the object stays where it was) and, with a marker camera, a seen one is not trusted."""
+        return (math.dist(track.position[:2], frame.fingertip[:2]) <= self.params.hand_occlusion_m
+                and frame.fingertip[2] - track.position[2] <= self.params.hand_occlusion_height_m)
 
     def _rested(self, name: str, position: Vec3, orientation: Quat, viewpoint: Vec3) -> tuple[Vec3, Quat]:
         """The seen pose moved along its viewing ray onto the surface it rests on, if it is near one."""

@@ -289,3 +289,20 @@ def test_with_a_marker_camera_a_held_object_follows_the_hand_not_its_marker():
                         viewpoint=VIEWPOINT)
     held = cell.estimator.estimate(frame).objects["std_50"]
     assert held.position == pytest.approx((px, py, pz + 0.1)) and "left_finger" in held.contacts
+
+
+def test_with_a_marker_camera_a_marker_seen_between_the_fingers_is_not_used():
+    """Partly covered by the descending fingers, a marker's corners give a wrong pose: the
+    object stays where it was last seen clear of the hand, and the grasp is still seen."""
+    cell = Cell()
+    cell.run(0.5)
+    (px, py, pz), _ = cell.poses["std_50"]
+    covered = {"std_50": ((px + 0.03, py - 0.02, pz + 0.02), UPRIGHT)}
+    estimate = cell.estimator.estimate(SensorFrame(
+        t=cell.t + DT, markers=covered, fingertip=(px, py, pz + 0.05), gripper_width=0.08, gripper_closing=False,
+        balance=None, viewpoint=VIEWPOINT))
+    assert estimate.objects["std_50"].position == pytest.approx((px, py, pz))
+    far = cell.estimator.estimate(SensorFrame(
+        t=cell.t + 2 * DT, markers=covered, fingertip=(px + 0.3, py, pz + 0.3), gripper_width=0.08,
+        gripper_closing=False, balance=None, viewpoint=VIEWPOINT))
+    assert far.objects["std_50"].position != pytest.approx((px, py, pz))  # clear of the hand: used
