@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX
-from labference_ros.tasks.weighing.scene import PAN_SITE
+from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX, camera_quat
+from labference_ros.tasks.weighing.scene import CELL, PAN_SITE
 
 # MuJoCo cameras look along -z with +y up; the optical frame is that turned half round x.
 OPTICAL_FROM_CAMERA = (0.0, 1.0, 0.0, 0.0)  # w, x, y, z
-# The link that carries each camera ("world" for fixed cameras), as in the cell URDF.
-CAMERA_PARENTS = {"front": "world", "wrist": f"{PANDA_PREFIX}hand", "display": "balance_display"}
+# The link that carries a camera, by the cell description's mount parent, as in the cell URDF.
+MOUNT_LINKS = {"world": "world", "hand": f"{PANDA_PREFIX}hand", "balance_display": "balance_display"}
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,16 @@ def cell_frames(model: mujoco.MjModel, data: mujoco.MjData) -> list[Frame]:
               _frame("table", "balance_body", world, balance),
               _frame("balance_body", PAN_SITE, balance, _pose(model, data, "site", PAN_SITE)),
               _frame("balance_body", "balance_display", balance, _pose(model, data, "body", "balance_display"))]
-    for camera, model_name in CAMERA_MODEL_NAMES.items():
-        parent = CAMERA_PARENTS[camera]
-        T_parent = _pose(model, data, "body", parent)
-        frames.append(_frame(parent, f"{camera}_camera", T_parent, _pose(model, data, "camera", model_name)))
+    for camera, mount in CELL.cameras.items():
+        parent = MOUNT_LINKS[mount.parent]
+        model_name = CAMERA_MODEL_NAMES.get(camera, camera)
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, model_name) >= 0:
+            T_parent = _pose(model, data, "body", parent)
+            frames.append(_frame(parent, f"{camera}_camera", T_parent, _pose(model, data, "camera", model_name)))
+        else:
+            # A camera this scene does not render (the marker camera outside the rehearsal) is still
+            # mounted in the cell: its frame comes from the description, as in the URDF.
+            frames.append(Frame(parent, f"{camera}_camera", tuple(float(v) for v in mount.position),
+                                tuple(float(v) for v in camera_quat(mount))))
         frames.append(Frame(f"{camera}_camera", camera_frame_id(camera), (0.0, 0.0, 0.0), OPTICAL_FROM_CAMERA))
     return frames

@@ -119,6 +119,34 @@ def test_published_camera_frames_are_the_simulators_optical_frames(sim):
     assert frames["pan_load_cell"].parent == "balance_body"
 
 
+def test_the_marker_camera_has_the_same_frame_whether_the_scene_renders_it_or_not(sim, urdf_xml):
+    """The cell's overhead camera is on /tf_static in every scene (the URDF has it), at the pose the
+    rehearsal scene renders from."""
+    from labference_ros.sim.frames import camera_frame_id, cell_frames
+    from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
+
+    backend, instance = sim
+    plain = {f.child: f for f in cell_frames(backend.model, backend.data)}
+    assert mujoco.mj_name2id(backend.model, mujoco.mjtObj.mjOBJ_CAMERA, "overhead") < 0
+    rehearsal = MujocoBackend(RenderSettings(fiducials=True))
+    try:
+        rehearsal.load(instance)
+        rendered = {f.child: f for f in cell_frames(rehearsal.model, rehearsal.data)}
+    finally:
+        rehearsal.close()
+    for child in ("overhead_camera", camera_frame_id("overhead")):
+        assert plain[child].parent == rendered[child].parent
+        assert np.allclose(plain[child].translation, rendered[child].translation, atol=1e-6), child
+        assert np.allclose(plain[child].quaternion, rendered[child].quaternion, atol=1e-6), child
+    # ... and where the robot description puts it.
+    urdf = yourdfpy.URDF.load(io.StringIO(urdf_xml), load_meshes=False)
+    T = urdf.get_transform(frame_to="overhead_camera", frame_from="world")
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, np.asarray(plain["overhead_camera"].quaternion))
+    assert np.allclose(T[:3, 3], plain["overhead_camera"].translation, atol=1e-6)
+    assert np.allclose(T[:3, :3], R.reshape(3, 3), atol=1e-6)
+
+
 def test_kinematics_matches_yourdfpys_scene_graph(urdf_xml):
     kin = RobotKinematics(urdf_xml, description.ROBOT_ROOT)
     cfg = {"panda_joint2": 0.5, "panda_joint4": -1.8, "panda_finger_joint1": 0.02}
