@@ -73,11 +73,20 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
 
     what = os.path.basename(sys.argv[0] or "node").removesuffix(".py")
 
-    def _raise(signum, _frame):
-        raise _Stop(signum)
+    spin_loop = sys._getframe().f_code
+    stop = {"asked": False, "constructing": True}
 
-    signal.signal(signal.SIGTERM, _raise)
-    signal.signal(signal.SIGINT, _raise)
+    def _on_signal(signum, frame):
+        # Python runs this between bytecodes of whatever frame is current. Raised inside a
+        # callback, the stop would unwind through rclpy's C++ executor (a FATAL log with a
+        # traceback, or a pybind conversion error); there the loop ends once the callback
+        # returns. A second signal, or one while the node is built or between spins, raises.
+        if stop["constructing"] or stop["asked"] or (frame is not None and frame.f_code is spin_loop):
+            raise _Stop(signum)
+        stop["asked"] = True
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
     try:
         node = make_node()
     except (_Stop, KeyboardInterrupt):
@@ -89,11 +98,12 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
         _say(describe(what, exc))
         rclpy.try_shutdown()
         return EXIT_NODE_FAILED
+    stop["constructing"] = False
     executor = make_executor(SingleThreadedExecutor)
     executor.add_node(node)
     code = 0
     try:
-        while rclpy.ok() and not getattr(node, "done", False):
+        while rclpy.ok() and not getattr(node, "done", False) and not stop["asked"]:
             executor.spin_once(timeout_sec=0.1)
         code = int(getattr(node, "exit_code", 0))
     except (_Stop, KeyboardInterrupt, ExternalShutdownException):
