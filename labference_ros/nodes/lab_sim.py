@@ -210,7 +210,11 @@ class LabSim(Node):
             self._wall_anchor = (now, self.backend.sim_time)
         due = self._wall_anchor[1] + (now - self._wall_anchor[0]) * self.realtime_factor
         if due > self.backend.sim_time:
-            self.advance_by(due - self.backend.sim_time)
+            # At most one measurement period per tick: behind the wall clock (rendering is
+            # slow), physics catches up in steps with the commands that arrive in between,
+            # never in one burst that follows a stale target and then skips the rows the
+            # bridge sent meanwhile (the arm would trail its plan by tenths of a radian).
+            self.advance_by(min(due - self.backend.sim_time, self.measure_period))
 
     # services ---------------------------------------------------------------
     def on_reset(self, request, response):
