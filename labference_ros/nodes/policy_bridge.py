@@ -187,7 +187,9 @@ class PolicyBridge(Node):
         # or joint subscription would leave the first observation incomplete.
         await_matched(self, self.inputs, float(self.v["match_timeout_s"]))
         self._close_log()
-        self.latest.pop("world", None)
+        # Nothing of the previous episode may reach this one (in realtime the newest joint
+        # state also sets the bridge's clock: one from before the reset would run it ahead).
+        self.latest.clear()
         self.echoes.clear()
         loop = EpisodeLoop(self.system, self.conversion, episode_id=request.episode_id, instance=instance,
                            stop_hold_s=float(self.v["stop_hold_s"]),
