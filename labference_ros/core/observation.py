@@ -42,6 +42,13 @@ class PolicyObservation:
     camera_calibration: dict[str, dict] = field(default_factory=dict)  # fixed cameras only
 
     @property
+    def last_chunk_ran(self) -> bool:
+        """Whether the runtime ran the system's last chunk (accepted, maybe clipped); a
+        rejected or stale one never reached the arm. True before the first."""
+        status = self.history[-1].get("chunk_status") if self.history else None
+        return status in (None, "accepted", "clipped")
+
+    @property
     def robot_state(self) -> np.ndarray:
         """(8,): seven joint positions and the gripper width."""
         return np.concatenate([self.joint_positions, [self.gripper_width]])

@@ -1,11 +1,14 @@
 """A motion plan as rows of the ActionSpec, replayed by sim time.
 
-The row to send next is found from the observation's sim time, not from a
-counter of rows handed out: when the runtime drops queued rows after a new
-evidence handoff, physics only moved over the rows that were executed, so
-time says exactly where in the plan the robot is. An operator's pause is the
-exception (time passes, the arm stands): ``resume_at`` continues from where
-the arm is.
+The row to send next is found from the observation's sim time, bounded by
+the rows handed out: when the runtime drops queued rows after a new evidence
+handoff, physics only moved over the rows that were executed, so time says
+where in the plan the robot is; but in realtime the arm holds its last target
+while the next observation is taken and answered, so time runs ahead of the
+plan by that delay, and the plan goes on from the row after the last one
+handed out (never beyond it: that would jump the arm). An operator's pause is
+the exception (time passes, the arm stands): ``resume_at`` continues from
+where the arm is.
 """
 from __future__ import annotations
 
@@ -35,18 +38,23 @@ def plan_rows(plan: MotionPlan, spec: ActionSpec) -> np.ndarray:
     return rows
 
 
-# Joint distance between the arm and its plan beyond which the plan did not run
-# (the servos' lag while moving, and a realtime run's inference delay, stay below it).
+# Joint distance between the arm and its plan beyond which the plan did not run.
 OFF_PLAN_RAD = 0.2
+# While moving the arm trails its targets (the servos' lag: 0.15 rad and more at speed, seen
+# in realtime runs); a plan that ran leaves the arm near one of its rows this far back.
+SERVO_LAG_S = 0.5
 
 
 class PlanCursor:
     def __init__(self, rows: np.ndarray, start_time: float, dt: float):
         self.rows, self.start_time, self.dt = rows, start_time, dt
         self.handed_from = 0  # the first row of the last chunk handed out
+        self.handed_to: int | None = None  # the row after the last one handed out (None: none yet)
 
     def index(self, t: float) -> int:
-        return int(round((t - self.start_time) / self.dt))
+        """The row the plan has reached at t: by time, but no further than the rows handed out."""
+        by_time = int(round((t - self.start_time) / self.dt))
+        return by_time if self.handed_to is None else min(by_time, self.handed_to)
 
     def done(self, t: float) -> bool:
         return self.index(t) >= len(self.rows)
@@ -54,14 +62,29 @@ class PlanCursor:
     def chunk(self, t: float, length: int) -> np.ndarray:
         i = max(0, self.index(t))
         self.handed_from = min(i, len(self.rows) - 1)
-        return self.rows[i:i + length]
+        rows = self.rows[i:i + length]
+        self.handed_to = i + len(rows)
+        return rows
+
+    def follow(self, t: float, arm_q, smooth, held_q=None) -> None:
+        """Before taking the next chunk: where the plan goes on. `held_q`: the runtime
+        refused the last chunk (none of its rows ran) and the arm holds this target at
+        rest, so the move restarts there (a jump to where time has got to would be refused
+        again); None: as resync."""
+        if held_q is None:
+            self.resync(t, arm_q, smooth)
+            return
+        self.handed_to = self.handed_from
+        self.resume_at(t, held_q, smooth)
 
     def resync(self, t: float, arm_q, smooth) -> None:
-        """Before taking the next chunk: if the arm is further from where the plan has
-        got to than OFF_PLAN_RAD (time passed without the rows running: an operator's
-        pause), go on from where the arm stands (resume_at)."""
-        expected = self.rows[min(max(0, self.index(t)), len(self.rows) - 1), :7]
-        if float(np.abs(expected - np.asarray(arm_q, float)).max()) > OFF_PLAN_RAD:
+        """Before taking the next chunk: if the arm is further than OFF_PLAN_RAD from
+        every row of the last SERVO_LAG_S up to where the plan has got to (time passed
+        without the rows running: an operator's pause), go on from where the arm
+        stands (resume_at)."""
+        upto = min(max(0, self.index(t)), len(self.rows) - 1)
+        recent = self.rows[max(0, upto - int(round(SERVO_LAG_S / self.dt))):upto + 1, :7]
+        if float(np.abs(recent - np.asarray(arm_q, float)).max(axis=1).min()) > OFF_PLAN_RAD:
             self.resume_at(t, arm_q, smooth)
 
     def resume_at(self, t: float, arm_q, smooth) -> None:
@@ -87,3 +110,4 @@ class PlanCursor:
             self.rows = self.rows[i:]
         self.start_time = t
         self.handed_from = 0
+        self.handed_to = None

@@ -56,3 +56,74 @@ def test_a_resume_never_goes_back_to_an_earlier_phase_through_the_same_pose():
     resumed = cursor.rows
     assert len(resumed) < 20  # only what was left of the retreat
     assert np.allclose(resumed[:, 7], rows[last + 3, 7])  # the gripper stays as it was (open)
+
+
+def test_in_realtime_the_next_chunk_continues_the_last_one_despite_the_observation_delay():
+    """Realtime: the arm holds its last target while the next observation is taken and
+    answered, so sim time runs ahead of the rows that ran; the next chunk still starts
+    right after the last row handed out, inside the envelope from that setpoint."""
+    _, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    cursor = PlanCursor(rows, 0.0, dt)
+    mid = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))  # the fastest part of the plan
+    first = cursor.chunk(0.0, mid)
+    setpoint, velocity = first[-1, :7], (first[-1, :7] - first[-2, :7]) / dt
+    late = mid * dt + 0.15  # observation and inference took 150 ms of sim time
+    following = cursor.chunk(late, 50)
+    assert np.array_equal(following[0], rows[mid])
+    assert ANYWHERE.violations(following, setpoint, velocity, dt, tips) == []
+    by_time = rows[int(round(late / dt)):][:50]  # what sim time alone would have handed out
+    assert ANYWHERE.violations(by_time, setpoint, velocity, dt, tips)
+
+
+def test_rows_dropped_for_newer_evidence_are_handed_out_again():
+    """Sync: the runtime ran 20 of 50 rows and dropped the rest (a new evidence handoff);
+    time says where the arm is, and the plan goes on from there."""
+    _, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, 50)
+    assert np.array_equal(cursor.chunk(20 * dt, 50)[0], rows[20])
+
+
+def test_an_arm_trailing_its_targets_is_on_plan_and_one_stopped_early_is_not():
+    """resync: after a fast chunk the arm trails its last target by the servos' lag (more
+    than OFF_PLAN_RAD at speed) and the plan goes on; an arm that stopped early in the
+    chunk (a pause dropped its rows) resumes from where it stands."""
+    from labference_ros.skills.plan_replay import OFF_PLAN_RAD
+
+    planner, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    steps = np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)
+    end = int(np.argmax(steps)) + 1  # a chunk that ends at the plan's fastest row
+    trailing = rows[end - 20, :7]  # 400 ms behind
+    assert np.abs(trailing - rows[end, :7]).max() > OFF_PLAN_RAD
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, end)
+    cursor.resync(end * dt + 0.1, trailing, planner.retime)
+    assert len(cursor.rows) == len(rows) and np.array_equal(cursor.chunk(end * dt + 0.1, 5)[0], rows[end])
+
+    stopped = rows[5, :7]  # paused 0.1 s into the chunk
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, end)
+    cursor.resync(end * dt + 0.1, stopped, planner.retime)
+    assert np.abs(cursor.chunk(end * dt + 0.1, 5)[0, :7] - stopped).max() < 0.01
+
+
+def test_after_a_refused_chunk_the_move_restarts_from_rest_where_the_arm_holds():
+    """The runtime refused a chunk mid-move (the arm holds the row before it, at rest); going
+    on where time says would be refused again at every try, the restart is not."""
+    planner, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    mid = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, mid)
+    cursor.chunk(mid * dt + 0.1, 50)  # refused
+    held = rows[mid - 1, :7]
+    later = mid * dt + 0.25
+    assert ANYWHERE.violations(rows[int(round(later / dt)):][:50], held, None, dt, tips)
+    cursor.follow(later, held + 0.05, planner.retime, held_q=held)  # the arm trails
+    restarted = cursor.chunk(later, 50)
+    assert np.abs(restarted[0, :7] - held).max() < 0.01
+    assert ANYWHERE.violations(restarted, held, None, dt, tips) == []
+    assert np.allclose(cursor.rows[-1], rows[-1])  # the plan still ends where it did

@@ -162,6 +162,7 @@ class AgentSystem(TestedSystem):
         self.cursor: PlanCursor | None = None
         self.running: tuple | None = None  # (call id, record, wall start, sim start)
         self.last_row: np.ndarray | None = None
+        self.held_row: np.ndarray | None = None
         self.holding: tuple[str, float] | None = None  # (object, grasp width)
         self.pan_xy: tuple[float, float] | None = None
         self.finished = False
@@ -303,15 +304,20 @@ class AgentSystem(TestedSystem):
         return np.repeat(row[None, :], n, axis=0)
 
     def _emit(self, chunk: np.ndarray) -> np.ndarray:
-        self.last_row = chunk[-1].copy()
+        # The row the arm holds if this chunk is refused, and the one it holds once it ran.
+        self.held_row, self.last_row = self.last_row, chunk[-1].copy()
         return chunk
 
     def act(self, obs: PolicyObservation, evaluator=None) -> np.ndarray:
         if self.turn_start is None:
             self.turn_start = self.clock()
             self._open_conversation(obs)
+        held = None
+        if not obs.last_chunk_ran:  # the refused chunk never reached the arm
+            self.last_row = self.held_row
+            held = obs.joint_positions if self.last_row is None else self.last_row[:7]
         if self.cursor is not None:
-            self.cursor.resync(obs.sim_time, obs.joint_positions, self.planner.retime)  # after a pause
+            self.cursor.follow(obs.sim_time, obs.joint_positions, self.planner.retime, held)
             if not self.cursor.done(obs.sim_time):
                 return self._emit(self.cursor.chunk(obs.sim_time, self.spec.max_chunk_length))
             self._complete_physical(obs)

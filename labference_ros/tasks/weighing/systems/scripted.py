@@ -52,6 +52,7 @@ class PickPlaceSystem(TestedSystem):
         self.cursor: PlanCursor | None = None
         self.hold_until = -1.0
         self.last_row: np.ndarray | None = None
+        self.held_row: np.ndarray | None = None
         self.moved: list[str] = []
         self.finished = False
         self.decisions: list[dict] = []
@@ -83,13 +84,18 @@ class PickPlaceSystem(TestedSystem):
         return row
 
     def _emit(self, chunk: np.ndarray) -> np.ndarray:
-        self.last_row = chunk[-1].copy()
+        # The row the arm holds if this chunk is refused, and the one it holds once it ran.
+        self.held_row, self.last_row = self.last_row, chunk[-1].copy()
         return chunk
 
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         t = obs.sim_time
+        held = None
+        if not obs.last_chunk_ran:  # the refused chunk never reached the arm
+            self.last_row = self.held_row
+            held = obs.joint_positions if self.last_row is None else self.last_row[:7]
         if self.cursor is not None:
-            self.cursor.resync(t, obs.joint_positions, self.planner.retime)
+            self.cursor.follow(t, obs.joint_positions, self.planner.retime, held)
             if not self.cursor.done(t):
                 return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
             self.cursor = None
