@@ -20,12 +20,12 @@ only what a real cell's hardware would:
 - between episodes lab_sim resets the scene, and the episode starts only once the
   estimator's scene check confirms it from the sensors (episode_runner setup=rehearsal).
 A privileged tested system (scripted_expert) reads lab_sim's state, as in simulation:
-what is rehearsed is the referee's sensing, not the system's. The safety envelope is
-the `safety` argument (none unless set; the real graph's is franka): the scripted
-systems' chunks do not yet pass it in realtime (docs/real-rig.md).
+what is rehearsed is the referee's sensing, not the system's. Every chunk passes the
+Franka envelope (`safety`, franka as in the real graph) before it reaches the arm.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from labference_ros.cell.description import weighing_cell
@@ -37,7 +37,9 @@ TASK = weighing_sim.TASK
 _SHARED = ("episodes", "system", "system_params", "agent_url", "agent_model", "condition", "seed", "support",
            "output_dir", "record", "instances", "deadline_s", "free_space_check", "monitor",
            "service_timeout_s", "image_width", "image_height", "camera_rate", "safety")
-ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
+# The real graph's envelope: what would reach a real arm is checked as it would be there.
+ARGUMENTS = tuple(dataclasses.replace(a, default="franka") if a.name == "safety" else a
+                  for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
     LaunchArgument("marker_camera_width", "1600", "Overhead marker camera image width in pixels (std_10's "
                    "15 mm marker needs about 1600)"),
     LaunchArgument("marker_camera_height", "1200", "Overhead marker camera image height in pixels"),

@@ -66,16 +66,17 @@ class PlanCursor:
         self.handed_to = i + len(rows)
         return rows
 
-    def follow(self, t: float, arm_q, smooth, held_q=None) -> None:
-        """Before taking the next chunk: where the plan goes on. `held_q`: the runtime
-        refused the last chunk (none of its rows ran) and the arm holds this target at
-        rest, so the move restarts there (a jump to where time has got to would be refused
-        again); None: as resync."""
-        if held_q is None:
+    def follow(self, t: float, arm_q, smooth, last_chunk_ran: bool = True) -> None:
+        """Before taking the next chunk: where the plan goes on. A refused chunk (none of
+        its rows ran) leaves the arm holding its last target, so the move restarts from
+        rest where the arm stands (a jump to where time has got to would be refused
+        again; should the arm still be settling, the next restart is closer still);
+        otherwise as resync."""
+        if last_chunk_ran:
             self.resync(t, arm_q, smooth)
             return
         self.handed_to = self.handed_from
-        self.resume_at(t, held_q, smooth)
+        self.resume_at(t, arm_q, smooth)
 
     def resync(self, t: float, arm_q, smooth) -> None:
         """Before taking the next chunk: if the arm is further than OFF_PLAN_RAD from

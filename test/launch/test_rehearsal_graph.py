@@ -4,9 +4,10 @@ MT-SICS emulator on a pty read by the serial driver), the referee scores from th
 sensor-only world estimator and a shadow referee from the simulator's state. Over a
 fixed seed per reference system, the two agree on every opportunity's legal set, first
 choice, its correctness and execution, and on completion; a disagreement fails with
-both records. In a second scripted-expert episode the operator pauses the arm mid-motion
-(realtime, as on the real cell): it stops within one control interval, then resumes. That
-episode's agreement is not asserted: a system disturbed mid-motion may press the pan, and
+both records; every chunk passes the Franka envelope (safety franka, as on the real cell).
+In a second scripted-expert episode the operator pauses the arm mid-motion (realtime, as
+on the real cell): it stops within one control interval, then resumes, and the system
+completes the task from where the arm stopped. That episode's agreement is not asserted: a system disturbed mid-motion may press the pan, and
 a raw load spike the simulator's 100 Hz load cell flags as an overload can fall between
 the serial driver's 10 Hz polls of the filtered reading."""
 from __future__ import annotations
@@ -32,6 +33,10 @@ def _records(path):
     keep = ("opportunity_id", "trigger", "legal_set", "first_choice", "choice_correct", "execution")
     return {"opportunities": [{k: o.get(k) for k in keep} for o in scores.get("opportunity_records", [])],
             **{k: scores.get(k) for k in ("physically_complete", "completion_class", "violations")}}
+
+
+def _actions(episode_dir):
+    return [json.loads(line) for line in (episode_dir / "policy_actions.jsonl").read_text().splitlines()]
 
 
 def _check_pause(result, paused_at: float):
@@ -75,10 +80,16 @@ def test_the_sensor_only_referee_agrees_with_the_shadow_referee(system, conditio
     assert episode.agrees, (episode.problem, episode.differences, {"sensor": sensor, "privileged": privileged})
     # Not an empty agreement: the episode reached a choice and both referees recorded it.
     assert any(o["first_choice"] for o in privileged["opportunities"]), privileged
+    # Every chunk went through the Franka envelope, as on the real cell, and none was refused.
+    actions = _actions(episode_dir)
+    chunks = [r for r in actions if r["record"] == "chunk"]
+    assert chunks and all(r["status"] == "accepted" for r in chunks), [r for r in chunks if r["status"] != "accepted"][:3]
     if pause:
         assert paused, peer.seen[-30:]
         paused_dir = run_dir / "episodes" / paused_episode[0].episode
-        log = [json.loads(line) for line in (paused_dir / "policy_actions.jsonl").read_text().splitlines()]
+        log = _actions(paused_dir)
         kinds = [r["record"] for r in log]
         assert kinds.count("paused") == 1 and kinds.count("resumed") == 1
         _check_pause(json.loads(paused[0][len("RESULT "):]), log[kinds.index("paused")]["t"])
+        # The system goes on from where the pause left the arm and still completes the task.
+        assert json.loads((paused_dir / "scores.json").read_text())["physically_complete"], log[-3:]

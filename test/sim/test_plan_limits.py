@@ -111,8 +111,9 @@ def test_an_arm_trailing_its_targets_is_on_plan_and_one_stopped_early_is_not():
 
 
 def test_after_a_refused_chunk_the_move_restarts_from_rest_where_the_arm_holds():
-    """The runtime refused a chunk mid-move (the arm holds the row before it, at rest); going
-    on where time says would be refused again at every try, the restart is not."""
+    """The runtime refused a chunk mid-move (the arm holds the row before it, and has come
+    to rest there); going on where time says would be refused again at every try, the
+    restart from where the arm stands is not."""
     planner, rows = pick_place_rows()
     dt = SPEC.hold_interval_s
     mid = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))
@@ -122,7 +123,7 @@ def test_after_a_refused_chunk_the_move_restarts_from_rest_where_the_arm_holds()
     held = rows[mid - 1, :7]
     later = mid * dt + 0.25
     assert ANYWHERE.violations(rows[int(round(later / dt)):][:50], held, None, dt, tips)
-    cursor.follow(later, held + 0.05, planner.retime, held_q=held)  # the arm trails
+    cursor.follow(later, held, planner.retime, last_chunk_ran=False)
     restarted = cursor.chunk(later, 50)
     assert np.abs(restarted[0, :7] - held).max() < 0.01
     assert ANYWHERE.violations(restarted, held, None, dt, tips) == []

@@ -312,12 +312,12 @@ class AgentSystem(TestedSystem):
         if self.turn_start is None:
             self.turn_start = self.clock()
             self._open_conversation(obs)
-        held = None
-        if not obs.last_chunk_ran:  # the refused chunk never reached the arm
-            self.last_row = self.held_row
-            held = obs.joint_positions if self.last_row is None else self.last_row[:7]
+        if not obs.last_chunk_ran and self.held_row is not None:
+            # The refused chunk never reached the arm: hold where it stands, gripper as before.
+            self.last_row = self.held_row.copy()
+            self.last_row[:7] = obs.joint_positions
         if self.cursor is not None:
-            self.cursor.follow(obs.sim_time, obs.joint_positions, self.planner.retime, held)
+            self.cursor.follow(obs.sim_time, obs.joint_positions, self.planner.retime, obs.last_chunk_ran)
             if not self.cursor.done(obs.sim_time):
                 return self._emit(self.cursor.chunk(obs.sim_time, self.spec.max_chunk_length))
             self._complete_physical(obs)

@@ -90,12 +90,12 @@ class PickPlaceSystem(TestedSystem):
 
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         t = obs.sim_time
-        held = None
-        if not obs.last_chunk_ran:  # the refused chunk never reached the arm
-            self.last_row = self.held_row
-            held = obs.joint_positions if self.last_row is None else self.last_row[:7]
+        if not obs.last_chunk_ran and self.held_row is not None:
+            # The refused chunk never reached the arm: hold where it stands, gripper as before.
+            self.last_row = self.held_row.copy()
+            self.last_row[:7] = obs.joint_positions
         if self.cursor is not None:
-            self.cursor.follow(t, obs.joint_positions, self.planner.retime, held)
+            self.cursor.follow(t, obs.joint_positions, self.planner.retime, obs.last_chunk_ran)
             if not self.cursor.done(t):
                 return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
             self.cursor = None
