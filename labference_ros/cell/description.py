@@ -14,6 +14,7 @@ import yaml
 
 CELL_DIR = Path(__file__).resolve().parent
 CELL_SCHEMA = 1
+LOAD_CELL_FRAME = "pan_load_cell"  # the balance's load cell: its URDF link and the scene's sensed site
 # The square printed on a top face: the label disc's box (half side 0.69 r), raised
 # LABEL_LIFT_M above the face. A marker, where there is one, fills the same square.
 LABEL_SIDE_PER_RADIUS = 1.38
@@ -107,7 +108,7 @@ class CellDescription:
     robot: RobotDescription
     table: TableDescription
     cameras: dict[str, CameraMount]
-    balance: BalanceFixture
+    balance: BalanceFixture | None  # None: a cell without a balance (the centrifuge cell)
     objects: dict[str, ObjectShape]
 
     def label_colours(self) -> dict[str, tuple[int, int, int]]:
@@ -134,7 +135,9 @@ def parse_cell(data: dict) -> CellDescription:
     for name, cam in data["cameras"].items():
         fields = {k: _tuple(v) if isinstance(v, list) else v for k, v in cam.items()}
         cameras[name] = CameraMount(name=name, **fields)
-    balance = BalanceFixture(**{k: _tuple(v) if isinstance(v, list) else v for k, v in data["balance"].items()})
+    balance = None
+    if data.get("balance") is not None:
+        balance = BalanceFixture(**{k: _tuple(v) if isinstance(v, list) else v for k, v in data["balance"].items()})
     objects = {}
     for name, obj in data["objects"].items():
         fields = {k: _tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
@@ -152,3 +155,10 @@ def load_cell(path: str | Path) -> CellDescription:
 def weighing_cell() -> CellDescription:
     """The feedback-weighing cell shipped with the package."""
     return load_cell(CELL_DIR / "weighing_cell.yaml")
+
+
+@lru_cache(maxsize=None)
+def centrifuge_cell() -> CellDescription:
+    """The centrifuge-loading cell shipped with the package: the same robot, table and
+    cameras, a rotor instead of the balance (its calibration is the contract's)."""
+    return load_cell(CELL_DIR / "centrifuge_cell.yaml")

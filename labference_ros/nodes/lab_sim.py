@@ -1,6 +1,7 @@
 """lab_sim: the step owner. Publishes clock, joints, cameras, the load-cell wrench
-and evaluator world state; applies JointTrajectory (JTC replace semantics) and
-gripper commands; serves reset, checkpoints and sync-mode advance."""
+(where the task's scene has a balance) and evaluator world state; applies
+JointTrajectory (JTC replace semantics) and gripper commands; serves reset,
+checkpoints and sync-mode advance. The task family (`task`) builds the scene."""
 from __future__ import annotations
 
 import math
@@ -22,8 +23,6 @@ from trajectory_msgs.msg import JointTrajectory
 
 from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
-from labference_ros.tasks.weighing.instance import WeighingInstance
-from labference_ros.tasks.weighing.recognisers import support_classes
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
@@ -31,6 +30,7 @@ from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import validate_arm_command
 from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
+from labference_ros.tasks import family as task_family
 
 
 class LabSim(Node):
@@ -41,18 +41,18 @@ class LabSim(Node):
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
             ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
             ("match_timeout_s", 5.0), ("fiducials", False), ("marker_camera_width", 1280),
-            ("marker_camera_height", 960)])
+            ("marker_camera_height", 960), ("task", "feedback_weighing")])
         v = {x.name: x.value for x in p}
-        from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
-        from labference_ros.tasks.weighing.scene import MARKER_CAMERA
+        from labference_ros.sim.mujoco_backend import MARKER_CAMERA, MujocoBackend, RenderSettings
 
         # fiducials: the rehearsal's scene, markers on the objects and the overhead camera
         # that tracks them (its own, larger image size: a marker is 15-30 mm across).
         marker_size = (int(v["marker_camera_height"]), int(v["marker_camera_width"]))
         render = RenderSettings(width=int(v["image_width"]), height=int(v["image_height"]),
                                 fiducials=bool(v["fiducials"]), sizes={MARKER_CAMERA: marker_size})
-        self.backend = MujocoBackend(render)
-        self.cameras = render.cameras
+        self.family = task_family(str(v["task"]))
+        self.backend = MujocoBackend(render, self.family.name)
+        self.cameras = self.backend.cameras
         self.step_mode = v["step_mode"]
         if self.step_mode not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {self.step_mode!r}")
@@ -171,9 +171,10 @@ class LabSim(Node):
                           effort=list(js.effort))
         jmsg.header.stamp = stamp
         self.pub_joints.publish(jmsg)
-        self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
+        if self.backend.has_load_cell:
+            self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
         m = self.backend.measure()
-        self.pub_world.publish(fill_world_msg(WorldState(), m, ObjectState, support_classes(m)))
+        self.pub_world.publish(fill_world_msg(WorldState(), m, ObjectState, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
         stamp = s_to_stamp(t, Time())
@@ -193,7 +194,7 @@ class LabSim(Node):
         from labference_ros.sim.frames import cell_frames
 
         transforms = []
-        for f in cell_frames(self.backend.model, self.backend.data):
+        for f in cell_frames(self.backend.model, self.backend.data, self.family.cell_description()):
             t = TransformStamped(child_frame_id=f.child)
             t.header.frame_id = f.parent
             t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = f.translation
@@ -220,7 +221,7 @@ class LabSim(Node):
     def on_reset(self, request, response):
         await_matched(self, self.inputs, float(self.get_parameter("match_timeout_s").value))
         try:
-            instance = WeighingInstance.from_json(request.instance_json)
+            instance = self.family.instance_from_json(request.instance_json)
             self.backend.load(instance)
         except Exception as exc:  # a broken instance is reported, the node stays up
             response.success, response.message = False, f"reset failed: {exc}"
@@ -233,7 +234,8 @@ class LabSim(Node):
         if self.step_mode == "realtime":
             self._wall_anchor = None
         # Tare first; measurements start with the first advance, after the tare is out.
-        self.pub_tare.publish(self.wrench_msg(self.backend.empty_pan_wrench(), s_to_stamp(0.0, Time())))
+        if self.backend.has_load_cell:
+            self.pub_tare.publish(self.wrench_msg(self.backend.empty_pan_wrench(), s_to_stamp(0.0, Time())))
         self.publish_static_frames()
         response.success, response.message = True, f"loaded {instance.instance_id}"
         response.layout_hash, response.sim_time = instance.layout_hash, self.backend.sim_time

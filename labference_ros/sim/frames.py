@@ -1,5 +1,6 @@
 """Static frames of the simulated cell for /tf_static: the links of the cell
-URDF (cell/urdf.py) at this layout's poses, and the cameras' frames.
+URDF (cell/urdf.py) at this layout's poses, and the cameras' frames (a cell
+without a balance has the table and the cameras).
 
 Poses are read from the compiled MuJoCo model (after mj_forward), so they are
 the simulator's bodies by construction. Each frame is given relative to its
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from labference_ros.cell.description import LOAD_CELL_FRAME, CellDescription
 from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX, camera_quat
-from labference_ros.tasks.weighing.scene import CELL, PAN_SITE
 
 # MuJoCo cameras look along -z with +y up; the optical frame is that turned half round x.
 OPTICAL_FROM_CAMERA = (0.0, 1.0, 0.0, 0.0)  # w, x, y, z
@@ -63,16 +64,17 @@ def _frame(parent: str, child: str, T_parent: np.ndarray, T_child: np.ndarray) -
     return Frame(parent, child, tuple(float(v) for v in rel[:3, 3]), tuple(float(v) for v in q))
 
 
-def cell_frames(model: mujoco.MjModel, data: mujoco.MjData) -> list[Frame]:
-    """Fixture and camera frames of a loaded scene (data must be forwarded)."""
+def cell_frames(model: mujoco.MjModel, data: mujoco.MjData, cell: CellDescription) -> list[Frame]:
+    """Fixture and camera frames of a loaded scene of `cell` (data must be forwarded)."""
     world = _pose(model, data, "body", "world")
-    balance = _pose(model, data, "body", "balance_body")
     # The table top is the world's z = 0 plane; the table link sits at the origin.
-    frames = [Frame("world", "table", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)),
-              _frame("table", "balance_body", world, balance),
-              _frame("balance_body", PAN_SITE, balance, _pose(model, data, "site", PAN_SITE)),
-              _frame("balance_body", "balance_display", balance, _pose(model, data, "body", "balance_display"))]
-    for camera, mount in CELL.cameras.items():
+    frames = [Frame("world", "table", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))]
+    if cell.balance is not None:
+        balance = _pose(model, data, "body", "balance_body")
+        frames += [_frame("table", "balance_body", world, balance),
+                   _frame("balance_body", LOAD_CELL_FRAME, balance, _pose(model, data, "site", LOAD_CELL_FRAME)),
+                   _frame("balance_body", "balance_display", balance, _pose(model, data, "body", "balance_display"))]
+    for camera, mount in cell.cameras.items():
         parent = MOUNT_LINKS[mount.parent]
         model_name = CAMERA_MODEL_NAMES.get(camera, camera)
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, model_name) >= 0:

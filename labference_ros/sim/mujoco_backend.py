@@ -1,4 +1,10 @@
-"""MuJoCo implementation of SimBackend for the feedback-weighing scene."""
+"""MuJoCo implementation of SimBackend for any task family's scene.
+
+The family builds the scene (TaskFamily.build_scene: a tasks.base.SimScene) and
+says which bodies are measured objects and fixtures, which cameras it renders and
+whether a load cell is in it; the robot, the gripper, stepping, measurement,
+rendering and checkpoints are the same for every family. The balance's load cell
+and its seven-segment display exist only where the scene has them (weighing)."""
 from __future__ import annotations
 
 import hashlib
@@ -13,7 +19,6 @@ import numpy as np
 from labference_ros.cell import display_layout as dl
 from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, GRIPPER_CTRL_RANGE, GRIPPER_KP, HOME_ARM_Q, PANDA_PREFIX
 from labference_ros.core.measurements import (
-    BALANCE_BODY,
     LEFT_FINGER,
     PAN,
     RIGHT_FINGER,
@@ -24,7 +29,6 @@ from labference_ros.core.measurements import (
 )
 from labference_ros.sim.backend import (
     ARM_JOINT_NAMES,
-    CAMERA_NAMES,
     FINGER_JOINT_NAMES,
     CommandCheck,
     GripperState,
@@ -33,9 +37,10 @@ from labference_ros.sim.backend import (
     Wrench,
 )
 from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
-from labference_ros.tasks.weighing import scene as scene
-from labference_ros.tasks.weighing.instance import WeighingInstance
-from labference_ros.tasks.weighing.objects import SAMPLE, STANDARDS
+from labference_ros.tasks import family as task_family
+from labference_ros.tasks.base import Instance
+
+MARKER_CAMERA = "overhead"  # the world-fixed camera a fiducial scene adds for marker tracking
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # includes ctrl and the warm start
 BLOB_MAGIC = b"LFSIM1"
@@ -51,16 +56,11 @@ class RenderSettings:
     # False draws the robot's collision geoms instead of its 135k-face
     # visual meshes: about 4x faster on llvmpipe, plainer images.
     visual_meshes: bool = True
-    # Markers on the objects' top faces and the overhead marker camera (scene.build_weighing_spec).
+    # Markers on the objects' top faces and the overhead marker camera (the family's build_scene).
     fiducials: bool = False
 
     def size(self, camera: str) -> tuple[int, int]:
         return self.sizes.get(camera, (self.height, self.width))
-
-    @property
-    def cameras(self) -> tuple[str, ...]:
-        """The cameras this scene renders: the three of every scene, and the marker camera."""
-        return (*CAMERA_NAMES, scene.MARKER_CAMERA) if self.fiducials else CAMERA_NAMES
 
 
 @dataclass
@@ -84,29 +84,37 @@ def model_hash(model: mujoco.MjModel) -> str:
 
 
 class MujocoBackend(SimBackend):
-    def __init__(self, render: RenderSettings | None = None):
+    def __init__(self, render: RenderSettings | None = None, task: str = "feedback_weighing"):
         self.render_settings = render or RenderSettings()
+        self.family = task_family(task)
+        # The cameras every scene of the family renders (known before a scene is loaded).
+        self.cameras = (*self.family.cameras, MARKER_CAMERA) if self.render_settings.fiducials else self.family.cameras
         self.model: mujoco.MjModel | None = None
         self.data: mujoco.MjData | None = None
-        self.instance: WeighingInstance | None = None
+        self.instance: Instance | None = None
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self._scene_hash = ""
+        self.has_load_cell = self._has_display = False  # what the loaded scene has
 
     # loading -----------------------------------------------------------------
-    def load(self, instance: WeighingInstance) -> None:
+    def load(self, instance: Instance) -> None:
         self.close()
         self.instance = instance
-        m = scene.build_weighing_spec(instance, fiducials=self.render_settings.fiducials).compile()
+        scene = self.family.build_scene(instance, fiducials=self.render_settings.fiducials)
+        if tuple(scene.cameras) != tuple(self.cameras):
+            raise ValueError(f"{self.family.name} scene renders {scene.cameras}, expected {self.cameras}")
+        m = scene.spec.compile()
         self._scene_hash = model_hash(m)  # before render settings and the display texture change it
         # The offscreen framebuffer must fit the largest configured image.
-        sizes = [self.render_settings.size(c) for c in self.render_settings.cameras]
+        sizes = [self.render_settings.size(c) for c in self.cameras]
         m.vis.global_.offheight = max(m.vis.global_.offheight, *(h for h, _ in sizes))
         m.vis.global_.offwidth = max(m.vis.global_.offwidth, *(w for _, w in sizes))
         d = mujoco.MjData(m)
         self.model, self.data = m, d
-        self._index_model()
-        self._check_sensing_axis()
-        self._empty_wrench = self._measure_empty_pan()
+        self._index_model(scene)
+        if self.has_load_cell:
+            self._check_sensing_axis()
+            self._empty_wrench = self._measure_empty_pan()
         mujoco.mj_resetData(m, d)
         d.qpos[self._arm_qadr] = HOME_ARM_Q
         d.qpos[self._finger_qadr] = 0.04
@@ -124,27 +132,30 @@ class MujocoBackend(SimBackend):
         """sha256 (16 hex) of the loaded scene as compiled (run.json assets.scene_hash); '' before a load."""
         return self._scene_hash
 
-    def _index_model(self) -> None:
+    def _index_model(self, scene) -> None:
         m = self.model
         self._arm_qadr = np.array([m.joint(n).qposadr[0] for n in ARM_JOINT_NAMES])
         self._arm_dadr = np.array([m.joint(n).dofadr[0] for n in ARM_JOINT_NAMES])
         self._finger_qadr = np.array([m.joint(n).qposadr[0] for n in FINGER_JOINT_NAMES])
         self._finger_dadr = np.array([m.joint(n).dofadr[0] for n in FINGER_JOINT_NAMES])
-        self._objects = (*STANDARDS, SAMPLE)
+        self._object_kind = dict(scene.objects)
+        self._objects = tuple(scene.objects)
         self._object_body = {n: m.body(n).id for n in self._objects}
-        self._object_qadr = {n: m.joint(f"{n}_free").qposadr[0] for n in self._objects}
-        self._pan_force_adr = m.sensor("pan_force").adr[0]
-        self._pan_torque_adr = m.sensor("pan_torque").adr[0]
-        self._pan_site = m.site(scene.PAN_SITE).id
+        # Free objects can be placed (set_object_pose); a fixed one (the rotor) is only measured.
+        self._object_qadr = {n: m.joint(f"{n}_free").qposadr[0] for n in self._objects
+                             if mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, f"{n}_free") >= 0}
+        self.has_load_cell = bool(scene.load_cell_site)
+        if self.has_load_cell:
+            self._pan_force_adr = m.sensor("pan_force").adr[0]
+            self._pan_torque_adr = m.sensor("pan_torque").adr[0]
+            self._pan_site = m.site(scene.load_cell_site).id
         body_identity = {}
         for b in range(m.nbody):
             name = m.body(b).name
             if name in self._object_body:
                 body_identity[b] = name
-            elif name == "pan":
-                body_identity[b] = PAN
-            elif name.startswith("balance"):
-                body_identity[b] = BALANCE_BODY
+            elif name in scene.fixtures:
+                body_identity[b] = scene.fixtures[name]
             elif name == f"{PANDA_PREFIX}left_finger":
                 body_identity[b] = LEFT_FINGER
             elif name == f"{PANDA_PREFIX}right_finger":
@@ -154,9 +165,11 @@ class MujocoBackend(SimBackend):
             else:
                 body_identity[b] = TABLE  # world: table top (floor is not collidable)
         self._geom_identity = [body_identity[m.geom_bodyid[g]] for g in range(m.ngeom)]
-        self._seg_geoms = [{s: m.geom(f"seg_{i}_{s}").id for s in dl.SEGMENT_NAMES}
-                           for i in range(dl.N_DIGITS)]
-        self._light_geom = m.geom("stability_light").id
+        self._has_display = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "stability_light") >= 0
+        if self._has_display:
+            self._seg_geoms = [{s: m.geom(f"seg_{i}_{s}").id for s in dl.SEGMENT_NAMES}
+                               for i in range(dl.N_DIGITS)]
+            self._light_geom = m.geom("stability_light").id
 
     def _check_sensing_axis(self) -> None:
         """The pan's sensing axis must oppose gravity (paper 8.2)."""
@@ -171,7 +184,7 @@ class MujocoBackend(SimBackend):
         """Tare measured, not assumed: lift every object far off the pan."""
         m = self.model
         d = mujoco.MjData(m)
-        for i, name in enumerate(self._objects):
+        for i, name in enumerate(self._object_qadr):
             d.qpos[self._object_qadr[name]:self._object_qadr[name] + 3] = (10.0 + i, 10.0, 10.0)
         mujoco.mj_forward(m, d)
         return self._wrench_from(d)
@@ -277,9 +290,13 @@ class MujocoBackend(SimBackend):
         return Wrench(force=tuple(float(x) for x in f), torque=tuple(float(x) for x in t))
 
     def pan_wrench(self) -> Wrench:
+        if not self.has_load_cell:
+            raise RuntimeError(f"the {self.family.name} scene has no load cell")
         return self._wrench_from(self.data)
 
     def empty_pan_wrench(self) -> Wrench:
+        if not self.has_load_cell:
+            raise RuntimeError(f"the {self.family.name} scene has no load cell")
         return self._empty_wrench
 
     def contacts(self) -> list[tuple[str, str]]:
@@ -301,7 +318,7 @@ class MujocoBackend(SimBackend):
             bid = self._object_body[name]
             mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, bid, vel, 0)
             objects[name] = ObjectMeasurement(
-                name=name, kind="sample" if name == SAMPLE else "standard",
+                name=name, kind=self._object_kind[name],
                 position=tuple(float(x) for x in d.xpos[bid]),
                 orientation=tuple(float(x) for x in d.xquat[bid]),
                 linear_speed=float(np.linalg.norm(vel[3:])),
@@ -315,6 +332,8 @@ class MujocoBackend(SimBackend):
     # display and cameras -------------------------------------------------------
     def set_display(self, displayed_g: float, stable: bool) -> None:
         self._display = (float(displayed_g), bool(stable))
+        if not self._has_display:
+            return
         text = dl.display_text(displayed_g)
         rgba = self.model.geom_rgba
         for i, ch in enumerate(text):
@@ -333,7 +352,7 @@ class MujocoBackend(SimBackend):
         return self._renderers[size]
 
     def render(self, camera_name: str) -> np.ndarray:
-        cameras = self.render_settings.cameras
+        cameras = self.cameras
         if camera_name not in cameras:
             raise ValueError(f"unknown camera {camera_name!r}; cameras are {cameras}")
         r = self._renderer(self.render_settings.size(camera_name))
@@ -351,7 +370,7 @@ class MujocoBackend(SimBackend):
         header = json.dumps({
             "instance_id": self.instance.instance_id,
             "layout_hash": self.instance.layout_hash,
-            "sample_mass_g": self.instance.sample_mass_g,
+            "scene_hash": self._scene_hash,
             "gripper": vars(self._gripper),
             "display": list(self._display),
             "nstate": int(state.size),
@@ -360,12 +379,12 @@ class MujocoBackend(SimBackend):
 
     def restore_state(self, blob: bytes) -> None:
         if not blob.startswith(BLOB_MAGIC):
-            raise ValueError("not a weighing-sim checkpoint")
+            raise ValueError("not a lab_sim checkpoint")
         (hlen,) = struct.unpack_from("<I", blob, len(BLOB_MAGIC))
         start = len(BLOB_MAGIC) + 4
         header = json.loads(blob[start:start + hlen])
-        inst = self.instance
-        if (header["layout_hash"], header["sample_mass_g"]) != (inst.layout_hash, inst.sample_mass_g):
+        # The compiled scene's hash covers the layout and every physical parameter (masses).
+        if (header.get("layout_hash"), header.get("scene_hash")) != (self.instance.layout_hash, self._scene_hash):
             raise ValueError("checkpoint belongs to a different instance; load() it first")
         state = np.frombuffer(blob, dtype=np.float64, offset=start + hlen)
         if state.size != header["nstate"] or state.size != mujoco.mj_stateSize(self.model, STATE_SPEC):

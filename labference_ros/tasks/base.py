@@ -16,6 +16,7 @@ simulator except ``build_scene``, which only a simulator backend calls.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -55,6 +56,18 @@ class EpisodeReferee(Protocol):
     def scores(self, t: float | None = None) -> dict: ...
 
 
+@dataclass(frozen=True)
+class SimScene:
+    """A family's scene as a simulator backend needs it (TaskFamily.build_scene)."""
+
+    spec: Any  # mujoco.MjSpec, not compiled
+    objects: dict[str, str]  # measured bodies: name -> kind ("standard", "sample", "tube", "rotor")
+    cameras: tuple[str, ...]  # the cameras it renders (the family's registered ones, and any marker camera)
+    # Bodies of fixtures that are not measured objects: name -> contact identity (core.measurements).
+    fixtures: dict[str, str] = field(default_factory=dict)
+    load_cell_site: str = ""  # a force/torque-sensed site the balance reads ("": no balance in the scene)
+
+
 class TaskFamily:
     """One task family. Subclasses set the class attributes and implement the
     methods; defaults raise so a missing piece fails loudly, never silently."""
@@ -66,6 +79,10 @@ class TaskFamily:
     reference_systems: dict[str, str] = {}
     # Modules of the graph descriptions that run this family (each exposes GRAPH).
     graphs: tuple[str, ...] = ()
+    # The cameras a tested system sees (its contract's authorized camera evidence), in order.
+    cameras: tuple[str, ...] = ()
+    # Its measurements pair with balance readings (/balance/reading), as weighing's do.
+    reads_balance: bool = False
 
     def contract_for(self, condition: str):
         raise NotImplementedError
@@ -101,10 +118,21 @@ class TaskFamily:
         from and the layout generator's revision (cell/assets.py)."""
         raise NotImplementedError
 
-    def build_scene(self, instance: Instance):
-        """The simulator scene for an instance (a mujoco.MjSpec); imports the
-        simulator lazily so the rest of the family never needs it."""
+    def build_scene(self, instance: Instance, fiducials: bool = False) -> SimScene:
+        """The simulator scene for an instance; imports the simulator lazily so the
+        rest of the family never needs it. fiducials: the rehearsal's scene (markers
+        and the marker camera), where the family has one."""
         raise NotImplementedError
+
+    def cell_description(self):
+        """The cell the family's scenes are built in (cell.description.CellDescription):
+        the robot, the table, the camera mounts, the object shapes."""
+        raise NotImplementedError
+
+    def support_labels(self, measurement) -> dict[str, str]:
+        """object -> what supports it, as people and RViz read it (the world state's
+        supported_by); the referee judges support from contacts itself. Default: none."""
+        return {}
 
     def sensor_estimator(self, instance: Instance, params=None):
         """A real cell's stand-in for the simulator's world measurements: an object

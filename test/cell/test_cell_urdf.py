@@ -24,7 +24,7 @@ def test_the_committed_urdf_is_the_generated_one():
 
 
 def _sim_frames(instance) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    model = family("feedback_weighing").build_scene(instance).compile()
+    model = family("feedback_weighing").build_scene(instance).spec.compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     frames = {}

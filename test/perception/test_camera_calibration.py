@@ -18,7 +18,7 @@ from labference_ros.tasks import family  # noqa: E402
 def test_front_calibration_from_the_cell_equals_the_simulators_camera():
     weighing = family("feedback_weighing")
     instance = weighing.generate("basic", 1, task_seed=2, layout_seed=2, policy_seed=0)[0]
-    model = weighing.build_scene(instance).compile()
+    model = weighing.build_scene(instance).spec.compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     sim = calibration_from_model(model, data, "front", 240, 320)

@@ -23,7 +23,7 @@ CENTRE = (0.45, 0.05, 0.002)  # the printed face, on the table
 def render_front(height: int, width: int, marker_id: int = 7) -> np.ndarray:
     weighing = family("feedback_weighing")
     instance = weighing.generate("basic", 1, task_seed=2, layout_seed=2, policy_seed=0)[0]
-    spec = weighing.build_scene(instance)
+    spec = weighing.build_scene(instance).spec
     spec.visual.global_.offwidth, spec.visual.global_.offheight = max(width, 640), max(height, 480)
     inner, border = 120, 20  # pixels of the marker and of its white quiet zone
     grey = cv2.copyMakeBorder(marker_image(marker_id, inner), border, border, border, border,

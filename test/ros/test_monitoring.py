@@ -13,6 +13,7 @@ import pytest
 import yaml
 import yourdfpy
 
+from labference_ros.cell.description import weighing_cell
 from labference_ros.monitoring import description
 from labference_ros.monitoring.kinematics import RobotKinematics
 from labference_ros.monitoring.markers import LEGAL_GREEN, WRONG_RED, MonitorState, build_markers
@@ -102,7 +103,7 @@ def test_published_camera_frames_are_the_simulators_optical_frames(sim):
 
     backend, _instance = sim
     m, d = backend.model, backend.data
-    frames = {f.child: f for f in cell_frames(m, d)}
+    frames = {f.child: f for f in cell_frames(m, d, weighing_cell())}
     front, optical = frames["front_camera"], frames[camera_frame_id("front")]
     assert front.parent == "world" and optical.parent == "front_camera"
     R_cam, R_opt = np.zeros(9), np.zeros(9)
@@ -126,12 +127,12 @@ def test_the_marker_camera_has_the_same_frame_whether_the_scene_renders_it_or_no
     from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 
     backend, instance = sim
-    plain = {f.child: f for f in cell_frames(backend.model, backend.data)}
+    plain = {f.child: f for f in cell_frames(backend.model, backend.data, weighing_cell())}
     assert mujoco.mj_name2id(backend.model, mujoco.mjtObj.mjOBJ_CAMERA, "overhead") < 0
     rehearsal = MujocoBackend(RenderSettings(fiducials=True))
     try:
         rehearsal.load(instance)
-        rendered = {f.child: f for f in cell_frames(rehearsal.model, rehearsal.data)}
+        rendered = {f.child: f for f in cell_frames(rehearsal.model, rehearsal.data, weighing_cell())}
     finally:
         rehearsal.close()
     for child in ("overhead_camera", camera_frame_id("overhead")):

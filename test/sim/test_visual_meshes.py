@@ -9,7 +9,7 @@ import pytest
 from labference_ros.cell.assets import SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES
 from labference_ros.cell.panda_model import HOME_ARM_Q, panda_spec
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
-from labference_ros.tasks.weighing import scene
+from labference_ros.cell import scene_base
 from sim_helpers import make_instance
 
 BODY_FIELDS = ("body_mass", "body_inertia", "body_ipos", "body_iquat")
@@ -51,7 +51,7 @@ def both_renderings(monkeypatch_module):
     instance = make_instance(layout_seed=3)
     images = {}
     for simplified in (False, True):
-        monkeypatch_module.setattr(scene, "panda_spec", lambda simplified_visuals=False, s=simplified: panda_spec(s))
+        monkeypatch_module.setattr(scene_base, "panda_spec", lambda simplified_visuals=False, s=simplified: panda_spec(s))
         backend = MujocoBackend(RenderSettings(width=320, height=240))
         backend.load(instance)
         backend.set_arm_targets(np.array(HOME_ARM_Q) + np.array([0.3, 0.2, 0, -0.2, 0, 0.3, 0]))

@@ -33,6 +33,8 @@ class WeighingFamily(TaskFamily):
     }
     graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real",
               "labference_ros.graphs.weighing_rehearsal")
+    cameras = ("front", "wrist", "display")
+    reads_balance = True
 
     def contract_for(self, condition: str):
         from labference_ros.tasks.weighing.contract import contract_for
@@ -83,10 +85,20 @@ class WeighingFamily(TaskFamily):
 
         return {**cell_assets(), "layout_revision": LAYOUT_VERSION}
 
-    def build_scene(self, instance):
-        from labference_ros.tasks.weighing.scene import build_weighing_spec
+    def build_scene(self, instance, fiducials: bool = False):
+        from labference_ros.tasks.weighing.scene import sim_scene
 
-        return build_weighing_spec(instance)
+        return sim_scene(instance, fiducials)
+
+    def cell_description(self):
+        from labference_ros.cell.description import weighing_cell
+
+        return weighing_cell()
+
+    def support_labels(self, measurement) -> dict[str, str]:
+        from labference_ros.tasks.weighing.recognisers import support_classes
+
+        return support_classes(measurement)
 
     def sensor_estimator(self, instance, params=None):
         from labference_ros.tasks.weighing.sensor_estimator import SensorWorldEstimator

@@ -11,15 +11,18 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell import display_layout as dl
-from labference_ros.cell.description import LABEL_LIFT_M, ObjectShape, weighing_cell
-from labference_ros.cell.panda_model import PANDA_PREFIX, camera_quat, frame_quat, panda_spec
+from labference_ros.cell.description import LABEL_LIFT_M, LOAD_CELL_FRAME, ObjectShape, weighing_cell
+from labference_ros.cell.panda_model import camera_quat, frame_quat
+from labference_ros.cell.scene_base import cell_spec
+from labference_ros.core.measurements import BALANCE_BODY, PAN
 from labference_ros.perception.fiducials import marker_image
+from labference_ros.tasks.base import SimScene
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.layout import BALANCE, start_places
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
 
 CELL = weighing_cell()
-PAN_SITE = "pan_load_cell"
+PAN_SITE = LOAD_CELL_FRAME
 MARKER_CAMERA = "overhead"  # the world-fixed camera the fiducial scene adds for marker tracking
 STANDARD_SHAPES: dict[str, ObjectShape] = {name: CELL.objects[name] for name in STANDARDS}
 SAMPLE_SHAPE = CELL.objects[SAMPLE]
@@ -158,44 +161,7 @@ def build_weighing_spec(instance: WeighingInstance, fiducials: bool = False) -> 
     missing = [k for k in ("balance", SAMPLE, *STANDARDS) if k not in instance.layout]
     if missing:
         raise ValueError(f"instance layout lacks {missing}; fill it with tasks.weighing.layout.generate_layout")
-    spec = mujoco.MjSpec()
-    spec.modelname = "labference_weighing"
-    opt = spec.option
-    opt.timestep = 0.002
-    opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-    opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
-    # multiccd and nativeccd stay on (MuJoCo's defaults); sleeping stays off,
-    # or the load cell freezes at its empty value.
-    opt.disableflags = 0
-    opt.enableflags = 0
-    spec.compiler.fusestatic = False
-    vis = spec.visual
-    vis.quality.offsamples = 0
-    vis.quality.shadowsize = 0
-    vis.global_.offwidth = 640
-    vis.global_.offheight = 480
-    vis.headlight.ambient = [0.45, 0.45, 0.45]
-    vis.headlight.diffuse = [0.5, 0.5, 0.5]
-
-    world = spec.worldbody
-    world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.1],
-                   pos=[0, 0, -0.75], rgba=[0.35, 0.36, 0.38, 1], contype=0, conaffinity=0)
-    table = CELL.table
-    world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(table.half_size),
-                   pos=list(table.centre), rgba=list(table.rgba))
-    world.add_light(name="ceiling", pos=[0.5, 0, 1.6], dir=[0, 0, -1], castshadow=False,
-                    diffuse=[0.5, 0.5, 0.5])
-    front = CELL.cameras["front"]
-    world.add_camera(name="front", pos=list(front.position), quat=camera_quat(front), fovy=front.fovy_deg)
-    if fiducials:
-        overhead = CELL.cameras[MARKER_CAMERA]
-        world.add_camera(name=MARKER_CAMERA, pos=list(overhead.position), quat=camera_quat(overhead),
-                         fovy=overhead.fovy_deg)
-
-    frame = world.add_frame(pos=[0, 0, 0])
-    frame.attach_body(panda_spec(simplified_visuals=True).worldbody.first_body(), PANDA_PREFIX, "")
-
+    spec = cell_spec(CELL, "labference_weighing", ("front", MARKER_CAMERA) if fiducials else ("front",))
     _add_balance(spec, instance.layout["balance"])
     places = start_places(instance)
     for name in STANDARDS:
@@ -204,3 +170,14 @@ def build_weighing_spec(instance: WeighingInstance, fiducials: bool = False) -> 
     x, y, surface_z = places[SAMPLE]
     _add_object(spec, SAMPLE, (x, y), surface_z, instance.sample_mass_g / 1000.0, fiducials)
     return spec
+
+
+def sim_scene(instance: WeighingInstance, fiducials: bool = False) -> SimScene:
+    """The scene as a simulator backend loads it: the standards and the sample measured,
+    the balance's bodies as fixtures, its pan's load cell, the three cameras (and the
+    marker camera with fiducials)."""
+    cameras = ("front", "wrist", "display", MARKER_CAMERA) if fiducials else ("front", "wrist", "display")
+    return SimScene(spec=build_weighing_spec(instance, fiducials),
+                    objects={**{name: "standard" for name in STANDARDS}, SAMPLE: "sample"}, cameras=cameras,
+                    fixtures={"pan": PAN, "balance_body": BALANCE_BODY, "balance_display": BALANCE_BODY},
+                    load_cell_site=PAN_SITE)
