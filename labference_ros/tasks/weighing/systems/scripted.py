@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from labference_ros.core.observation import PolicyObservation
-from labference_ros.core.system import EvaluatorView, TestedSystem
+from labference_ros.core.system import EvaluatorView
 from labference_ros.perception.display_decode import decode_display
 from labference_ros.perception.vision import (CameraCalibration, estimate_arrangement, estimate_scene,
                                               quick_standards_on_pan)
-from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
-from labference_ros.skills.plan_replay import PlanCursor, plan_rows
+from labference_ros.tasks.scripted_base import PlannedMotionSystem
 from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 from labference_ros.tasks.weighing.systems.weighing_plan import corrections, estimate_goal, free_table_spot
@@ -37,25 +34,8 @@ MAX_TRANSFERS_PER_MOVE = 2  # extended: attempts at one (standard, destination) 
 MAX_LOOKS = 4  # extended: unusable looks (standard unseen, inconsistent reading) before giving up
 
 
-class PickPlaceSystem(TestedSystem):
-    """Shared machinery: a queue of plans, holds in between, and a log of
-    decisions (kept for diagnostics, never sent to the evaluator)."""
-
-    def __init__(self, spec=None, **params):
-        params.setdefault("settle_s", 1.5)  # hold after a transfer before deciding again
-        super().__init__(spec, **params)
-        self.planner = PickPlacePlanner(PickPlaceSettings(rate_hz=self.spec.control_frequency_hz))
-        self.reset("", 0)
-
-    def reset(self, session_id: str, policy_seed: int) -> None:
-        super().reset(session_id, policy_seed)
-        self.cursor: PlanCursor | None = None
-        self.hold_until = -1.0
-        self.last_row: np.ndarray | None = None
-        self.held_row: np.ndarray | None = None
-        self.moved: list[str] = []
-        self.finished = False
-        self.decisions: list[dict] = []
+class PickPlaceSystem(PlannedMotionSystem):
+    """Weighing's moves: a standard to the pan or to the table."""
 
     def receive_prefix(self, prefix: list[dict]) -> None:
         """A checkpoint's earlier transfers count as this system's own: it does
@@ -66,64 +46,15 @@ class PickPlaceSystem(TestedSystem):
                 self.moved.append(op["object"])
                 self._note(t=step["t"], prefix=op)
 
-    # chunks ----------------------------------------------------------------
-    def _hold(self, obs: PolicyObservation, seconds: float | None = None) -> np.ndarray:
-        """Keep the last commanded row (or the measured state at the start)."""
-        row = self.last_row if self.last_row is not None else self._state_row(obs)
-        n = self.spec.max_chunk_length
-        if seconds is not None:
-            n = max(1, min(n, int(round(seconds * self.spec.control_frequency_hz))))
-        return np.repeat(row[None, :], n, axis=0)
-
-    def _state_row(self, obs: PolicyObservation) -> np.ndarray:
-        row = np.zeros(self.spec.dim)
-        row[:7] = obs.joint_positions
-        row[self.spec.gripper_index] = min(obs.gripper_width, self.spec.gripper.open_width_m)
-        if row[self.spec.gripper_index] < self.spec.gripper.grasp_below_m:
-            row[self.spec.gripper_index] = self.spec.gripper.open_width_m
-        return row
-
-    def _emit(self, chunk: np.ndarray) -> np.ndarray:
-        # The row the arm holds if this chunk is refused, and the one it holds once it ran.
-        self.held_row, self.last_row = self.last_row, chunk[-1].copy()
-        return chunk
-
-    def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
-        t = obs.sim_time
-        if not obs.last_chunk_ran and self.held_row is not None:
-            # The refused chunk never reached the arm: hold where it stands, gripper as before.
-            self.last_row = self.held_row.copy()
-            self.last_row[:7] = obs.joint_positions
-        if self.cursor is not None:
-            self.cursor.follow(t, obs.joint_positions, self.planner.retime, obs.last_chunk_ran)
-            if not self.cursor.done(t):
-                return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
-            self.cursor = None
-            self.hold_until = t + self.params["settle_s"]
-        if self.finished or t < self.hold_until - 1e-9:
-            return self._emit(self._hold(obs, None if self.finished else self.hold_until - t))
-        move = self.decide(obs, evaluator)
-        if move is None:
-            return self._emit(self._hold(obs, 0.5))
-        name, xyz, dest_xy, dest = move
-        to = plan_to_pan if dest == "pan" else plan_to_table
-        try:
-            plan = to(self.planner, obs.joint_positions, name, xyz, dest_xy)
-        except PlanningError as e:
-            self.decisions.append({"t": t, "planning_error": str(e), "object": name})
-            self.finished = True
-            return self._emit(self._hold(obs))
-        self.moved.append(name)
-        self.cursor = PlanCursor(plan_rows(plan, self.spec), t, self.spec.hold_interval_s)
-        return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
-
     def decide(self, obs, evaluator):
         """-> (standard, body centre xyz, destination xy, "pan" | "table") or
         None to wait. For the pan the xy is the balance centre."""
         raise NotImplementedError
 
-    def _note(self, **entry) -> None:
-        self.decisions.append(entry)
+    def plan_move(self, obs, move):
+        name, xyz, dest_xy, dest = move
+        to = plan_to_pan if dest == "pan" else plan_to_table
+        return to(self.planner, obs.joint_positions, name, xyz, dest_xy)
 
 
 class _PixelSystem(PickPlaceSystem):
