@@ -126,7 +126,7 @@ class EpisodeLoop:
             "sim_time": t, "evidence_version": self.latest_ev, "images": dict(images),
             "image_stamps": dict(image_stamps), "joint_state": dict(joint_state),
             "instruction": self.instance.public_instruction(), "camera_calibration": dict(camera_calibration),
-            "history": self.history[-OBSERVATION_HISTORY_STEPS:]})
+            "history": self.history[-OBSERVATION_HISTORY_STEPS:]}, cameras=tuple(images))
         self.obs, self.obs_id, self.obs_ev = obs, obs.observation_id, self.latest_ev
         self._record({"record": "receipt", **self.receipt(), **self._wall()})
         return obs

@@ -78,23 +78,23 @@ def _kind(value) -> str | None:
     return None
 
 
-def check_system(values: dict[str, str]) -> None:
-    """The system is registered; its parameters are ones it declares, of the declared
-    kind; constructing it (no connection is made) accepts them."""
+def check_system(values: dict[str, str], task: str = "feedback_weighing") -> None:
+    """The system is registered (for the graph's task family); its parameters are ones it
+    declares, of the declared kind; constructing it (no connection is made) accepts them."""
     from labference_ros.policies import available, make, system_class
 
     name = values.get("system", "")
-    known = available()
+    known = available(task)
     if name not in known:
         raise LaunchArgumentError(f"launch argument 'system' must be a registered tested system "
                                   f"({', '.join(known)}); got {name!r}")
     params = system_params(values)
     try:
-        declared = make(name).params  # its defaults: what it reads
+        declared = make(name, task=task).params  # its defaults: what it reads
     except Exception:  # a system with required parameters (e.g. agent_model) declares none without them
         declared = None
     if declared is not None:
-        allowed = set(declared) | set(system_class(name).optional_params)
+        allowed = set(declared) | set(system_class(name, task).optional_params)
         unknown = sorted(set(params) - allowed)
         if unknown:
             raise LaunchArgumentError(f"system_params of system {name!r}: unknown key(s) {', '.join(unknown)}; "
@@ -109,7 +109,7 @@ def check_system(values: dict[str, str]) -> None:
     if name == "http":
         _check_http(params)
     try:
-        make(name, **params).close()
+        make(name, task=task, **params).close()
     except Exception as exc:  # the system's own check of its parameters
         raise LaunchArgumentError(f"system_params of system {name!r} refused: {exc}") from None
 
@@ -127,7 +127,7 @@ def _check_http(params: dict) -> None:
                                   f"{url.rstrip('/') + act!r}")
 
 
-def check_support(values: dict[str, str]) -> None:
+def check_support(values: dict[str, str], task: str = "feedback_weighing") -> None:
     """The condition parses, and the tested system exposes every site it names
     (capability negotiation, paper 6.3): a support the system cannot take would
     never reach it, and its episodes would look supported while they are not."""
@@ -140,14 +140,14 @@ def check_support(values: dict[str, str]) -> None:
     name = values.get("system", "")
     if not supports or not name:
         return
-    system = _construct(name, system_params(values))
+    system = _construct(name, system_params(values), task)
     if system is None:
         return
     refused = {str(s): compatibility(system, s) for s in supports}
     refused = {s: status for s, status in refused.items() if status != COMPATIBLE}
     if refused:
         what = ", ".join(f"{s} ({status})" for s, status in refused.items())
-        able = _systems_taking(supports)
+        able = _systems_taking(supports, task)
         hint = f"systems that take {values['support']}: {', '.join(able)}" if able else \
             f"no registered system takes {values['support']}"
         from labference_ros.policies.request_support import PARAM, RequestSupport
@@ -159,24 +159,24 @@ def check_support(values: dict[str, str]) -> None:
                                   f"would never reach it. Run it without support, or choose another system ({hint})")
 
 
-def _construct(name: str, params: dict):
+def _construct(name: str, params: dict, task: str):
     from labference_ros.policies import make
 
     try:
-        system = make(name, **params)
+        system = make(name, task=task, **params)
     except Exception:  # required parameters missing: check_system already named what it refused
         return None
     system.close()
     return system
 
 
-def _systems_taking(supports) -> list[str]:
+def _systems_taking(supports, task: str) -> list[str]:
     from labference_ros.oracle.supports import COMPATIBLE, compatibility
     from labference_ros.policies import available
 
     able = []
-    for name in available():
-        system = _construct(name, {})
+    for name in available(task):
+        system = _construct(name, {}, task)
         if system is not None and all(compatibility(system, s) == COMPATIBLE for s in supports):
             able.append(name)
     return able
@@ -228,8 +228,8 @@ def validate_run(values: dict[str, str], family) -> None:
     ``family``: the graph's task family (it reads instance lists)."""
     check_ranges(values)
     if "system" in values:
-        check_system(values)
+        check_system(values, family.name)
     if "support" in values:
-        check_support(values)
+        check_support(values, family.name)
     check_instances(values, family)
     check_output_dir(values)

@@ -37,7 +37,6 @@ from labference_ros.core.action_conversion import identity
 from labference_ros.core.episode_loop import STOP_HOLD_S, EpisodeLoop
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
-from labference_ros.core.observation import REGISTERED_CAMERAS
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
@@ -83,10 +82,11 @@ class PolicyBridge(Node):
         v = {x.name: x.value for x in p}
         self.v = v
         self.family = task_family(str(v["task"]))
+        self.cameras = self.family.cameras  # what the tested system sees
         if v["step_mode"] not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
         self.spec = reference_joint_spec(float(v["control_rate_hz"]), int(v["max_chunk_length"]))
-        self.system = make(v["system"], spec=self.spec, **system_params(v))
+        self.system = make(v["system"], spec=self.spec, task=self.family.name, **system_params(v))
         # A system answering in its own convention (a profile's ActionSpec) is
         # converted here, in one place, into the reference rows executed below.
         self.conversion = getattr(self.system, "action_conversion", None) or identity(self.spec)
@@ -111,7 +111,7 @@ class PolicyBridge(Node):
             self.inputs[topic] = self.create_subscription(msg_type, topic, callback, profile)
 
         subscribe(JointState, "/joint_states", lambda m: self._keep("joints", m), qos)
-        for cam in REGISTERED_CAMERAS:
+        for cam in self.cameras:
             subscribe(Image, f"/cameras/{cam}/image_raw", lambda m, c=cam: self._keep(f"image:{c}", m), img_qos)
         subscribe(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, QoSProfile(depth=50))
         subscribe(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
@@ -342,7 +342,7 @@ class PolicyBridge(Node):
             return False
         rate = float(self.v["camera_rate"])
         tick = math.floor(t * rate + EPS) / rate
-        for cam in REGISTERED_CAMERAS:
+        for cam in self.cameras:
             img = self.latest.get(f"image:{cam}")
             if img is None or stamp_to_s(img.header.stamp) < tick - EPS:
                 return False
@@ -354,7 +354,7 @@ class PolicyBridge(Node):
 
     def _have_every_channel(self) -> bool:
         """Realtime mode: at least one message on every channel the observation needs."""
-        needed = ["joints", *(f"image:{c}" for c in REGISTERED_CAMERAS)] + (["world"] if self.system.privileged else [])
+        needed = ["joints", *(f"image:{c}" for c in self.cameras)] + (["world"] if self.system.privileged else [])
         return all(k in self.latest for k in needed)
 
     def _state_observe(self, ep):
@@ -377,7 +377,7 @@ class PolicyBridge(Node):
             self._end("done", stop)
             return
         images, stamps = {}, {}
-        for cam in REGISTERED_CAMERAS:
+        for cam in self.cameras:
             m = self.latest[f"image:{cam}"]
             images[cam] = np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width, 3)
             stamps[cam] = stamp_to_s(m.header.stamp)
@@ -385,7 +385,8 @@ class PolicyBridge(Node):
         # What a lab tells its systems: the world camera's calibration from the cell
         # description (mount) and the delivered image (size), never from the simulator.
         front = images["front"]
-        calib = {"front": world_camera_calibration("front", front.shape[0], front.shape[1]).to_dict()}
+        calib = {"front": world_camera_calibration("front", front.shape[0], front.shape[1],
+                                                   self.family.cell_description()).to_dict()}
         obs = loop.observe(t, images, stamps, dict(zip(js.name, js.position)), calib)
         msg = DeliveryReceipt(episode_id=ep["id"], receipt_id=f"{obs.observation_id}:r",
                               kind="observation", payload_id=obs.observation_id,

@@ -40,11 +40,19 @@ def register(name: str, privileged: bool = False) -> Callable[[type], type]:
     return deco
 
 
-def entries() -> dict[str, str]:
-    """Every known system name with the "module:Class" it loads."""
+DEFAULT_TASK = "feedback_weighing"
+
+
+def entries(task: str = DEFAULT_TASK) -> dict[str, str]:
+    """Every known system name with the "module:Class" it loads, for a graph of `task`:
+    a reference system's name means that family's system (both families have a
+    scripted_expert), then the remote adapters, the other families' systems and the
+    entry points."""
     from labference_ros import tasks
 
-    found = dict(REMOTE_SYSTEMS)
+    found = dict(tasks.family(task).reference_systems)
+    for name, target in REMOTE_SYSTEMS.items():
+        found.setdefault(name, target)
     for family_name in tasks.available():
         for name, target in tasks.family(family_name).reference_systems.items():
             found.setdefault(name, target)
@@ -53,15 +61,15 @@ def entries() -> dict[str, str]:
     return found
 
 
-def available() -> list[str]:
-    return sorted(set(entries()) | set(_RUNTIME))
+def available(task: str = DEFAULT_TASK) -> list[str]:
+    return sorted(set(entries(task)) | set(_RUNTIME))
 
 
-def system_class(name: str) -> type[TestedSystem]:
-    """The class registered as ``name``; imports its module on first use."""
+def system_class(name: str, task: str = DEFAULT_TASK) -> type[TestedSystem]:
+    """The class registered as ``name`` (for a graph of `task`); imports its module on first use."""
     if name in _RUNTIME:
         return _RUNTIME[name]
-    known = entries()
+    known = entries(task)
     if name not in known:
         raise KeyError(f"unknown tested system {name!r}; registered: {available()}")
     module_name, _, class_name = known[name].partition(":")
@@ -72,8 +80,8 @@ def system_class(name: str) -> type[TestedSystem]:
     return cls
 
 
-def make(name: str, spec: ActionSpec | None = None, **params) -> TestedSystem:
-    return system_class(name)(spec=spec, **params)
+def make(name: str, spec: ActionSpec | None = None, task: str = DEFAULT_TASK, **params) -> TestedSystem:
+    return system_class(name, task)(spec=spec, **params)
 
 
 __all__ = ["ENTRY_POINT_GROUP", "EvaluationValidityError", "EvaluatorView", "TestedSystem", "available",
