@@ -36,7 +36,10 @@ class Delivery:
 
 
 class InputMerger:
-    def __init__(self):
+    def __init__(self, readings: bool = True):
+        # readings: the measurements pair with balance readings (a family without a
+        # balance releases each world state as it comes).
+        self._paired = readings
         self._worlds: dict[int, WorldMeasurement] = {}
         self._readings: dict[int, BalanceMeasurement] = {}
         self._deliveries: list[tuple[int, int, Delivery]] = []  # (t, arrival, delivery)
@@ -68,7 +71,7 @@ class InputMerger:
         """
         out: list[tuple[str, object]] = []
         for k in sorted(self._worlds):
-            if not final and k > self._latest_reading:
+            if not final and self._paired and k > self._latest_reading:
                 break
             self._release_deliveries(out, before=k)
             m = self._worlds.pop(k)

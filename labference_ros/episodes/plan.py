@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labference_ros import __version__
-from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, REGISTERED_CAMERAS
+from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS
 from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 from labference_ros.tasks import family as task_family
@@ -79,7 +79,7 @@ HISTORY_PROTOCOL = f"single_delivery+last_{OBSERVATION_HISTORY_STEPS}_steps"
 def observation_condition(settings: RunSettings) -> str:
     """The observation condition's name, e.g. 'rgb:front+wrist+display@320x240/10Hz'
     (RGB and RGB-D are distinct conditions, as are image sizes and camera rates)."""
-    cameras = "+".join(REGISTERED_CAMERAS)
+    cameras = "+".join(task_family(settings.task).cameras)
     return f"rgb:{cameras}@{settings.image_width}x{settings.image_height}/{settings.camera_rate:g}Hz"
 
 
@@ -92,7 +92,8 @@ def run_json(settings: RunSettings, instance, assets: dict | None = None) -> str
         "policy": {"system": settings.system, "seed": instance.policy_seed},
         "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode,
                         "image_width": settings.image_width, "image_height": settings.image_height,
-                        "cameras": list(REGISTERED_CAMERAS), "condition": observation_condition(settings),
+                        "cameras": list(task_family(settings.task).cameras),
+                        "condition": observation_condition(settings),
                         "history_protocol": HISTORY_PROTOCOL},
         "budgets": {"deadline_sim_s": settings.deadline_s},
         "intervention": intervention_identity(parse_launch_support(settings.support), FULL_ROLLOUT),

@@ -121,6 +121,8 @@ def make_node():
             self.setup_timeout_s = float(p["setup_timeout_s"])
             self.connected_topics = {"operator": OPERATOR_CONNECTED_TOPICS,
                                      "rehearsal": REHEARSAL_CONNECTED_TOPICS}.get(self.setup, CONNECTED_TOPICS)
+            if task_family(str(p["task"])).cell_description().balance is None:  # no balance, no load cell
+                self.connected_topics = tuple(t for t in self.connected_topics if not t.startswith("/balance/"))
             self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})

@@ -67,7 +67,7 @@ class RefereeNode(Node):
         self.referee = None  # the family's episode referee while one is scored
         self.records: RunRecords | None = None
         self.records_error: OSError | None = None  # the first failed write of this episode's records
-        self.merger = InputMerger()
+        self.merger = InputMerger(readings=self.family.reads_balance)
         self.last_t = 0.0
         self.finished_episode = ""  # the episode last finished: later inputs of it are late
 
@@ -93,7 +93,7 @@ class RefereeNode(Node):
             return response
         self.referee = self.family.make_referee(contract, instance, episode_id=request.episode_id,
                                                session_id=request.episode_id, deadline_s=episode_deadline(info))
-        self.merger = InputMerger()
+        self.merger = InputMerger(readings=self.family.reads_balance)
         self.last_t = 0.0
         response.success, response.message = True, f"scoring {request.episode_id} with {contract.contract_id}"
         return response
