@@ -30,6 +30,7 @@ class EvaluatorView:
     positions: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     on_pan: frozenset[str] = frozenset()
     t: float = 0.0
+    facts: dict = field(default_factory=dict)  # the family's own evaluator facts (centrifuge: seated slots)
 
 
 class TestedSystem:

@@ -109,12 +109,13 @@ class PickPlacePlanner:
         T = self.configuration.get_transform_frame_to_world(GRIP_SITE, "site")
         return T.translation(), T.rotation().as_matrix()
 
-    def _track(self, arm_q, waypoints: np.ndarray) -> np.ndarray:
-        """Differential IK along a dense TCP path; one row of joints per point."""
+    def _track(self, arm_q, waypoints: np.ndarray, rotation: np.ndarray = TOP_DOWN) -> np.ndarray:
+        """Differential IK along a dense TCP path, the hand turning to `rotation` (TCP axes
+        as columns) on the way; one row of joints per point."""
         dt = 1.0 / self.settings.rate_hz
         self._set_q(arm_q)
         self.posture_task.set_target(self.configuration.q.copy())
-        rotations = self._turn_to_top_down(waypoints)
+        rotations = self._turn_to(waypoints, rotation)
         out = np.empty((len(waypoints), 7))
         for i, p in enumerate(waypoints):
             self.tcp_task.set_target(mink.SE3.from_rotation_and_translation(rotations[i], p))
@@ -129,17 +130,17 @@ class PickPlacePlanner:
             raise PlanningError(f"IK misses the waypoint {waypoints[-1]} by {err * 1000:.1f} mm")
         return out
 
-    def _turn_to_top_down(self, waypoints: np.ndarray) -> list:
-        """The hand's orientation along a move: from where it is now to top-down,
-        in step with the move's progress (a hand not yet top-down turns smoothly
+    def _turn_to(self, waypoints: np.ndarray, rotation: np.ndarray) -> list:
+        """The hand's orientation along a move: from where it is now to `rotation`,
+        in step with the move's progress (a hand not yet there turns smoothly
         instead of at the first waypoint)."""
         from scipy.spatial.transform import Rotation, Slerp
 
         now = self.configuration.get_transform_frame_to_world(GRIP_SITE, "site").rotation().as_matrix()
         start = np.asarray(self.configuration.get_transform_frame_to_world(GRIP_SITE, "site").translation())
-        ends = Rotation.from_matrix(np.stack([now, TOP_DOWN]))
+        ends = Rotation.from_matrix(np.stack([now, rotation]))
         if (ends[0].inv() * ends[1]).magnitude() < 1e-4:
-            return [mink.SO3.from_matrix(TOP_DOWN)] * len(waypoints)
+            return [mink.SO3.from_matrix(rotation)] * len(waypoints)
         travel = np.linalg.norm(np.asarray(waypoints) - start, axis=1)
         progress = travel / travel[-1] if travel[-1] > 1e-9 else np.linspace(0.0, 1.0, len(waypoints) + 1)[1:]
         turned = Slerp([0.0, 1.0], ends)(np.clip(progress, 0.0, 1.0)).as_matrix()
@@ -257,6 +258,83 @@ class PickPlacePlanner:
         hold(s.release_settle_s, "release")
         move(above_place, "retreat", p)
         return MotionPlan(dt=dt, arm_q=np.concatenate(rows), gripper_events=events, labels=labels)
+
+
+    def plan_pick_insert(self, arm_q, object_xyz, radius: float, length: float, mouth, axis,
+                         clear_z: float, release_depth: float = 0.02, pre_insert: float = 0.04,
+                         open_width: float | None = None) -> MotionPlan:
+        """Pick an upright cylinder (a tube) whose body centre is at object_xyz, top-down,
+        and insert it bottom first into a socket: its mouth, and `axis` the unit direction
+        into it. The hand turns so that the cylinder's axis lies along the socket's, the
+        fingers closing across the plane of the tilt; the bottom goes `pre_insert` above
+        the mouth along the axis, then in to `release_depth` past it, where the fingers
+        open (the cylinder slides on to the seat). `clear_z`: the height the cylinder's
+        bottom keeps while it travels; `open_width`: the fingers' open width (default: the
+        cylinder's diameter and the open margin)."""
+        s = self.settings
+        obj = np.asarray(object_xyz, float)
+        mouth, axis = np.asarray(mouth, float), np.asarray(axis, float) / np.linalg.norm(axis)
+        below_top = s.grasp_below_top
+        grasp = np.array([obj[0], obj[1], obj[2] + length / 2 - below_top])
+        reach = length - below_top  # grip point to the cylinder's bottom, along its axis
+        travel_z = max(clear_z + reach, grasp[2] + s.approach_height)
+        above_grasp = np.array([grasp[0], grasp[1], travel_z])
+        pre = mouth - axis * (reach + pre_insert)
+        inserted = mouth + axis * (release_depth - reach)
+        above_pre = np.array([pre[0], pre[1], max(travel_z, pre[2])])
+        tilted = socket_rotation(axis)
+        open_w = min(0.08, 2 * radius + s.open_margin) if open_width is None else open_width
+        dt = 1.0 / s.rate_hz
+        start_tcp, _ = self.tcp_pose(arm_q)
+        rows: list[np.ndarray] = []
+        events: list[GripperEvent] = []
+        labels: list[tuple[float, str]] = []
+        q = np.asarray(arm_q, float)
+
+        def now() -> float:
+            return sum(len(r) for r in rows) * dt
+
+        def move(goal, label, frm, rotation=TOP_DOWN):
+            nonlocal q
+            labels.append((now(), label))
+            rows.append(self.retime(q, self._track(q, self._segment(frm, goal), rotation)))
+            q = rows[-1][-1]
+            return goal
+
+        def hold(seconds, label):
+            labels.append((now(), label))
+            rows.append(np.repeat(q[None, :], int(round(seconds * s.rate_hz)), axis=0))
+
+        events.append(GripperEvent(0.0, open_w))
+        p = move(above_grasp, "approach", start_tcp)
+        p = move(grasp, "descend", p)
+        hold(s.arrive_settle_s, "settle")
+        events.append(GripperEvent(now(), 2 * radius, force=s.grasp_force, grasp=True))
+        hold(s.grasp_settle_s, "grasp")
+        p = move(above_grasp, "lift", p)
+        p = move(above_pre, "transfer", p, tilted)
+        p = move(pre, "align", p, tilted)
+        p = move(inserted, "insert", p, tilted)
+        hold(s.arrive_settle_s, "settle")
+        events.append(GripperEvent(now(), open_w))
+        hold(s.release_settle_s, "release")
+        p = move(pre, "withdraw", p, tilted)
+        move(above_pre, "retreat", p, tilted)
+        return MotionPlan(dt=dt, arm_q=np.concatenate(rows), gripper_events=events, labels=labels)
+
+
+def socket_rotation(axis) -> np.ndarray:
+    """TCP axes (columns) holding a top-down-grasped cylinder along `axis` (unit, into a
+    socket): TCP z along the axis, the fingers (TCP y) closing horizontally across the
+    tilt, turned the least from the top-down grasp."""
+    z = np.asarray(axis, float) / np.linalg.norm(axis)
+    y = np.cross(z, [0.0, 0.0, 1.0])
+    if np.linalg.norm(y) < 1e-6:  # a vertical socket: as picked
+        return TOP_DOWN.copy()
+    y /= np.linalg.norm(y)
+    if y @ TOP_DOWN[:, 1] < 0:
+        y = -y
+    return np.column_stack([np.cross(y, z), y, z])
 
 
 def execute_plan(backend, plan: MotionPlan, start: int = 0, stop: int | None = None) -> None:

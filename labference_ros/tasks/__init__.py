@@ -17,9 +17,10 @@ ENTRY_POINT_GROUP = "labference.tasks"
 # name -> module exposing FAMILY
 BUILTIN: dict[str, str] = {
     "feedback_weighing": "labference_ros.tasks.weighing",
+    "centrifuge_loading": "labference_ros.tasks.centrifuge",
 }
 # Short names a user may type (e.g. in campaign specs).
-ALIASES: dict[str, str] = {"weighing": "feedback_weighing"}
+ALIASES: dict[str, str] = {"weighing": "feedback_weighing", "centrifuge": "centrifuge_loading"}
 
 _LOADED: dict[str, TaskFamily] = {}
 

@@ -1,8 +1,8 @@
 """The centrifuge family behind the TaskFamily interface (tasks/base.py).
 
-Not registered in labference_ros.tasks.BUILTIN yet: it has no simulator scene
-(build_scene), no reference systems and no graph, so nothing could launch it.
-Everything here is pure and works on measurements, as a real rig's would.
+Everything here but build_scene is pure and works on measurements, as a real
+rig's would; the scene (tasks/centrifuge/scene.py) is imported only by a
+simulator backend.
 """
 from __future__ import annotations
 
@@ -12,8 +12,12 @@ from labference_ros.tasks.base import TaskFamily
 class CentrifugeFamily(TaskFamily):
     name = "centrifuge_loading"
     conditions = ("basic", "extended")
-    reference_systems: dict[str, str] = {}
-    graphs = ()
+    reference_systems = {
+        "scripted_expert": "labference_ros.tasks.centrifuge.systems:ScriptedExpert",
+        "plan_follower": "labference_ros.tasks.centrifuge.systems:PlanFollower",
+    }
+    graphs = ("labference_ros.graphs.centrifuge_sim",)
+    cameras = ("front", "wrist")
 
     def contract_for(self, condition: str):
         from labference_ros.tasks.centrifuge.contract import contract_for
@@ -60,11 +64,33 @@ class CentrifugeFamily(TaskFamily):
 
         return Referee(contract, instance, episode_id=episode_id, session_id=session_id, deadline_s=deadline_s)
 
-    def evaluator_view(self, instance, measurement):
-        from labference_ros.core.system import EvaluatorView
+    def assets(self) -> dict:
+        from labference_ros.cell.assets import cell_assets
+        from labference_ros.cell.description import CELL_DIR
+        from labference_ros.tasks.centrifuge.instances import GENERATOR_VERSION
 
+        return {**cell_assets(CELL_DIR / "centrifuge_cell.yaml"), "layout_revision": GENERATOR_VERSION}
+
+    def cell_description(self):
+        from labference_ros.cell.description import centrifuge_cell
+
+        return centrifuge_cell()
+
+    def build_scene(self, instance, fiducials: bool = False):
+        from labference_ros.tasks.centrifuge.scene import sim_scene
+
+        return sim_scene(instance, fiducials)
+
+    def evaluator_view(self, instance, measurement):
+        # The occupancy the rotor shows now: the insertion predicate on the measured tubes.
+        from labference_ros.core.system import EvaluatorView
+        from labference_ros.tasks.centrifuge.oracle_scope import occupied_slots
+        from labference_ros.tasks.centrifuge.rotor import slot_index
+
+        seated = occupied_slots(measurement.objects, self.contract_for(instance.condition))
         return EvaluatorView(instance=instance, t=measurement.t,
-                             positions={n: o.position for n, o in measurement.objects.items()})
+                             positions={n: o.position for n, o in measurement.objects.items()},
+                             facts={"seated": {tube: slot_index(slot) for tube, slot in seated.items()}})
 
     def state_payload(self, world) -> dict:
         from labference_ros.tasks.centrifuge.oracle_scope import state_payload

@@ -28,7 +28,7 @@ def test_instance_lists_round_trip_and_pairs_are_basic_only(tmp_path):
     assert back == insts + [m for p in pairs for m in p]
     with pytest.raises(ValueError, match="basic"):
         FAMILY.generate_pairs("extended", 1, 1, 2, 3)
-    assert "centrifuge_loading" not in available()  # not registered until it can be launched
+    assert "centrifuge_loading" in available()  # registered: centrifuge_sim.launch.py runs it
 
 
 def test_oracle_payloads_come_from_the_measured_rotor_and_tubes():

@@ -1,0 +1,37 @@
+"""Centrifuge loading against the simulator: the one description of its graph.
+
+launch/centrifuge_sim.launch.py is generated from this file
+(python -m labference_ros.graphs.launchgen) and the embedded launcher
+(`labference launch centrifuge_sim.launch.py`) starts the same nodes. The weighing
+graph's nodes without the balance (the rotor needs none) and without the RViz
+monitor (its robot description is the weighing cell's); every task-aware node
+loads the centrifuge family.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import weighing_sim
+from .graph import Graph, LaunchArgument, NodeSpec
+
+TASK = "centrifuge_loading"
+SYSTEMS = "scripted_expert, plan_follower, http, openpi, agent"
+ARGUMENTS = tuple(
+    dataclasses.replace(a, description=f"Tested system (policy registry name): {SYSTEMS}") if a.name == "system"
+    else a for a in weighing_sim.ARGUMENTS if a.name != "monitor")
+
+
+def _for_centrifuge(node: NodeSpec) -> NodeSpec:
+    parameters = dict(node.parameters)
+    if node.name in ("lab_sim", "referee", "policy_bridge", "recorder", "episode_runner", "oracle"):
+        parameters["task"] = TASK
+    return dataclasses.replace(node, parameters=parameters)
+
+
+NODES = tuple(_for_centrifuge(n) for n in weighing_sim.NODES if n.name not in ("balance", "monitor"))
+
+GRAPH = Graph(name="centrifuge_sim", package="labference",
+              description="Centrifuge loading in simulation: simulator, referee, policy bridge, episode runner",
+              arguments=ARGUMENTS, nodes=NODES, task=TASK)
+
+__all__ = ["ARGUMENTS", "GRAPH", "LaunchArgument", "TASK"]
