@@ -2,10 +2,14 @@
 initialization and an optional operation prefix, verified at the handoff.
 
 A population file is JSON lines, one registered start per line:
-  {"checkpoint_id": ..., "instance": {WeighingInstance}, "prefix": [{"type", "object", "destination"}],
+  {"checkpoint_id": ..., "task": "feedback_weighing", "instance": {the family's instance},
+   "prefix": [{"type", "object", "destination"}],
+   "executed": [...],       (optional: what the robot physically did instead, e.g. a tube meant
+                             for one slot that went into the next: the prefix is the history a
+                             system is handed, the executed operations make the state)
    "fixed_subgoal": true}   (optional: a start of the fixed-subgoal population K)
-Preparation failures stay in the population with their reason: they are
-unresolved pairs, never silently dropped.
+A line without "task" is a feedback-weighing start. Preparation failures stay in
+the population with their reason: they are unresolved pairs, never silently dropped.
 
 A prefix leaves an authorized action-observation record: before each prefix
 operation, the policy observation a tested system would have received (the
@@ -19,39 +23,52 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labference_ros.tasks.weighing.instance import WeighingInstance
-from labference_ros.core.measurements import LEFT_FINGER, PAN, RIGHT_FINGER
-from labference_ros.tasks.weighing.objects import STANDARDS
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER
 from labference_ros.core.operations import Operation
-from labference_ros.skills.motion import PlanningError
-from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
+from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
+from labference_ros.tasks import family as task_family
+from labference_ros.tasks import family_of
 
-from .executor import ReferenceExecutor
 from .world import Snapshot, World
 
+DEFAULT_TASK = "feedback_weighing"  # a population line without "task"
 STILL_SPEED = 1e-3  # m/s: every object at rest at the handoff
 SETTLE_LIMIT_S = 6.0  # at most this long waiting for a stable display
+PREFIX_RATE_HZ = 100.0  # the reference planner's rate for prefix operations
 
 
 @dataclass(frozen=True)
 class CheckpointSpec:
     checkpoint_id: str
-    instance: WeighingInstance
+    instance: object  # the task family's instance
     prefix: tuple[Operation, ...] = ()
     # A fixed-subgoal start (paper eq. 6, population K): every branch from it gets the
     # correct operation and the reference geometry supplied (replace:decision and
     # replace:geometry), so what it measures is the physical execution.
     fixed_subgoal: bool = False
+    # What the robot physically carried out, where it differs from the prefix the system
+    # is handed as its own history (None: the prefix itself).
+    executed: tuple[Operation, ...] | None = None
 
-    def expected_on_pan(self) -> frozenset:
-        on = set(self.instance.initial_on_pan)
-        for op in self.prefix:
-            (on.add if op.destination == PAN else on.discard)(op.object)
-        return frozenset(on)
+    @property
+    def family(self):
+        return family_of(self.instance)
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        """The operations carried out to prepare the start."""
+        return self.prefix if self.executed is None else self.executed
+
+    def expected_state(self) -> dict:
+        return self.family.start_state(self.instance, self.operations)
 
     def to_dict(self) -> dict:
         out = {"checkpoint_id": self.checkpoint_id, "instance": json.loads(self.instance.to_json()),
                "prefix": [op.to_dict() for op in self.prefix]}
+        if self.family.name != DEFAULT_TASK:
+            out["task"] = self.family.name
+        if self.executed is not None:
+            out["executed"] = [op.to_dict() for op in self.executed]
         if self.fixed_subgoal:
             out["fixed_subgoal"] = True
         return out
@@ -61,8 +78,11 @@ class CheckpointSpec:
         fixed = d.get("fixed_subgoal", False)
         if not isinstance(fixed, bool):
             raise ValueError(f"checkpoint {d.get('checkpoint_id')!r}: fixed_subgoal must be true or false")
-        return cls(str(d["checkpoint_id"]), WeighingInstance.from_json(json.dumps(d["instance"])),
-                   tuple(Operation.from_dict(o) for o in d.get("prefix", ())), fixed)
+        family = task_family(str(d.get("task", DEFAULT_TASK)))
+        executed = d.get("executed")
+        return cls(str(d["checkpoint_id"]), family.instance_from_json(json.dumps(d["instance"])),
+                   tuple(Operation.from_dict(o) for o in d.get("prefix", ())), fixed,
+                   None if executed is None else tuple(Operation.from_dict(o) for o in executed))
 
 
 @dataclass
@@ -72,7 +92,7 @@ class Checkpoint:
     reason: str = ""
     snapshot: Snapshot | None = None
     t: float = 0.0
-    on_pan: frozenset = frozenset()
+    state: dict = field(default_factory=dict)  # the verified task state at the handoff (TaskFamily.start_state)
     verification: dict = field(default_factory=dict)
     prefix_record: tuple[dict, ...] = ()  # {"observation": PolicyObservation, "operation", "t"} per prefix step
 
@@ -103,13 +123,9 @@ def population_from_instances(instances, prefix=(), fixed_subgoal: bool = False)
 
 
 def _run_prefix(world: World, op: Operation) -> None:
-    ex = ReferenceExecutor(world)
-    move = ex.locate(op)
-    if move is None:
-        raise PlanningError(f"prefix operation {op} is infeasible")
-    name, xyz, dest_xy, dest = move
-    to = plan_to_pan if dest == "pan" else plan_to_table
-    plan = to(ex.planner, world.backend.joint_state().position[:7], name, xyz, dest_xy)
+    planner = PickPlacePlanner(PickPlaceSettings(rate_hz=PREFIX_RATE_HZ))
+    plan = world.family.plan_operation(planner, world.backend.joint_state().position[:7], world.instance,
+                                       world.measure(), op)
     events = sorted(plan.gripper_events, key=lambda e: e.t)
     k = 0
     for i, row in enumerate(plan.arm_q):
@@ -123,24 +139,33 @@ def _run_prefix(world: World, op: Operation) -> None:
         world.advance(plan.dt)
 
 
-def verify(world: World, expected_on_pan: frozenset) -> dict:
-    """Handoff checks: supported set, release (no finger on any object), rest, stable display."""
+def verify(world: World, expected: dict) -> dict:
+    """Handoff checks: the family's task state (weighing: the supported set; centrifuge:
+    the seated slots), release (no finger on any object), rest, and a stable display
+    where the family reads a balance."""
     m = world.measure()
-    on_pan = frozenset(n for n, o in m.objects.items() if n in STANDARDS and PAN in o.contacts)
+    state = world.family.measured_start_state(m)
     held = sorted(n for n, o in m.objects.items() if {LEFT_FINGER, RIGHT_FINGER} & set(o.contacts))
     moving = sorted(n for n, o in m.objects.items() if o.linear_speed > STILL_SPEED)
-    stable = bool(world.reading is not None and world.reading.stable)
     failures = []
-    if on_pan != expected_on_pan:
-        failures.append(f"supported_set:{sorted(on_pan)}!={sorted(expected_on_pan)}")
+    for key, want in expected.items():
+        if state.get(key) != want:
+            failures.append(f"{key}:{_short(state.get(key))}!={_short(want)}")
     if held:
         failures.append("not_released:" + ",".join(held))
     if moving:
         failures.append("not_at_rest:" + ",".join(moving))
-    if not stable:
-        failures.append("display_not_stable")
-    return {"on_pan": sorted(on_pan), "held": held, "moving": moving, "stable": stable,
-            "failures": failures}
+    out = {**state, "held": held, "moving": moving}
+    if world.family.reads_balance:
+        out["stable"] = bool(world.reading is not None and world.reading.stable)
+        if not out["stable"]:
+            failures.append("display_not_stable")
+    return {**out, "failures": failures}
+
+
+def _short(value) -> str:
+    """A state value as the failure reason names it (the supported set as a list, as ever)."""
+    return str(sorted(value.items()) if isinstance(value, dict) else value)
 
 
 def at_reset(instance, checkpoint_id: str | None = None) -> Checkpoint:
@@ -149,8 +174,7 @@ def at_reset(instance, checkpoint_id: str | None = None) -> Checkpoint:
     spec = CheckpointSpec(checkpoint_id or f"{instance.instance_id}:reset", instance)
     world = World(instance)
     try:
-        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, frozenset(instance.initial_on_pan),
-                          {"at_reset": True})
+        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, spec.expected_state(), {"at_reset": True})
     finally:
         world.close()
 
@@ -161,18 +185,22 @@ def prepare(spec: CheckpointSpec) -> Checkpoint:
     record = []
     try:
         instruction = spec.instance.public_instruction()
-        for op in spec.prefix:
+        if spec.executed is not None and len(spec.executed) != len(spec.prefix):
+            raise ValueError("a start's executed operations must match its prefix one for one")
+        for op, done in zip(spec.prefix, spec.operations):
             _oid, obs = world.observe(instruction)
             record.append({"observation": obs, "operation": op.to_dict(), "t": world.t})
-            _run_prefix(world, op)
+            _run_prefix(world, done)
         world.advance(0.5)
         settle_end = world.t + SETTLE_LIMIT_S
-        while not world.reading.stable and world.t < settle_end:
+        while world.reading is not None and not world.reading.stable and world.t < settle_end:
             world.advance(0.1)
-        v = verify(world, spec.expected_on_pan())
+        expected = spec.expected_state()
+        v = verify(world, expected)
         if v["failures"]:
             return Checkpoint(spec, "preparation_failed", ";".join(v["failures"]), t=world.t, verification=v)
-        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, frozenset(v["on_pan"]), v, tuple(record))
+        return Checkpoint(spec, "verified", "", world.snapshot(), world.t, {k: v[k] for k in expected}, v,
+                          tuple(record))
     except (PlanningError, ValueError) as e:
         return Checkpoint(spec, "preparation_failed", f"{type(e).__name__}: {e}", t=world.t)
     finally:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from labference_ros import __version__
@@ -232,6 +232,8 @@ def _branch_records(records_dir, cp: Checkpoint, registered, condition, world: W
     info["checkpoint"] = {"checkpoint_id": cp.spec.checkpoint_id, "t": cp.t,
                           "snapshot_sha256": cp.snapshot.sha256 if cp.snapshot else None,
                           "prefix": [op.to_dict() for op in cp.spec.prefix]}
+    if cp.spec.executed is not None:  # the robot did otherwise than the history says
+        info["checkpoint"]["executed"] = [op.to_dict() for op in cp.spec.executed]
     episode = Path(records_dir) / _safe(system.name) / _safe(name) / "episodes" / _safe(cp.spec.checkpoint_id)
     return RunRecords(episode, info)
 
@@ -247,7 +249,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     name = condition_name(condition)
     res = BranchResult(cp.spec.checkpoint_id, name, "ok")
     envelope = safety_check(safety)  # a bad mode is refused before anything is built
-    system = make(system_name, **(params or {}))
+    system = make(system_name, task=cp.spec.family.name, **(params or {}))
     registered = condition
     condition = delivered_supports(cp, condition)
     # Capability preflight first: compatibility does not depend on the checkpoint.
@@ -265,8 +267,8 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     try:
         world.restore(cp.snapshot)
         # The referee starts from the verified handoff, not the raw initialization.
-        handoff_inst = replace(inst, initial_on_pan=tuple(sorted(cp.on_pan)))
-        referee = world.family.make_referee(world.family.contract_for(inst.condition), handoff_inst,
+        handoff_inst = world.family.handoff_instance(inst, cp.state)
+        referee = world.family.make_referee(world.family.contract_for(handoff_inst.condition), handoff_inst,
                                             episode_id=f"{cp.spec.checkpoint_id}:{name}", session_id="",
                                             deadline_s=cp.t + budget_s)
         if records_dir is not None:

@@ -1,5 +1,6 @@
-"""One simulated weighing world for a continuation: backend, balance model
-and display, stepped the way the ROS graph steps them (balance period 10 ms).
+"""One simulated world for a continuation: backend and, for a family that reads a
+balance (weighing), the balance model and display, stepped the way the ROS graph
+steps them (balance period 10 ms).
 
 A snapshot is the simulator blob (bit-exact, sim issue) plus the balance
 model's filter state, which lives outside MuJoCo and must travel with it."""
@@ -13,20 +14,18 @@ from labference_ros.core.measurements import WorldMeasurement
 from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, PolicyObservation, project_observation
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
-from labference_ros.tasks import family as task_family
+from labference_ros.tasks import family_of
 from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
-from labference_ros.tasks.weighing.instance import WeighingInstance
 
 FRONT_SIZE = (240, 320)  # display_reader localises at 320x240
 BALANCE_PERIOD_S = 0.01
-CAMERAS = ("front", "wrist", "display")
 
 
 @dataclass(frozen=True)
 class Snapshot:
     blob: bytes
-    balance: BalanceModel
-    reading: object  # last BalanceMeasurement shown on the display
+    balance: BalanceModel | None
+    reading: object  # last BalanceMeasurement shown on the display (None without a balance)
 
     @property
     def sha256(self) -> str:
@@ -34,21 +33,24 @@ class Snapshot:
 
 
 class World:
-    """A simulated weighing cell for matched continuations (the weighing family's world)."""
+    """A simulated cell of the instance's task family for matched continuations."""
 
-    family = task_family("feedback_weighing")
-
-    def __init__(self, instance: WeighingInstance):
+    def __init__(self, instance):
         self.instance = instance
-        self.backend = MujocoBackend(RenderSettings(sizes={"front": FRONT_SIZE}, visual_meshes=False))
+        self.family = family_of(instance)
+        self.cameras = self.family.cameras
+        self.backend = MujocoBackend(RenderSettings(sizes={"front": FRONT_SIZE}, visual_meshes=False),
+                                     self.family.name)
         self.backend.load(instance)
-        self.balance = BalanceModel(BalanceParameters(), self.backend.gravity)
-        self.balance.calibrate_empty(self.backend.empty_pan_wrench().force_up)
-        # The balance reads the pan at the reset instant, as the graph's balance
-        # node does with the wrench lab_sim publishes at reset.
-        w = self.backend.pan_wrench()
-        self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
-        self.backend.set_display(self.reading.displayed_g, self.reading.stable)
+        self.balance = self.reading = None
+        if self.family.reads_balance:
+            self.balance = BalanceModel(BalanceParameters(), self.backend.gravity)
+            self.balance.calibrate_empty(self.backend.empty_pan_wrench().force_up)
+            # The balance reads the pan at the reset instant, as the graph's balance
+            # node does with the wrench lab_sim publishes at reset.
+            w = self.backend.pan_wrench()
+            self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
+            self.backend.set_display(self.reading.displayed_g, self.reading.stable)
         self._obs_k = 0
 
     def observation_identity(self) -> dict:
@@ -56,8 +58,8 @@ class World:
         (each camera's size, a fresh frame at every observation, collision geoms
         drawn for the robot), so it never pools with the graph's camera schedule."""
         settings = self.backend.render_settings
-        sizes = "+".join(f"{c}@{settings.size(c)[1]}x{settings.size(c)[0]}" for c in CAMERAS)
-        return {"cameras": list(CAMERAS), "condition": f"rgb:{sizes}/each_observation:collision_geoms",
+        sizes = "+".join(f"{c}@{settings.size(c)[1]}x{settings.size(c)[0]}" for c in self.cameras)
+        return {"cameras": list(self.cameras), "condition": f"rgb:{sizes}/each_observation:collision_geoms",
                 "history_protocol": f"single_delivery+last_{OBSERVATION_HISTORY_STEPS}_steps+checkpoint_prefix",
                 "step_mode": "sync"}
 
@@ -68,9 +70,11 @@ class World:
     def advance(self, seconds: float) -> None:
         for _ in range(max(1, int(round(seconds / BALANCE_PERIOD_S)))):
             self.backend.advance(BALANCE_PERIOD_S)
-            w = self.backend.pan_wrench()
-            self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
-        self.backend.set_display(self.reading.displayed_g, self.reading.stable)
+            if self.balance is not None:
+                w = self.backend.pan_wrench()
+                self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
+        if self.balance is not None:
+            self.backend.set_display(self.reading.displayed_g, self.reading.stable)
 
     def measure(self) -> WorldMeasurement:
         return replace(self.backend.measure(), balance=self.reading)
@@ -78,8 +82,8 @@ class World:
     def sensors(self) -> tuple[dict, dict, dict]:
         """What the cell's sensors give now: images and their stamps per camera, joint positions."""
         js = self.backend.joint_state()
-        images = {c: self.backend.render(c) for c in CAMERAS}
-        return images, {c: self.t for c in CAMERAS}, dict(zip(js.names, js.position))
+        images = {c: self.backend.render(c) for c in self.cameras}
+        return images, {c: self.t for c in self.cameras}, dict(zip(js.names, js.position))
 
     def observe(self, instruction: str, evidence_version: int = 0) -> tuple[str, PolicyObservation]:
         """A policy observation outside the episode loop (a checkpoint's prefix record),
@@ -87,12 +91,13 @@ class World:
         images, stamps, joints = self.sensors()
         oid = f"obs-{self._obs_k}"
         self._obs_k += 1
-        calib = {"front": world_camera_calibration("front", *images["front"].shape[:2]).to_dict()}
+        calib = {"front": world_camera_calibration("front", *images["front"].shape[:2],
+                                                   self.family.cell_description()).to_dict()}
         source = {"observation_id": oid, "episode_id": self.instance.instance_id,
                   "sim_time": self.t, "evidence_version": evidence_version, "images": images,
                   "image_stamps": stamps, "joint_state": joints, "instruction": instruction,
                   "camera_calibration": calib}
-        return oid, project_observation(source)
+        return oid, project_observation(source, cameras=self.cameras)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self.backend.save_state(), copy.deepcopy(self.balance), self.reading)

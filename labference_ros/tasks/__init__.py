@@ -47,9 +47,18 @@ def family(name: str) -> TaskFamily:
     return _LOADED[name]
 
 
+def family_of(instance) -> TaskFamily:
+    """The registered family whose instances are of `instance`'s type."""
+    for name in available():
+        fam = family(name)
+        if isinstance(instance, fam.instance_type):
+            return fam
+    raise KeyError(f"no registered task family has instances of type {type(instance).__name__}")
+
+
 def family_of_contract_id(contract_id: str) -> TaskFamily:
     """The family of a recorded contract id ("feedback_weighing.basic@1.1.0")."""
     return family(contract_id.split(".", 1)[0])
 
 
-__all__ = ["ENTRY_POINT_GROUP", "TaskFamily", "available", "family", "family_of_contract_id"]
+__all__ = ["ENTRY_POINT_GROUP", "TaskFamily", "available", "family", "family_of", "family_of_contract_id"]

@@ -124,6 +124,32 @@ class TaskFamily:
         and the marker camera), where the family has one."""
         raise NotImplementedError
 
+    @property
+    def instance_type(self) -> type:
+        """The class of this family's resolved instances."""
+        raise NotImplementedError
+
+    # Oracle checkpoints (paper 6.1): a registered start is an instance and an operation
+    # prefix carried out from it, verified at the handoff against the state the family
+    # expects; branches are scored from that state (oracle/checkpoints.py).
+    def start_state(self, instance: Instance, operations) -> dict:
+        """The task state a start should show once `operations` (core.operations.Operation,
+        carried out in order) have succeeded from the instance's initialization."""
+        raise NotImplementedError
+
+    def measured_start_state(self, measurement) -> dict:
+        """The same state as measured (compared with start_state at the handoff)."""
+        raise NotImplementedError
+
+    def handoff_instance(self, instance: Instance, state: dict) -> Instance:
+        """The instance a branch's referee starts from: initialized as the verified state."""
+        raise NotImplementedError
+
+    def plan_operation(self, planner, arm_q, instance: Instance, measurement, operation):
+        """The reference motion (skills.motion.MotionPlan) that carries out one prefix
+        operation from the measured state; skills.motion.PlanningError if it cannot."""
+        raise NotImplementedError
+
     def cell_description(self):
         """The cell the family's scenes are built in (cell.description.CellDescription):
         the robot, the table, the camera mounts, the object shapes."""

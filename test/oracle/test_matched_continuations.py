@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from labference_ros.oracle import continuation
+from labference_ros.tasks import family as task_family
 from labference_ros.oracle.checkpoints import population_from_instances, prepare
 from labference_ros.oracle.continuation import run_branch
 from labference_ros.oracle.diagnose import diagnose_oracle, format_table
@@ -172,7 +173,7 @@ def test_a_refused_support_leaves_the_branch_identical_to_base(checkpoint, monke
     so the supported branch is the base branch step by step."""
     leak = lambda world: {"displayed_g": world.reading.displayed_g, "stable": True,  # noqa: E731
                           "sample_mass_g": 150.0}
-    monkeypatch.setattr(continuation.World.family, "state_payload", leak)
+    monkeypatch.setattr(task_family("feedback_weighing"), "state_payload", leak)
     base = run_branch(checkpoint, "misreader", (), trace=True)
     sup = run_branch(checkpoint, "misreader", parse_condition("replace:state"), trace=True)
     assert sup.receipts and all(r["status"] == "rejected_scope" for r in sup.receipts)
@@ -193,7 +194,7 @@ def test_prefix_checkpoint_is_rebuilt_and_verified_at_the_handoff():
     spec = population_from_instances([INSTANCES[0]], prefix=(add("std_20"),))[0]
     a, b = prepare(spec), prepare(spec)
     assert a.verified, a.reason
-    assert a.on_pan == {"std_20"} and a.verification["stable"] and not a.verification["held"]
+    assert a.state == {"on_pan": ["std_20"]} and a.verification["stable"] and not a.verification["held"]
     assert a.snapshot.blob == b.snapshot.blob  # rebuilding is deterministic, bit for bit
     # The authorized prefix: what a system would have been delivered, and what was done.
     (step,) = a.prefix_record

@@ -71,6 +71,52 @@ class CentrifugeFamily(TaskFamily):
 
         return {**cell_assets(CELL_DIR / "centrifuge_cell.yaml"), "layout_revision": GENERATOR_VERSION}
 
+    @property
+    def instance_type(self) -> type:
+        from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
+
+        return CentrifugeInstance
+
+    def start_state(self, instance, operations) -> dict:
+        # An insertion that succeeds seats its tube in the slot; a pick takes it out.
+        from labference_ros.core.operations import INSERT, PICK
+        from labference_ros.tasks.centrifuge.rotor import slot_name
+
+        seated = {tube: slot_name(slot) for tube, slot in instance.seated.items()}
+        for op in operations:
+            if op.type == INSERT:
+                seated[op.object] = op.destination
+            elif op.type == PICK:
+                seated.pop(op.object, None)
+        return {"seated": dict(sorted(seated.items()))}
+
+    def measured_start_state(self, measurement) -> dict:
+        from labference_ros.tasks.centrifuge.oracle_scope import occupied_slots
+
+        return {"seated": dict(sorted(occupied_slots(measurement.objects, self.contract_for("basic")).items()))}
+
+    def handoff_instance(self, instance, state: dict):
+        # Scored from the verified occupancy: one tube seated is a basic start, none an extended one.
+        from dataclasses import replace
+
+        from labference_ros.tasks.centrifuge.rotor import slot_index
+
+        seated = {tube: slot_index(slot) for tube, slot in state["seated"].items()}
+        if len(seated) > 1:
+            raise ValueError(f"a start with {sorted(seated)} seated leaves nothing to choose")
+        return replace(instance, seated=seated, condition="basic" if seated else "extended")
+
+    def plan_operation(self, planner, arm_q, instance, measurement, operation):
+        from labference_ros.core.operations import INSERT
+        from labference_ros.skills.motion import PlanningError
+        from labference_ros.tasks.centrifuge.moves import plan_insert
+        from labference_ros.tasks.centrifuge.rotor import slot_index
+
+        if operation.type != INSERT or operation.object not in measurement.objects:
+            raise PlanningError(f"prefix operation {operation} is not an insertion of a measured tube")
+        return plan_insert(planner, arm_q, instance, measurement.objects[operation.object].position,
+                           slot_index(operation.destination))
+
     def cell_description(self):
         from labference_ros.cell.description import centrifuge_cell
 

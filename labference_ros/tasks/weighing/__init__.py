@@ -90,6 +90,43 @@ class WeighingFamily(TaskFamily):
 
         return sim_scene(instance, fiducials)
 
+    @property
+    def instance_type(self) -> type:
+        from labference_ros.tasks.weighing.instance import WeighingInstance
+
+        return WeighingInstance
+
+    def start_state(self, instance, operations) -> dict:
+        from labference_ros.core.measurements import PAN
+
+        on = set(instance.initial_on_pan)
+        for op in operations:
+            (on.add if op.destination == PAN else on.discard)(op.object)
+        return {"on_pan": sorted(on)}
+
+    def measured_start_state(self, measurement) -> dict:
+        from labference_ros.core.measurements import PAN
+        from labference_ros.tasks.weighing.objects import STANDARDS
+
+        return {"on_pan": sorted(n for n, o in measurement.objects.items() if n in STANDARDS and PAN in o.contacts)}
+
+    def handoff_instance(self, instance, state: dict):
+        from dataclasses import replace
+
+        return replace(instance, initial_on_pan=tuple(sorted(state["on_pan"])))
+
+    def plan_operation(self, planner, arm_q, instance, measurement, operation):
+        from labference_ros.core.measurements import PAN
+        from labference_ros.skills.motion import PlanningError
+        from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
+
+        if operation.object not in measurement.objects:
+            raise PlanningError(f"prefix operation {operation} is infeasible")
+        xyz = measurement.objects[operation.object].position
+        if operation.destination == PAN:
+            return plan_to_pan(planner, arm_q, operation.object, xyz, instance.layout["balance"])
+        return plan_to_table(planner, arm_q, operation.object, xyz, instance.layout[operation.object])
+
     def cell_description(self):
         from labference_ros.cell.description import weighing_cell
 
