@@ -326,8 +326,13 @@ def _prefix_operation(text: str):
 @click.option("--support", "supports", multiple=True, required=True, metavar="MODE:SITE[+MODE:SITE]",
               help="A support condition, e.g. replace:state, assist:state, replace:decision, replace:skill; "
                    "join supports with + for a joint condition. Repeat for several.")
+@click.option("--task", "task", default="feedback_weighing", show_default=True,
+              help="Task family of the population --new writes (feedback_weighing, centrifuge_loading); "
+                   "a population file names its own.")
 @click.option("--new", "new_instances", type=int, default=0, metavar="N",
-              help="First write a population of N checkpoints (seed --seed) to POPULATION.")
+              help="First write a population of N checkpoints (seed --seed) to POPULATION. For "
+                   "centrifuge_loading: N controlled destination pairs, tube_a meant for a slot and seated "
+                   "there or in the next slot (2N starts).")
 @click.option("--condition", "task_condition", type=click.Choice(["basic", "extended"]), default="basic",
               show_default=True, help="Task condition of the instances --new generates.")
 @click.option("--prefix", "prefix", multiple=True, metavar="TYPE:OBJECT",
@@ -351,8 +356,9 @@ def _prefix_operation(text: str):
 @click.option("--safety", type=click.Choice(SAFETY_MODES), default="none", show_default=True,
               help="franka: every branch's chunks must keep the Panda's joint velocity and acceleration limits "
                    "and the cell's workspace box, as the policy bridge checks with safety:=franka.")
-def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], new_instances: int,
-                            task_condition: str, prefix: tuple[str, ...], fixed_subgoal: bool, seed: int,
+def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], task: str,
+                            new_instances: int, task_condition: str, prefix: tuple[str, ...], fixed_subgoal: bool,
+                            seed: int,
                             budget_s: float | None, out_file: str | None, records_dir: str | None,
                             safety: str) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
@@ -364,9 +370,16 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
     from labference_ros.oracle.diagnose import DEFAULT_BUDGET_S, diagnose_oracle, format_table
     from labference_ros.oracle.supports import parse_condition
     from labference_ros.policies import available
+    from labference_ros.tasks import available as families
+    from labference_ros.tasks import family
 
-    if system not in available():
-        raise click.BadParameter(f"{system!r} is not a registered tested system ({', '.join(available())})",
+    try:
+        task = family(task).name
+    except KeyError:
+        raise click.BadParameter(f"{task!r} is not a task family ({', '.join(families())})",
+                                 param_hint="'--task'") from None
+    if system not in available(task):
+        raise click.BadParameter(f"{system!r} is not a registered tested system ({', '.join(available(task))})",
                                  param_hint="'--system'")
     for text in supports:
         try:
@@ -383,12 +396,20 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
     if (prefix_ops or fixed_subgoal) and not new_instances:
         raise click.BadParameter("--prefix and --fixed-subgoal shape the population --new writes; give --new N",
                                  param_hint="'--new'")
-    if new_instances:
-        from labference_ros.oracle.checkpoints import population_from_instances, write_population
-        from labference_ros.tasks import family
+    if new_instances and task == "centrifuge_loading":
+        if prefix_ops or fixed_subgoal:
+            raise click.BadParameter("--prefix and --fixed-subgoal are weighing populations; the centrifuge's "
+                                     "--new writes its controlled destination pairs", param_hint="'--task'")
+        from labference_ros.oracle.checkpoints import CheckpointSpec, write_population
+        from labference_ros.tasks.centrifuge.instances import settled_start_pairs
 
-        instances = family("feedback_weighing").generate(task_condition, new_instances, task_seed=seed,
-                                                         layout_seed=seed, policy_seed=0)
+        write_population(population, [CheckpointSpec(cid, inst, prefix, executed=executed) for cid, inst, prefix,
+                                       executed in settled_start_pairs(new_instances, seed, seed, 0)])
+    elif new_instances:
+        from labference_ros.oracle.checkpoints import population_from_instances, write_population
+
+        instances = family(task).generate(task_condition, new_instances, task_seed=seed,
+                                          layout_seed=seed, policy_seed=0)
         write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops),
                                                                fixed_subgoal=fixed_subgoal))
     result = diagnose_oracle(population, system, list(supports),

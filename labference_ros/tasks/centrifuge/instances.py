@@ -138,6 +138,29 @@ def generate_pairs(n_pairs: int, task_seed: int, layout_seed: int, policy_seed: 
 
 
 
+def settled_start_pairs(n_pairs: int, task_seed: int, layout_seed: int, policy_seed: int) -> list[tuple]:
+    """Registered starts for the controlled destination test (paper 4.1), as checkpoint pairs on
+    one extended instance each: the history says tube_a was inserted into slot j; in member
+    "as_intended" it settled there, in "settled_elsewhere" it went into the next slot j+1 (what
+    the robot physically did). The scored choice, tube_b's destination, has the disjoint
+    reference sets {opposite(j)} and {opposite(j+1)}: a system that follows its plan instead of
+    the outcome is right in the first and wrong in the second. Each start is
+    (checkpoint_id, instance, prefix, executed): operations, executed None where it is the prefix."""
+    from labference_ros.core.operations import insert
+    from labference_ros.tasks.centrifuge.rotor import slot_name
+
+    n = contract_for("extended").rotor.n_slots
+    rng = random.Random(f"{GENERATOR_VERSION}:settled:{task_seed}")
+    out = []
+    for i, inst in enumerate(generate("extended", n_pairs, task_seed, layout_seed, policy_seed)):
+        j = rng.randrange(n)
+        meant = (insert(TUBES[0], slot_name(j)),)
+        pair = f"settled-{task_seed}-{i:04d}"
+        out.append((f"{pair}:as_intended", inst, meant, None))
+        out.append((f"{pair}:settled_elsewhere", inst, meant, (insert(TUBES[0], slot_name((j + 1) % n)),)))
+    return out
+
+
 def write_instance_list(path, instances, meta: dict | None = None) -> None:
     """Instances (or pairs, flattened in order) to one JSON file (core.instance_lists)."""
     instance_lists.write_instance_list(path, instances, GENERATOR_VERSION, meta)

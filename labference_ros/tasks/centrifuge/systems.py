@@ -13,29 +13,53 @@ slides on to the seat). They differ in what the second destination follows from:
   tube seated before its episode began) it reads the occupancy as the expert does.
   An intention may come from its own insertion or from a checkpoint's history
   (receive_prefix: Insert(tube, slot) it carried out before the checkpoint).
+
+Both expose the Oracle's state and decision sites (paper 6): the state they act on,
+{"occupied_slots": [...]} (the expert's as measured, the plan follower's as planned),
+can be replaced or assisted by the occupancy the rotor shows, and the operation they
+commit to can be replaced; each decision's original and used outputs are logged
+(interface_log) and its commitment reported on the explicit track.
 """
 from __future__ import annotations
 
 import random
 
 from labference_ros.core.observation import PolicyObservation
+from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
-from labference_ros.tasks.centrifuge.rotor import opposite, slot_frames, slot_index
+from labference_ros.tasks.centrifuge.moves import OPEN_WIDTH_M, plan_insert
+from labference_ros.tasks.centrifuge.rotor import opposite, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
-
-RELEASE_DEPTH_M = 0.015  # the tube's bottom 15 mm into the bore when the fingers open: the bore holds it upright
-CLEARANCE_M = 0.06  # a carried tube's bottom stays this far above the mouths
 
 
 class _Loader(PlannedMotionSystem):
     """Shared: the move is (tube, its measured centre, the destination slot)."""
 
     privileged = True
+    INTERFACES = {"state": ("assist", "replace"), "decision": ("replace",)}  # capability negotiation
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
         self.intended: dict[str, int] = {}  # tube -> the slot this system meant it for
+        self.supplied: dict[str, dict] = {}  # site -> the latest delivered payload
+        self.interface_log: list[dict] = []  # original and used outputs per decision
+        self._reported = 0
+
+    def interfaces(self) -> dict:
+        return dict(self.INTERFACES)
+
+    def supply(self, site: str, mode: str, payload: dict) -> None:
+        """Deliver one support; it holds until the next delivery at that site."""
+        if mode not in self.INTERFACES.get(site, ()):
+            raise ValueError(f"{self.name} does not accept {mode}:{site}")
+        self.supplied[site] = {"mode": mode, **payload}
+
+    def drain_reports(self) -> list[dict]:
+        """Each decision's commitment as an explicit report (the separately scored track)."""
+        new = self.interface_log[self._reported:]
+        self._reported = len(self.interface_log)
+        return [{"operation": e["operation_used"], "source": self.name} for e in new]
 
     def receive_prefix(self, prefix: list[dict]) -> None:
         """A checkpoint's earlier insertions count as this system's own intentions."""
@@ -48,21 +72,10 @@ class _Loader(PlannedMotionSystem):
 
     def plan_move(self, obs: PolicyObservation, move: tuple):
         tube, centre, slot = move
-        instance = self._instance
-        contract = contract_for(instance.condition)
-        frame = slot_frames(contract.rotor, instance.rotor_pose)[slot]
         self.intended[tube] = slot
-        return self.planner.plan_pick_insert(obs.joint_positions, centre, contract.tube.radius_m,
-                                             contract.tube.length_m, frame.mouth, frame.axis,
-                                             clear_z=float(frame.mouth[2]) + CLEARANCE_M,
-                                             release_depth=RELEASE_DEPTH_M, open_width=self._open_width(contract))
-
-    def _open_width(self, contract) -> float:
-        """Open wide enough around the tube, and wider than the spec's grasp threshold
-        (a narrower value would read as a grasp)."""
-        gripper = self.spec.gripper
-        return min(gripper.open_width_m, max(2 * contract.tube.radius_m + self.planner.settings.open_margin,
-                                             gripper.grasp_below_m + 0.002))
+        # Open wider than the spec's grasp threshold: a narrower value would read as a grasp.
+        open_width = min(self.spec.gripper.open_width_m, max(OPEN_WIDTH_M, self.spec.gripper.grasp_below_m + 0.002))
+        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot, open_width)
 
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         if evaluator is None:
@@ -82,17 +95,29 @@ class _Loader(PlannedMotionSystem):
             self._note(t=t, seated=seated, gave_up=tube)
             self.finished = True
             return None
-        reference = self.reference_slot(seated, contract.tubes)
-        if reference is None:
-            slot = random.Random(f"centrifuge-first-slot:{self.policy_seed}").randrange(n)
+        own = {"occupied_slots": sorted(slot_name(s) for s in self.believed_occupied(seated, contract.tubes))}
+        state = own
+        if "state" in self.supplied:  # the rotor's occupancy as delivered, in place of its own
+            state = {"occupied_slots": list(self.supplied["state"].get("occupied_slots") or [])}
+        occupied = [slot_index(s) for s in state["occupied_slots"]]
+        if occupied:
+            slot = opposite(occupied[0], n)
         else:
-            slot = opposite(reference, n)
-        self._note(t=t, seated=seated, tube=tube, reference=reference, slot=slot)
-        return tube, evaluator.positions[tube], slot
+            slot = random.Random(f"centrifuge-first-slot:{self.policy_seed}").randrange(n)
+        chosen = insert(tube, slot_name(slot))
+        used = chosen
+        if self.supplied.get("decision", {}).get("mode") == "replace":
+            supplied = Operation.from_dict(self.supplied["decision"]["operation"])
+            if supplied.object in evaluator.positions:
+                used = supplied
+        self.interface_log.append({"t": t, "state_original": own, "state_used": state,
+                                   "operation_original": chosen.to_dict(), "operation_used": used.to_dict()})
+        self._note(t=t, seated=seated, state=state, operation=used.to_dict())
+        return used.object, evaluator.positions[used.object], slot_index(used.destination)
 
-    def reference_slot(self, seated: dict[str, int], tubes) -> int | None:
-        """The slot the next destination is opposite to (None: the first tube, any slot)."""
-        return next(iter(seated.values()), None)
+    def believed_occupied(self, seated: dict[str, int], tubes) -> list[int]:
+        """The slots this system takes as occupied: what the rotor shows."""
+        return list(seated.values())
 
 
 class ScriptedExpert(_Loader):
@@ -102,8 +127,8 @@ class ScriptedExpert(_Loader):
 class PlanFollower(_Loader):
     name = "plan_follower"
 
-    def reference_slot(self, seated: dict[str, int], tubes) -> int | None:
-        for tube in tubes:  # where it meant the first tube to go, not where it went
-            if tube in self.intended:
-                return self.intended[tube]
-        return super().reference_slot(seated, tubes)
+    def believed_occupied(self, seated: dict[str, int], tubes) -> list[int]:
+        """Where it meant its tubes to go, not where they went; what it did not place
+        itself (seated before its episode began) as the rotor shows it."""
+        planned = {tube: self.intended[tube] for tube in tubes if tube in self.intended}
+        return sorted({**seated, **planned}.values())
