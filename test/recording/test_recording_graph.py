@@ -14,6 +14,7 @@ import h5py
 import pytest
 
 from labference_ros.rosenv import loopback_environ
+from bag_edit import tampered_copy
 from rosproc import Proc
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -288,24 +289,6 @@ def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ro
     topics, log = record_probe_episode(tmp_path, ros_env, "volatile_reading", 62)
     assert topics.count("/balance/reading") >= 10, topics  # the 4 s after the fallback (checked every second)
     assert any("recording it volatile" in line for line in log), log[-10:]
-
-
-def tampered_copy(src: pathlib.Path, dst: pathlib.Path, edit) -> pathlib.Path:
-    """Copy an episode's records and rewrite its bag through ``edit(topic, msgtype, t, data)``,
-    which returns new bytes or None to drop the message."""
-    from labference_ros.recording.bag_reader import EpisodeBagReader
-    from labference_ros.recording.bag_writer import EpisodeBag
-
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("bag", "videos"))
-    reader = EpisodeBagReader(src / "bag")
-    bag = EpisodeBag(dst / "bag", reader.custom)
-    for topic, msgtype, t, data in reader.raw_messages():
-        data = edit(topic, msgtype, t, data)
-        if data is not None:
-            bag.add_topic(topic, msgtype)
-            bag.write(topic, t, data)
-    bag.close()
-    return dst
 
 
 def _event(ep: pathlib.Path, category: str) -> dict:

@@ -78,7 +78,7 @@ def test_the_audit_agrees_and_finds_a_tube_moved_out_of_its_socket(basic_run, tm
     # after it was released: its insertion is then never confirmed.
     sys.path.insert(0, str(TEST_ROOT / "recording"))
     from rclpy.serialization import deserialize_message, serialize_message
-    from test_recording_graph import tampered_copy
+    from bag_edit import tampered_copy
 
     from labference.msg import WorldState
 
