@@ -85,15 +85,16 @@ class TubeTracker:
         th = self.contract.approach
         bottom, down = tube_bottom(o, self.contract.tube.length_m)
         previous, self._last_bottom = self._last_bottom, (now, bottom)
-        candidate = None
+        # Above the rotor the sockets' axis lines converge: of the sockets the tube could be
+        # entering, the one whose axis it is nearest to (not the first in index order).
+        candidate, nearest = None, math.inf
         for f in frames:
             v = bottom - f.mouth
             along = float(v @ f.axis)  # negative: above the mouth
             lateral = float(np.linalg.norm(v - along * f.axis))
             aligned = math.degrees(math.acos(float(np.clip(down @ f.axis, -1.0, 1.0)))) <= th.max_axis_error_deg
-            if lateral <= th.max_lateral_m and -th.max_height_m <= along and aligned:
-                candidate = f
-                break
+            if lateral <= th.max_lateral_m and -th.max_height_m <= along and aligned and lateral < nearest:
+                candidate, nearest = f, lateral
         descending = False
         if candidate is not None and previous is not None and now > previous[0]:
             speed = float((bottom - previous[1]) @ candidate.axis) / (now - previous[0])

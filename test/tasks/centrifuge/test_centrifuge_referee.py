@@ -154,3 +154,22 @@ def test_a_shallow_release_leaves_the_placement_unfinished():
     assert all(op.object == "tube_b" for op in ref.legal_set())
     assert ref.scores()["executed"] is False
     assert any(e["category"] == "insertion_unfinished" for e in ref.events)
+
+
+def test_a_slow_approach_where_the_neighbours_axes_are_also_near_is_to_the_nearest_socket():
+    """Above the rotor the sockets' axis lines converge: 6 cm above a mouth the neighbours'
+    lines pass 13-15 mm away, inside the recogniser's lateral bound. A tube descending
+    slowly along one socket's axis there is approaching that socket, not the first of
+    the candidates in slot order."""
+    inst = next(i for i in generate("basic", 12, 0, 0, 0) if (i.seated["tube_a"] + 6) % 12 >= 1)
+    contract = contract_for("basic")
+    cell = Cell(inst, contract)
+    cell.run(0.5)
+    cell.grasp("tube_b")
+    target = (inst.seated["tube_a"] + 6) % 12
+    f = cell.frames[target]
+    for k in range(20):  # 1 mm per step: 0.2 s within reach of both neighbours' axes
+        cell.tubes["tube_b"] = (f.mouth + (-0.06 + 0.001 * k) * f.axis, f.axis.copy(), FINGERS)
+        cell.run(DT)
+    choices = [e for e in cell.referee.events if e.get("category") == "choice"]
+    assert choices and choices[0]["operation"]["destination"] == f"slot_{target:02d}", choices
