@@ -108,6 +108,22 @@ def find_blobs(image: np.ndarray, min_area: int = 2) -> dict[str, tuple[float, f
     return out
 
 
+def colour_components(image: np.ndarray, rgb, min_area: int = 2,
+                      match_radius: float = _MATCH_RADIUS) -> list[tuple[float, float, int]]:
+    """Every blob of one printed colour, largest first: (u, v, area) at its pixel-area
+    centroid. The colour is matched by chromaticity (rgb / max), as the label discs are."""
+    img = image.astype(np.float32)
+    peak = img.max(axis=2)
+    chroma = img / np.maximum(peak, 1.0)[..., None]
+    ref = np.asarray(rgb, float) / max(rgb)
+    mask = ((np.linalg.norm(chroma - ref, axis=2) < match_radius) & (peak > 60)
+            & (1.0 - chroma.min(axis=2) > 0.2)).astype(np.uint8)
+    n, _comp, stats, cents = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    blobs = [(float(cents[i][0]) + 0.5, float(cents[i][1]) + 0.5, int(stats[i, cv2.CC_STAT_AREA]))
+             for i in range(1, n) if stats[i, cv2.CC_STAT_AREA] >= min_area]
+    return sorted(blobs, key=lambda b: -b[2])
+
+
 @dataclass(frozen=True)
 class SceneEstimate:
     standards: dict[str, tuple[float, float, float]]  # body centre, world m

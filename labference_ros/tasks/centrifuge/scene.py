@@ -25,6 +25,7 @@ from labference_ros.cell.scene_base import cell_spec
 from labference_ros.tasks.base import SimScene
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract, contract_for
 from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
+from labference_ros.tasks.centrifuge.perception import CAP_LENGTH_M, MARK_RADIUS_M
 from labference_ros.tasks.centrifuge.rotor import RotorPose, slot_frames
 
 CELL = centrifuge_cell()
@@ -37,8 +38,8 @@ CHAMFER_DEG = 40.0
 HUB_THICKNESS_M = 0.004
 HOUSING_RGBA = (0.30, 0.32, 0.36, 1.0)
 HUB_RGBA = (0.62, 0.63, 0.68, 1.0)
-INDEX_RGBA = (0.95, 0.45, 0.10, 1.0)  # the mark beside slot 0, as real rotors number their slots
-CAP_LENGTH_M = 0.012
+KNOB = CELL.objects["rotor_knob"]  # the lid knob at the rotor's centre: what a camera finds the axis by
+INDEX = CELL.objects["rotor_index"]  # the mark beside slot 0, as real rotors number their slots
 TUBE_SOLREF = (0.004, 1.0)
 TUBE_SOLIMP = (0.95, 0.99, 0.0005, 0.5, 2.0)
 LOCAL = RotorPose((0.0, 0.0, 0.0), 0.0)  # the rotor's own frame
@@ -109,13 +110,15 @@ def add_rotor(spec: mujoco.MjSpec, contract: CentrifugeContract, pose: RotorPose
         return
     # Visual only: the hub plate just below the mouths (a ring would hide nothing a camera needs),
     # the index mark outside slot 0, the housing from the table up to the sockets' lower ends.
-    outer = rotor.mouth_radius_m + bore + 2 * STAVE_THICKNESS_M
+
     body.add_geom(name="rotor_hub", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
                   size=[rotor.mouth_radius_m - bore - STAVE_THICKNESS_M, HUB_THICKNESS_M / 2],
                   pos=[0.0, 0.0, -HUB_THICKNESS_M / 2], rgba=list(HUB_RGBA), contype=0, conaffinity=0, group=1)
-    mark = outer + 0.006
-    body.add_geom(name="rotor_index", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.005, 0.002],
-                  pos=[mark, 0.0, -0.002], rgba=list(INDEX_RGBA), contype=0, conaffinity=0, group=1)
+    body.add_geom(name="rotor_knob", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[KNOB.radius, KNOB.height / 2],
+                  pos=[0.0, 0.0, KNOB.height / 2], rgba=list(KNOB.rgba), contype=0, conaffinity=0, group=1)
+
+    body.add_geom(name="rotor_index", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[INDEX.radius, INDEX.height / 2],
+                  pos=[MARK_RADIUS_M, 0.0, -INDEX.height / 2], rgba=list(INDEX.rgba), contype=0, conaffinity=0, group=1)
     tilt = math.radians(rotor.tilt_deg)
     low = -depth * math.cos(tilt)  # the sockets' lower ends below the mouths
     top_z = pose.center[2] + low

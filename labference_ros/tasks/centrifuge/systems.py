@@ -22,13 +22,14 @@ commit to can be replaced; each decision's original and used outputs are logged
 """
 from __future__ import annotations
 
+import math
 import random
 
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
-from labference_ros.tasks.centrifuge.moves import OPEN_WIDTH_M, plan_insert
+from labference_ros.tasks.centrifuge.moves import CLEARANCE_M, OPEN_WIDTH_M, RELEASE_DEPTH_M, plan_insert
 from labference_ros.tasks.centrifuge.rotor import opposite, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
@@ -132,3 +133,70 @@ class PlanFollower(_Loader):
         itself (seated before its episode began) as the rotor shows it."""
         planned = {tube: self.intended[tube] for tube in tubes if tube in self.intended}
         return sorted({**seated, **planned}.values())
+
+
+class OppositeFromPixels(PlannedMotionSystem):
+    """Not privileged: finds the rotor, the seated tube and a standing tube in the front
+    camera (tasks/centrifuge/perception.py) and inserts the standing tube opposite the
+    seated one. The slot's place comes from the seen axis, the orange mark at slot 0 and
+    the rotor's calibration (the seated tube says which slot is taken); without the mark,
+    from the seated tube's own angle. With nothing seated (extended) the first tube goes
+    into a slot drawn with the policy seed, counted from the mark. One try per tube."""
+
+    name = "opposite_from_pixels"
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.tries = 0
+        self.seated_first: int | None = None  # tubes seen seated at its first look
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        from labference_ros.perception.vision import CameraCalibration
+        from labference_ros.tasks.centrifuge.perception import sight, slot_at
+
+        t = obs.sim_time
+        if "front" not in obs.images or "front" not in obs.camera_calibration:
+            raise ValueError("needs the front camera and its calibration")
+        contract = contract_for("basic")  # the rotor and the tubes are the same in both conditions
+        n = contract.rotor.n_slots
+        seen = sight(obs.images["front"], CameraCalibration.from_dict(obs.camera_calibration["front"]), contract)
+        entry = {"t": t, "axis": seen.centre, "index_angle": seen.index_angle,
+                 "seated_angles": list(seen.seated_angles), "standing": [list(p) for p in seen.standing]}
+        step = 2 * math.pi / n
+        if self.seated_first is None:
+            self.seated_first = len(seen.seated_angles)
+        if len(seen.seated_angles) < self.seated_first + self.tries:  # the last insertion did not seat
+            self._note(**entry, gave_up="not seated")
+            self.finished = True
+            return None
+        if seen.centre is None or not seen.standing or len(seen.seated_angles) >= len(contract.tubes):
+            self._note(**entry, done=True)
+            self.finished = True
+            return None
+        if seen.seated_angles:
+            taken = seen.seated_angles[0]
+            if seen.index_angle is not None:  # the taken slot's index, counted from the mark
+                k = round((taken - seen.index_angle) / step) % n
+                angle = seen.index_angle + step * opposite(k, n)
+            else:
+                angle = taken + math.pi
+        elif seen.index_angle is not None:
+            angle = seen.index_angle + step * random.Random(f"centrifuge-first-slot:{self.policy_seed}").randrange(n)
+        else:
+            self._note(**entry, gave_up="no slot mark seen")
+            self.finished = True
+            return None
+        mouth, axis = slot_at(seen, angle, contract)
+        self.tries += 1
+        self._note(**entry, target_angle=angle, mouth=[float(v) for v in mouth])
+        return f"tube@{self.tries}", seen.standing[0], (mouth, axis)
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        _name, centre, (mouth, axis) = move
+        contract = contract_for("basic")
+        gripper = self.spec.gripper
+        open_width = min(gripper.open_width_m, max(OPEN_WIDTH_M, gripper.grasp_below_m + 0.002))
+        return self.planner.plan_pick_insert(obs.joint_positions, centre, contract.tube.radius_m,
+                                             contract.tube.length_m, mouth, axis,
+                                             clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
+                                             open_width=open_width)
