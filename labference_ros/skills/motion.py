@@ -221,44 +221,13 @@ class PickPlacePlanner:
         above_grasp = np.array([grasp[0], grasp[1], travel_z])
         above_place = np.array([place[0], place[1], travel_z])
         open_w = min(0.08, 2 * shape.radius + s.open_margin)
-        dt = 1.0 / s.rate_hz
-
-        start_tcp, _ = self.tcp_pose(arm_q)
-        rows: list[np.ndarray] = []
-        events: list[GripperEvent] = []
-        labels: list[tuple[float, str]] = []
-        q = np.asarray(arm_q, float)
-
-        def now() -> float:
-            return sum(len(r) for r in rows) * dt
-
-        def move(goal, label, frm):
-            nonlocal q
-            labels.append((now(), label))
-            path = self._segment(frm, goal)
-            rows.append(self.retime(q, self._track(q, path)))
-            q = rows[-1][-1]
-            return goal
-
-        def hold(seconds, label):
-            labels.append((now(), label))
-            rows.append(np.repeat(q[None, :], int(round(seconds * s.rate_hz)), axis=0))
-
-        events.append(GripperEvent(0.0, open_w))
-        p = move(above_grasp, "approach", start_tcp)
-        p = move(grasp, "descend", p)
-        hold(s.arrive_settle_s, "settle")
-        events.append(GripperEvent(now(), 2 * shape.radius, force=s.grasp_force, grasp=True))
-        hold(s.grasp_settle_s, "grasp")
-        p = move(above_grasp, "lift", p)
-        p = move(above_place, "transfer", p)
-        p = move(place, "lower", p)
-        hold(s.arrive_settle_s, "settle")
-        events.append(GripperEvent(now(), open_w))
-        hold(s.release_settle_s, "release")
-        move(above_place, "retreat", p)
-        return MotionPlan(dt=dt, arm_q=np.concatenate(rows), gripper_events=events, labels=labels)
-
+        plan = _PlanBuilder(self, arm_q)
+        plan.pick(above_grasp, grasp, open_w, 2 * shape.radius)
+        plan.move(above_place, "transfer")
+        plan.move(place, "lower")
+        plan.release(open_w)
+        plan.move(above_place, "retreat")
+        return plan.done()
 
     def plan_pick_insert(self, arm_q, object_xyz, radius: float, length: float, mouth, axis,
                          clear_z: float, release_depth: float = 0.02, pre_insert: float = 0.04,
@@ -284,43 +253,64 @@ class PickPlacePlanner:
         above_pre = np.array([pre[0], pre[1], max(travel_z, pre[2])])
         tilted = socket_rotation(axis)
         open_w = min(0.08, 2 * radius + s.open_margin) if open_width is None else open_width
-        dt = 1.0 / s.rate_hz
-        start_tcp, _ = self.tcp_pose(arm_q)
-        rows: list[np.ndarray] = []
-        events: list[GripperEvent] = []
-        labels: list[tuple[float, str]] = []
-        q = np.asarray(arm_q, float)
+        plan = _PlanBuilder(self, arm_q)
+        plan.pick(above_grasp, grasp, open_w, 2 * radius)
+        plan.move(above_pre, "transfer", tilted)
+        plan.move(pre, "align", tilted)
+        plan.move(inserted, "insert", tilted)
+        plan.release(open_w)
+        plan.move(pre, "withdraw", tilted)
+        plan.move(above_pre, "retreat", tilted)
+        return plan.done()
 
-        def now() -> float:
-            return sum(len(r) for r in rows) * dt
 
-        def move(goal, label, frm, rotation=TOP_DOWN):
-            nonlocal q
-            labels.append((now(), label))
-            rows.append(self.retime(q, self._track(q, self._segment(frm, goal), rotation)))
-            q = rows[-1][-1]
-            return goal
+class _PlanBuilder:
+    """A motion plan assembled move by move from the arm's start: rows at the planner's
+    rate, gripper events and phase labels at their times."""
 
-        def hold(seconds, label):
-            labels.append((now(), label))
-            rows.append(np.repeat(q[None, :], int(round(seconds * s.rate_hz)), axis=0))
+    def __init__(self, planner: PickPlacePlanner, arm_q):
+        self.planner, self.settings = planner, planner.settings
+        self.dt = 1.0 / self.settings.rate_hz
+        self.q = np.asarray(arm_q, float)
+        self.tcp, _ = planner.tcp_pose(arm_q)
+        self.rows: list[np.ndarray] = []
+        self.events: list[GripperEvent] = []
+        self.labels: list[tuple[float, str]] = []
 
-        events.append(GripperEvent(0.0, open_w))
-        p = move(above_grasp, "approach", start_tcp)
-        p = move(grasp, "descend", p)
-        hold(s.arrive_settle_s, "settle")
-        events.append(GripperEvent(now(), 2 * radius, force=s.grasp_force, grasp=True))
-        hold(s.grasp_settle_s, "grasp")
-        p = move(above_grasp, "lift", p)
-        p = move(above_pre, "transfer", p, tilted)
-        p = move(pre, "align", p, tilted)
-        p = move(inserted, "insert", p, tilted)
-        hold(s.arrive_settle_s, "settle")
-        events.append(GripperEvent(now(), open_w))
-        hold(s.release_settle_s, "release")
-        p = move(pre, "withdraw", p, tilted)
-        move(above_pre, "retreat", p, tilted)
-        return MotionPlan(dt=dt, arm_q=np.concatenate(rows), gripper_events=events, labels=labels)
+    def now(self) -> float:
+        return sum(len(r) for r in self.rows) * self.dt
+
+    def move(self, goal, label: str, rotation: np.ndarray = TOP_DOWN) -> None:
+        """A straight TCP move from the last goal, the hand turning to `rotation`."""
+        p = self.planner
+        self.labels.append((self.now(), label))
+        self.rows.append(p.retime(self.q, p._track(self.q, p._segment(self.tcp, goal), rotation)))
+        self.q, self.tcp = self.rows[-1][-1], goal
+
+    def hold(self, seconds: float, label: str) -> None:
+        self.labels.append((self.now(), label))
+        self.rows.append(np.repeat(self.q[None, :], int(round(seconds * self.settings.rate_hz)), axis=0))
+
+    def pick(self, above, grasp, open_width: float, diameter: float) -> None:
+        """Open, come down on the object top-down, grasp it and lift it back to `above`."""
+        s = self.settings
+        self.events.append(GripperEvent(0.0, open_width))
+        self.move(above, "approach")
+        self.move(grasp, "descend")
+        self.hold(s.arrive_settle_s, "settle")
+        self.events.append(GripperEvent(self.now(), diameter, force=s.grasp_force, grasp=True))
+        self.hold(s.grasp_settle_s, "grasp")
+        self.move(above, "lift")
+
+    def release(self, open_width: float) -> None:
+        """Settle where the last move arrived and open the fingers."""
+        s = self.settings
+        self.hold(s.arrive_settle_s, "settle")
+        self.events.append(GripperEvent(self.now(), open_width))
+        self.hold(s.release_settle_s, "release")
+
+    def done(self) -> MotionPlan:
+        return MotionPlan(dt=self.dt, arm_q=np.concatenate(self.rows), gripper_events=self.events, labels=self.labels)
 
 
 def socket_rotation(axis) -> np.ndarray:

@@ -16,17 +16,9 @@ from labference_ros.core.measurements import ObjectMeasurement  # noqa: E402
 from labference_ros.tasks.centrifuge.contract import contract_for  # noqa: E402
 from labference_ros.tasks.centrifuge.insertion import ROTOR, SeatTracker, seat_check  # noqa: E402
 from labference_ros.tasks.centrifuge.rotor import RotorPose, slot_frames  # noqa: E402
-from labference_ros.tasks.centrifuge.scene import add_tube, rotor_spec  # noqa: E402
+from labference_ros.tasks.centrifuge.scene import add_tube, quat_z_to, rotor_spec  # noqa: E402
 
 CONTRACT = contract_for("extended")
-
-
-def _quat_z_to(up) -> list[float]:
-    up = np.asarray(up, float) / np.linalg.norm(up)
-    axis = np.cross([0.0, 0.0, 1.0], up)
-    s = float(np.linalg.norm(axis))
-    h = math.atan2(s, float(up[2])) / 2
-    return [math.cos(h), *(math.sin(h) * axis / s)] if s > 1e-12 else [1.0, 0.0, 0.0, 0.0]
 
 
 def _measure(m, d, body) -> ObjectMeasurement:
@@ -45,7 +37,7 @@ def _measure(m, d, body) -> ObjectMeasurement:
 def _drop(pose: RotorPose, bottom, down, seconds=1.5):
     spec = rotor_spec(CONTRACT, pose)
     add_tube(spec, CONTRACT, "tube_a", list(np.asarray(bottom) - np.asarray(down) * CONTRACT.tube.length_m / 2),
-             _quat_z_to(-np.asarray(down)))
+             quat_z_to(-np.asarray(down)))
     m = spec.compile()
     d = mujoco.MjData(m)
     body = m.body("tube_a").id
