@@ -3,7 +3,6 @@ inside a socket slides to the seat and is judged seated in that slot, at any
 rotor yaw; one let go beside the rotor is seated nowhere."""
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
