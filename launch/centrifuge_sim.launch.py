@@ -3,7 +3,6 @@
 """Centrifuge loading in simulation: simulator, referee, policy bridge, episode runner."""
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, Shutdown
-from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue

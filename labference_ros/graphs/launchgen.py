@@ -24,8 +24,7 @@ HEADER = '''\
 """{description}."""
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, Shutdown
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
+{conditions}from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
@@ -61,7 +60,9 @@ def _node(node: NodeSpec, package: str) -> list[str]:
 
 
 def launch_source(graph: Graph) -> str:
-    out = [HEADER.format(name=graph.name, description=graph.description).rstrip("\n")]
+    # IfCondition only where a node starts on a launch argument (it would be an unused import).
+    conditions = "from launch.conditions import IfCondition\n" if any(n.when for n in graph.nodes) else ""
+    out = [HEADER.format(name=graph.name, description=graph.description, conditions=conditions).rstrip("\n")]
     out.append("    arguments = [")
     for arg in graph.arguments:
         choices = f", choices={list(arg.choices)!r}" if arg.choices else ""
