@@ -143,8 +143,8 @@ def test_step_predicates_are_the_task_familys_not_cores():
 def test_a_task_family_that_is_not_installed_is_a_clear_error():
     import pytest
     other = episode("a")
-    other["run"]["task"]["contract_id"] = "centrifuge_loading.basic@1.0.0"
-    with pytest.raises(TaskFamilyMissing, match="task family 'centrifuge_loading' is not installed"):
+    other["run"]["task"]["contract_id"] = "placement_recall.basic@1.0.0"  # the third family, not built yet
+    with pytest.raises(TaskFamilyMissing, match="task family 'placement_recall' is not installed"):
         evaluation_steps([other])
 
 
