@@ -13,10 +13,23 @@ CLEARANCE_M = 0.06  # a carried tube's bottom stays this far above the mouths
 OPEN_WIDTH_M = 0.05  # the fingers open this wide around a tube (wider than any grasp command)
 
 
+def open_width(gripper) -> float:
+    """The fingers' open width around a tube for a tested system's gripper convention: wider
+    than its grasp threshold (a narrower value would read as a grasp)."""
+    return min(gripper.open_width_m, max(OPEN_WIDTH_M, gripper.grasp_below_m + 0.002))
+
+
+def plan_insert_at(planner: PickPlacePlanner, arm_q, tube_xyz, mouth, axis,
+                   open_width: float = OPEN_WIDTH_M) -> MotionPlan:
+    """The standing tube at tube_xyz into the socket with this mouth and axis (into it)."""
+    tube = contract_for("basic").tube  # the same tubes in both conditions
+    return planner.plan_pick_insert(arm_q, tube_xyz, tube.radius_m, tube.length_m, mouth, axis,
+                                    clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
+                                    open_width=open_width)
+
+
 def plan_insert(planner: PickPlacePlanner, arm_q, instance: CentrifugeInstance, tube_xyz, slot: int,
                 open_width: float = OPEN_WIDTH_M) -> MotionPlan:
-    contract = contract_for(instance.condition)
-    frame = slot_frames(contract.rotor, instance.rotor_pose)[slot]
-    return planner.plan_pick_insert(arm_q, tube_xyz, contract.tube.radius_m, contract.tube.length_m, frame.mouth,
-                                    frame.axis, clear_z=float(frame.mouth[2]) + CLEARANCE_M,
-                                    release_depth=RELEASE_DEPTH_M, open_width=open_width)
+    """The standing tube at tube_xyz into the instance's slot (its calibrated frame at the rotor's pose)."""
+    frame = slot_frames(contract_for(instance.condition).rotor, instance.rotor_pose)[slot]
+    return plan_insert_at(planner, arm_q, tube_xyz, frame.mouth, frame.axis, open_width)

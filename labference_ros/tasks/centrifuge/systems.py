@@ -29,7 +29,7 @@ from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
-from labference_ros.tasks.centrifuge.moves import CLEARANCE_M, OPEN_WIDTH_M, RELEASE_DEPTH_M, plan_insert
+from labference_ros.tasks.centrifuge.moves import open_width, plan_insert, plan_insert_at
 from labference_ros.tasks.centrifuge.rotor import opposite, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
@@ -74,9 +74,8 @@ class _Loader(PlannedMotionSystem):
     def plan_move(self, obs: PolicyObservation, move: tuple):
         tube, centre, slot = move
         self.intended[tube] = slot
-        # Open wider than the spec's grasp threshold: a narrower value would read as a grasp.
-        open_width = min(self.spec.gripper.open_width_m, max(OPEN_WIDTH_M, self.spec.gripper.grasp_below_m + 0.002))
-        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot, open_width)
+        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
+                           open_width(self.spec.gripper))
 
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         if evaluator is None:
@@ -193,10 +192,4 @@ class OppositeFromPixels(PlannedMotionSystem):
 
     def plan_move(self, obs: PolicyObservation, move: tuple):
         _name, centre, (mouth, axis) = move
-        contract = contract_for("basic")
-        gripper = self.spec.gripper
-        open_width = min(gripper.open_width_m, max(OPEN_WIDTH_M, gripper.grasp_below_m + 0.002))
-        return self.planner.plan_pick_insert(obs.joint_positions, centre, contract.tube.radius_m,
-                                             contract.tube.length_m, mouth, axis,
-                                             clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
-                                             open_width=open_width)
+        return plan_insert_at(self.planner, obs.joint_positions, centre, mouth, axis, open_width(self.spec.gripper))
