@@ -65,7 +65,7 @@ def test_population_file_round_trip(tmp_path):
     path = tmp_path / "population.jsonl"
     write_population(path, specs)
     back = read_population(path)
-    assert back == specs and back[0].expected_on_pan() == {"std_20"}
+    assert back == specs and back[0].expected_state() == {"on_pan": ["std_20"]}
     path.write_text(path.read_text() * 2)
     with pytest.raises(ValueError):
         read_population(path)
