@@ -72,7 +72,8 @@ def op_text(op: dict | None) -> str:
 
 @dataclass
 class MonitorState:
-    """The latest of every referee output the markers show; reset per episode."""
+    """The latest of every referee output the markers show (reset per episode) and the
+    latest measured object poses."""
     episode_id: str = ""
     objects: dict[str, dict] = field(default_factory=dict)  # name -> {kind, position, orientation}
     opportunity: dict | None = None        # {id, evidence_version, trigger, t}
@@ -83,10 +84,14 @@ class MonitorState:
     events: list[dict] = field(default_factory=list)  # execution/completion log, newest last
 
     def new_episode(self, episode_id: str) -> bool:
-        """True (and everything forgotten) when episode_id starts a new episode."""
+        """True (and the referee's outputs forgotten) when episode_id starts a new episode.
+
+        The measured object poses stay: the referee's first legal set can arrive before the
+        new episode's first world state, and its objects must still be shown."""
         if episode_id == self.episode_id:
             return False
-        self.__init__(episode_id=episode_id)
+        objects = self.objects
+        self.__init__(episode_id=episode_id, objects=objects)
         return True
 
     def on_objects(self, objects: dict[str, dict]) -> None:

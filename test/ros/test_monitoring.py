@@ -210,8 +210,16 @@ def test_closed_opportunity_and_new_episode_clear_the_state():
     s.on_event({"category": "opportunity_closed", "opportunity_id": 2, "t": 9.5})
     assert _by_ns(build_markers(s), "opportunity")[0].text == "no open opportunity"
     assert not _by_ns(build_markers(s), "legal")
-    assert s.new_episode("ep2") and not s.objects and not s.events and s.reading is None
+    s.on_objects({"std_10": {"kind": "standard", "position": (0.4, 0.1, 0.8)}})
+    s.on_opportunity({"id": 3, "trigger": "start"})
+    s.on_legal_set(3, [{"type": "add", "object": "std_10"}])
+    assert s.new_episode("ep2") and not s.events and s.reading is None and s.opportunity is None
     assert not s.new_episode("ep2")
+    # The new episode's first legal set may come before its first world state: the last
+    # measured poses still place its markers.
+    s.on_opportunity({"id": 1, "trigger": "start"})
+    s.on_legal_set(1, [{"type": "add", "object": "std_10"}])
+    assert [m.text for m in _by_ns(build_markers(s), "legal")] == ["std_10"]
 
 
 # recorder, launch, rviz -------------------------------------------------------------
