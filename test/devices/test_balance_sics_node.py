@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from labference_ros.devices.sics_emulator import SicsBalanceEmulator
 from labference_ros.rosenv import loopback_environ
+from ros_domains import own_domain
 from rosproc import Proc, peer
 
 
-def test_the_node_publishes_the_balance_and_each_fault_with_its_cause(tmp_path):
+@pytest.fixture
+def domain():
+    with own_domain() as domain_id:
+        yield domain_id
+
+
+def test_the_node_publishes_the_balance_and_each_fault_with_its_cause(tmp_path, domain):
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(int(env.get("ROS_DOMAIN_ID", "43")) + 1)
+    env["ROS_DOMAIN_ID"] = domain
     link = tmp_path / "balance"
     with SicsBalanceEmulator(link, settle_s=0.2) as emulator:
         emulator.set_load_g(123.4)
@@ -36,9 +45,9 @@ def test_the_node_publishes_the_balance_and_each_fault_with_its_cause(tmp_path):
             assert node.stop() == 0
 
 
-def test_without_a_port_the_node_says_what_it_needs():
+def test_without_a_port_the_node_says_what_it_needs(domain):
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(int(env.get("ROS_DOMAIN_ID", "43")) + 2)
+    env["ROS_DOMAIN_ID"] = domain
     node = Proc([sys.executable, "-m", "labference_ros.nodes.balance_sics"], env=env)
     assert node.popen.wait(timeout=60) != 0
     node.wait_for("", count=100, timeout=2)

@@ -7,15 +7,24 @@ import pathlib
 import sys
 import time
 
+import pytest
+
 from labference_ros.rosenv import loopback_environ
+from ros_domains import own_domain
 from rosproc import Proc, peer
 
 SIM_PEER = pathlib.Path(__file__).resolve().parents[1] / "peers" / "sim_reading_peer.py"
 
 
-def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path):
+@pytest.fixture
+def domain():
+    with own_domain() as domain_id:
+        yield domain_id
+
+
+def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path, domain):
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(int(env.get("ROS_DOMAIN_ID", "43")) + 3)
+    env["ROS_DOMAIN_ID"] = domain
     port = tmp_path / "balance"
     load = tmp_path / "load.txt"
 

@@ -34,8 +34,8 @@ def fake_launch(args: list[str], domain: str | None, knobs: dict[str, str] | Non
 
 
 def other_test_domain() -> str:
-    """A second domain of this test run's own, 3..60 (conftest's is 43..100)."""
-    return str(int(os.environ["ROS_DOMAIN_ID"]) - 40)
+    """The second domain of this test process's pair (test/conftest.py run_domain)."""
+    return str(int(os.environ["ROS_DOMAIN_ID"]) + 1)
 
 
 def test_two_launches_without_ros_domain_id_claim_different_domains_and_both_complete(tmp_path):

@@ -7,6 +7,7 @@ import time
 
 from labference_ros.launcher.shm import SHM_DIR, clean_dead_participants, dead_participant_files
 from labference_ros.rosenv import loopback_environ
+from ros_domains import own_domain
 from rosproc import peer
 
 
@@ -32,9 +33,13 @@ def own_segments(pid: int, timeout: float = 30.0) -> set[str]:
 def test_killed_participant_segments_are_removed_and_living_ones_kept():
     # Separate domains: peers that discover each other map each other's segments,
     # and a segment a living process maps is rightly kept.
-    base = int(os.environ["ROS_DOMAIN_ID"])
-    doomed = peer("serve", env=loopback_environ({**os.environ, "ROS_DOMAIN_ID": str((base + 1) % 200)}))
-    living = peer("talk", env=loopback_environ({**os.environ, "ROS_DOMAIN_ID": str((base + 2) % 200)}))
+    with own_domain() as doomed_domain, own_domain() as living_domain:
+        doomed = peer("serve", env=loopback_environ({**os.environ, "ROS_DOMAIN_ID": doomed_domain}))
+        living = peer("talk", env=loopback_environ({**os.environ, "ROS_DOMAIN_ID": living_domain}))
+        check_cleanup(doomed, living)
+
+
+def check_cleanup(doomed, living) -> None:
     try:
         doomed_segs, living_segs = own_segments(doomed.popen.pid), own_segments(living.popen.pid)
         assert doomed_segs and living_segs

@@ -4,7 +4,6 @@ scripted driver: the referee scores what physically happened."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import sys
 
@@ -12,6 +11,7 @@ import pytest
 
 from labference_ros.core.records import read_jsonl
 from labference_ros.rosenv import loopback_environ
+from ros_domains import own_domain
 from rosproc import Proc
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -19,15 +19,16 @@ DRIVER = REPO / "test" / "peers" / "weighing_driver.py"
 
 
 @pytest.fixture
-def graph(tmp_path, request):
-    env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(10 + (os.getpid() + hash(request.node.name)) % 90)
-    procs = [Proc([sys.executable, "-m", f"labference_ros.nodes.{name}"], env=env)
-             for name in ("lab_sim", "balance", "referee")]
-    yield env
-    for p in procs:
-        assert p.popen.poll() is None, f"a node died: {p.seen[-20:]}"
-        p.stop()
+def graph(tmp_path):
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        procs = [Proc([sys.executable, "-m", f"labference_ros.nodes.{name}"], env=env)
+                 for name in ("lab_sim", "balance", "referee")]
+        yield env
+        for p in procs:
+            assert p.popen.poll() is None, f"a node died: {p.seen[-20:]}"
+            p.stop()
 
 
 def drive(env, mode: str, out: pathlib.Path) -> dict:

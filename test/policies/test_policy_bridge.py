@@ -4,7 +4,6 @@ bridge logs requested vs applied chunks and publishes receipts."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import sys
 
@@ -12,6 +11,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "test" / "ros"))
+from ros_domains import own_domain  # noqa: E402
 from rosproc import Proc  # noqa: E402
 
 from labference_ros.core.records import read_jsonl  # noqa: E402
@@ -20,11 +20,17 @@ from labference_ros.rosenv import loopback_environ  # noqa: E402
 IMAGE = ["-p", "image_width:=320", "-p", "image_height:=240"]
 
 
-def start_graph(request, *bridge_params: str) -> tuple[dict, dict]:
+@pytest.fixture
+def domain():
+    with own_domain() as domain_id:
+        yield domain_id
+
+
+def start_graph(domain: str, *bridge_params: str) -> tuple[dict, dict]:
     """lab_sim, balance, referee and policy_bridge (with these parameters) as processes."""
     env = loopback_environ()
     env["MUJOCO_GL"] = "egl"
-    env["ROS_DOMAIN_ID"] = str(10 + (os.getpid() + hash(request.node.name)) % 90)
+    env["ROS_DOMAIN_ID"] = domain
     bridge = [arg for p in bridge_params for arg in ("-p", p)]
     nodes = {name: Proc([sys.executable, "-m", f"labference_ros.nodes.{name}", *(
         ["--ros-args", *IMAGE] if name == "lab_sim" else
@@ -34,8 +40,8 @@ def start_graph(request, *bridge_params: str) -> tuple[dict, dict]:
 
 
 @pytest.mark.slow
-def test_display_reader_through_the_bridge(tmp_path, request):
-    nodes, env = start_graph(request, "system:=display_reader")
+def test_display_reader_through_the_bridge(tmp_path, domain):
+    nodes, env = start_graph(domain, "system:=display_reader")
     try:
         driver = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_episode.py"),
                        str(tmp_path / "ep"), "2"], env=env)
@@ -62,10 +68,10 @@ def test_display_reader_through_the_bridge(tmp_path, request):
     assert receipts[0]["camera_stamps"]["front"] == 0.0 and receipts[0]["image_shapes"]["front"] == [240, 320, 3]
 
 
-def test_unreachable_policy_server_is_an_error_status_not_a_crash(request):
+def test_unreachable_policy_server_is_an_error_status_not_a_crash(domain):
     from fake_servers import free_port
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(10 + (os.getpid() + hash(request.node.name)) % 90)
+    env["ROS_DOMAIN_ID"] = domain
     params = json.dumps({"url": f"http://127.0.0.1:{free_port()}", "timeout_s": 2.0})
     bridge = Proc([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
                    "-p", "system:=http", "-p", f"system_params_json:='{params}'"], env=env)  # YAML-quoted
@@ -85,8 +91,8 @@ def test_unreachable_policy_server_is_an_error_status_not_a_crash(request):
 
 
 @pytest.mark.slow
-def test_a_pause_stops_the_arm_within_one_interval_and_the_episode_resumes(tmp_path, request):
-    nodes, env = start_graph(request, "system:=scripted_expert", "safety:=franka")
+def test_a_pause_stops_the_arm_within_one_interval_and_the_episode_resumes(tmp_path, domain):
+    nodes, env = start_graph(domain, "system:=scripted_expert", "safety:=franka")
     try:
         driver = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_pause.py"), str(tmp_path / "ep")],
                       env=env)

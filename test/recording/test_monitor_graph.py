@@ -13,6 +13,7 @@ from collections import Counter
 
 import pytest
 
+from labference_ros.launcher.domains import claim_domain
 from labference_ros.monitoring import description
 from labference_ros.recording.bag_reader import EpisodeBagReader
 from labference_ros.rosenv import loopback_environ
@@ -30,8 +31,9 @@ def watched():
     """(run dir, probe lines) of one recorded episode with the monitor running."""
     import tempfile
 
+    claim = claim_domain(None)
     env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(41 + os.getpid() % 40)
+    env["ROS_DOMAIN_ID"] = str(claim.domain_id)
     run = pathlib.Path(tempfile.mkdtemp(prefix="monitor_run_"))
     procs = [Proc([sys.executable, "-m", f"labference_ros.nodes.{name}"], env=env)
              for name in ("lab_sim", "balance", "referee", "recorder", "monitor")]
@@ -50,6 +52,7 @@ def watched():
         probe.stop()
         for p in procs:
             p.stop()
+        claim.release()
     return run, list(probe.seen)
 
 

@@ -4,7 +4,6 @@ interfaces; then the replay audit, videos and demonstrations from those bags."""
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 
 from labference_ros.rosenv import loopback_environ
 from bag_edit import tampered_copy
+from ros_domains import own_domain
 from rosproc import Proc
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -31,9 +31,10 @@ def labference(*args: str, env=None) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def ros_env():
-    env = loopback_environ()
-    env["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 40)  # +60 below stays within 0..101
-    return env
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        yield env
 
 
 @pytest.fixture(scope="module")
@@ -241,35 +242,37 @@ def test_demonstrations_hdf5_manifest_and_training_index(recorded_run, tmp_path)
 
 @pytest.mark.slow
 def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
-    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + 60))
-    recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder"], env=env)
-    try:
-        probe = Proc([sys.executable, str(PROBE), "start", str(tmp_path / "ep")], env=env)
-        assert probe.wait_for("STARTED", timeout=90) == ["STARTED True"], probe.seen
-        probe.stop()
-    finally:
-        assert recorder.stop() == 0
+    with own_domain() as domain:  # away from the module's recorded graph
+        env = dict(ros_env, ROS_DOMAIN_ID=domain)
+        recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder"], env=env)
+        try:
+            probe = Proc([sys.executable, str(PROBE), "start", str(tmp_path / "ep")], env=env)
+            assert probe.wait_for("STARTED", timeout=90) == ["STARTED True"], probe.seen
+            probe.stop()
+        finally:
+            assert recorder.stop() == 0
     from labference_ros.recording.bag_reader import EpisodeBagReader
 
     reader = EpisodeBagReader(tmp_path / "ep" / "bag")
     assert json.loads(reader.custom["finish"])["status"] == "recorder_shutdown"
 
 
-def record_probe_episode(tmp_path, ros_env, mode: str, domain_offset: int) -> tuple[list[str], list[str]]:
-    """A recorder (no videos) records the episode a recorder_probe.py mode plays:
-    (the bag's topic per message, everything the recorder logged)."""
+def record_probe_episode(tmp_path, ros_env, mode: str) -> tuple[list[str], list[str]]:
+    """A recorder (no videos) records the episode a recorder_probe.py mode plays, on a
+    domain of its own: (the bag's topic per message, everything the recorder logged)."""
     from labference_ros.recording.bag_reader import EpisodeBagReader
 
-    env = dict(ros_env, ROS_DOMAIN_ID=str(int(ros_env["ROS_DOMAIN_ID"]) + domain_offset))
-    recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p", "videos:=false"],
-                    env=env)
-    try:
-        probe = Proc([sys.executable, str(PROBE), mode, str(tmp_path / "ep")], env=env)
-        assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
-        probe.stop()
-    finally:
-        assert recorder.stop() == 0
-    recorder.wait_for("", count=10**6, timeout=2)
+    with own_domain() as domain:
+        env = dict(ros_env, ROS_DOMAIN_ID=domain)
+        recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p",
+                         "videos:=false"], env=env)
+        try:
+            probe = Proc([sys.executable, str(PROBE), mode, str(tmp_path / "ep")], env=env)
+            assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
+            probe.stop()
+        finally:
+            assert recorder.stop() == 0
+        recorder.wait_for("", count=10**6, timeout=2)
     topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
     return topics, recorder.seen
 
@@ -278,7 +281,7 @@ def record_probe_episode(tmp_path, ros_env, mode: str, domain_offset: int) -> tu
 def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, ros_env):
     # lab_sim's first state after a reset can leave before DDS has matched its writer
     # with the recorder's reader; the audit re-scores from it, so the bag must hold it.
-    topics, _log = record_probe_episode(tmp_path, ros_env, "first_world", 61)
+    topics, _log = record_probe_episode(tmp_path, ros_env, "first_world")
     assert topics.count("/evaluator/world_state") == 1, topics
 
 
@@ -286,7 +289,7 @@ def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, 
 def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ros_env):
     # The recorder asks for transient local on the audit's topics; a node of another
     # graph publishing one volatile would never match it unless the recorder falls back.
-    topics, log = record_probe_episode(tmp_path, ros_env, "volatile_reading", 62)
+    topics, log = record_probe_episode(tmp_path, ros_env, "volatile_reading")
     assert topics.count("/balance/reading") >= 10, topics  # the 4 s after the fallback (checked every second)
     assert any("recording it volatile" in line for line in log), log[-10:]
 
