@@ -162,3 +162,10 @@ def centrifuge_cell() -> CellDescription:
     """The centrifuge-loading cell shipped with the package: the same robot, table and
     cameras, a rotor instead of the balance (its calibration is the contract's)."""
     return load_cell(CELL_DIR / "centrifuge_cell.yaml")
+
+
+@lru_cache(maxsize=None)
+def placement_cell() -> CellDescription:
+    """The placement-recall cell shipped with the package: the same robot, table and
+    cameras, a tube rack (its geometry is the task module's) and four tubes."""
+    return load_cell(CELL_DIR / "placement_cell.yaml")

@@ -1,0 +1,12 @@
+"""Placement recall (paper 4.3, 8.3): the robot places a tube in a freely chosen
+empty hole of a 3 x 4 rack, withdraws, the scene is occluded (and the rack may be
+turned), and it must then retrieve that same tube; its actual released hole, not
+the intended one, is the retrieval reference.
+
+Built so far: the rack's hole labels, local frames and rigid transforms with the
+eq. 10 reconstruction (rack.py), the instance generator with its separately
+balanced factors (instances.py), the scene in the placement cell (scene.py) and
+the occluded environment transition on a simulated scene (transition.py). The
+family is not registered yet: its contract, referee, reference systems and graph
+are still to come (docs/placement_recall.md).
+"""

@@ -1,0 +1,169 @@
+"""Placement-recall instances and their generator (paper 3.4, 4.3, 8.3).
+
+Seeds stay separate: the task seed orders the answer strata (how the rack moves
+during occlusion, the target's cap colour) and the distractors' local slots;
+the layout seed draws the nuisance placement (the rack's pose within its
+jitter, where the target tube starts on the table); the policy seed goes to
+the tested system only.
+
+Conditions (4.3): basic (an empty rack, the target alone, a stationary
+occluded interval) and extended (three distractor tubes in the rack, the rack
+stationary or turned 180 degrees about its centre during occlusion). Caps:
+"same" (all four tubes look alike) or "distinct" (one colour each). The three
+factors the paper balances are balanced separately: the strata cross every
+rack movement with every target cap colour (distinct caps), each stratum once
+per len(strata) instances in a task-seed order, so colour and movement are
+balanced and independent; the distractors' local slots, drawn apart from
+them, are balanced over each block of four instances, whose distractor
+triples partition the twelve holes (every hole is occupied once per block).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from dataclasses import asdict, dataclass, field
+
+from labference_ros.core import instance_lists
+from labference_ros.tasks.placement_recall.rack import LABELS, RackPose
+
+GENERATOR_VERSION = "placement-gen-v1"
+CONDITIONS = ("basic", "extended")
+CAPS = ("same", "distinct")
+TARGET = "tube_target"
+DISTRACTORS = ("tube_d1", "tube_d2", "tube_d3")
+# Rack movements during the occluded interval: the rack's yaw change about its centre.
+MOVEMENTS = {"none": 0.0, "rotate_180": math.pi}
+CAP_COLOURS = {"red": (210, 40, 40), "green": (40, 170, 60), "blue": (40, 90, 230), "yellow": (230, 200, 30)}
+SAME_CAP = "blue"
+RACK_CENTER = (0.48, 0.08, 0.036)  # nominal centre of the rack's top face; the layout seed jitters it
+CENTER_JITTER_M = 0.02
+YAW_JITTER_RAD = math.radians(10.0)
+TARGET_START_XY = (0.40, -0.12)  # nominal place of the target tube, upright on the table
+RELEASE_REGION = ((0.28, -0.30), (0.06, 0.05))  # marked table region: centre xy, half sizes
+
+
+@dataclass(frozen=True)
+class PlacementInstance:
+    instance_id: str
+    condition: str  # "basic" | "extended"
+    caps: str  # "same" | "distinct"
+    task_seed: int
+    layout_seed: int
+    policy_seed: int
+    rack_center: tuple[float, float, float]
+    rack_yaw_rad: float
+    movement: str  # a key of MOVEMENTS: what the occluded transition does to the rack
+    target_start: tuple[float, float]  # the target's xy, upright on the table
+    distractors: dict[str, str] = field(default_factory=dict)  # tube -> hole label, seated at the start
+    cap_colours: dict[str, str] = field(default_factory=dict)  # tube -> a key of CAP_COLOURS
+    stratum: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "PlacementInstance":
+        data = json.loads(text)
+        data["rack_center"] = tuple(data["rack_center"])
+        data["target_start"] = tuple(data["target_start"])
+        return cls(**data)
+
+    @property
+    def rack_pose(self) -> RackPose:
+        """The rack's pose before the occluded interval."""
+        return RackPose(self.rack_center, self.rack_yaw_rad)
+
+    @property
+    def moved_rack_pose(self) -> RackPose:
+        """The rack's pose after the occluded interval (its centre stays where it was)."""
+        return RackPose(self.rack_center, self.rack_yaw_rad + MOVEMENTS[self.movement])
+
+    @property
+    def tubes(self) -> tuple[str, ...]:
+        return (TARGET, *sorted(self.distractors))
+
+    @property
+    def layout_hash(self) -> str:
+        blob = json.dumps({"rack": [round(c, 6) for c in (*self.rack_center, self.rack_yaw_rad)],
+                           "target_start": [round(c, 6) for c in self.target_start]})
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def public_instruction(self) -> str:
+        """What a policy may read: the task, never a hole label or the movement."""
+        return ("Place the tube standing on the table into any empty hole of the rack and release it. "
+                "The view will be blocked for a while. Afterwards, take the same tube out of the rack "
+                "and set it down upright in the marked region on the table.")
+
+
+def _layout(layout_seed: int) -> dict:
+    rng = random.Random(f"{GENERATOR_VERSION}:layout:{layout_seed}")
+    cx, cy, cz = RACK_CENTER
+    center = (round(cx + rng.uniform(-CENTER_JITTER_M, CENTER_JITTER_M), 6),
+              round(cy + rng.uniform(-CENTER_JITTER_M, CENTER_JITTER_M), 6), cz)
+    yaw = round(rng.uniform(-YAW_JITTER_RAD, YAW_JITTER_RAD), 9)
+    start = (round(TARGET_START_XY[0] + rng.uniform(-0.02, 0.02), 6),
+             round(TARGET_START_XY[1] + rng.uniform(-0.02, 0.02), 6))
+    return {"rack_center": center, "rack_yaw_rad": yaw, "target_start": start}
+
+
+def _check(condition: str, caps: str) -> None:
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown placement-recall condition {condition!r}; conditions: {', '.join(CONDITIONS)}")
+    if caps not in CAPS:
+        raise ValueError(f"unknown cap condition {caps!r}; caps: {', '.join(CAPS)}")
+
+
+def _distractor_blocks(rng: random.Random, n: int) -> list[tuple[str, ...]]:
+    """n distractor triples, every four of them a partition of the twelve holes."""
+    triples: list[tuple[str, ...]] = []
+    while len(triples) < n:
+        holes = list(LABELS)
+        rng.shuffle(holes)
+        triples += [tuple(sorted(holes[k:k + 3])) for k in range(0, len(holes), 3)]
+    return triples[:n]
+
+
+def strata(condition: str, caps: str) -> list[tuple[str, str]]:
+    """(rack movement, target cap colour) in canonical order: every movement crossed with
+    every colour, so that the colour is balanced independently of the movement."""
+    _check(condition, caps)
+    movements = list(MOVEMENTS) if condition == "extended" else ["none"]
+    colours = list(CAP_COLOURS) if caps == "distinct" else [SAME_CAP]
+    return [(m, c) for m in movements for c in colours]
+
+
+def generate(condition: str, caps: str, n: int, task_seed: int, layout_seed: int,
+             policy_seed: int) -> list[PlacementInstance]:
+    """n instances of one condition and cap condition, each factor balanced in its own order."""
+    _check(condition, caps)
+    base = f"{GENERATOR_VERSION}:task:{condition}:{caps}:{task_seed}"
+    plan = strata(condition, caps)
+    random.Random(f"{base}:strata").shuffle(plan)
+    triples = _distractor_blocks(random.Random(f"{base}:slots"), n) if condition == "extended" else [()] * n
+    out = []
+    for i in range(n):
+        movement, target_colour = plan[i % len(plan)]
+        distractors = dict(zip(DISTRACTORS, triples[i]))
+        if caps == "distinct":
+            others = [c for c in CAP_COLOURS if c != target_colour]
+            random.Random(f"{base}:others:{i}").shuffle(others)
+            cap_colours = {TARGET: target_colour, **dict(zip(DISTRACTORS, others))}
+        else:
+            cap_colours = {tube: SAME_CAP for tube in (TARGET, *DISTRACTORS)}
+        cap_colours = {tube: c for tube, c in cap_colours.items() if tube == TARGET or tube in distractors}
+        out.append(PlacementInstance(
+            instance_id=f"{condition}-{caps}-{task_seed}-{i:04d}", condition=condition, caps=caps,
+            task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
+            movement=movement, distractors=distractors, cap_colours=cap_colours,
+            stratum=f"movement:{movement}:target_cap:{target_colour}", **_layout(layout_seed + i)))
+    return out
+
+
+def write_instance_list(path, instances, meta: dict | None = None) -> None:
+    instance_lists.write_instance_list(path, instances, GENERATOR_VERSION, meta)
+
+
+def read_instance_list(path) -> list[PlacementInstance]:
+    return instance_lists.read_instance_list(path, PlacementInstance.from_json)
