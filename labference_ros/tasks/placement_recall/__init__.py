@@ -5,8 +5,12 @@ the intended one, is the retrieval reference.
 
 Built so far: the rack's hole labels, local frames and rigid transforms with the
 eq. 10 reconstruction (rack.py), the instance generator with its separately
-balanced factors (instances.py), the scene in the placement cell (scene.py) and
-the occluded environment transition on a simulated scene (transition.py). The
-family is not registered yet: its contract, referee, reference systems and graph
-are still to come (docs/placement_recall.md).
+balanced factors (instances.py), the contract (contract.py), the task state F
+and legal set U (task_state.py), the seating predicate and recognisers in the
+rack's frame (recognisers.py), the episode referee (referee.py), its SR/SSR
+steps (evaluation.py), the scene in the placement cell (scene.py) and the
+occluded environment transition on a simulated scene (transition.py). The
+family is not registered yet: its family object, reference systems, graph and
+the transition's plumbing through the nodes are still to come
+(docs/placement_recall.md).
 """

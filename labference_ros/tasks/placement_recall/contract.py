@@ -1,0 +1,135 @@
+"""TaskContract for placement recall (paper 3.2 elements, 4.3, 8.3).
+
+Plain frozen data: every threshold the paper fixes (the 3 s terminal window,
+the retrieval choice as a sustained, descending pre-contact approach to a unique
+hole) and every one it leaves to us (the rack, the seating thresholds shared
+with centrifuge loading's insertion predicate, the approach recogniser's
+numbers, the release region) is declared here, versioned and covered by the
+content hash.
+
+Operations: Insert(tube, hole) places a tube into a hole (destination = hole
+label); Pick(tube, hole) retrieves it from a hole (the hole is what is scored);
+Remove(tube, table) sets it down in the marked region; Wait; Stop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labference_ros.core.contracts import HashedContract
+from labference_ros.tasks.placement_recall.instances import CAPS, RELEASE_REGION, TARGET
+from labference_ros.tasks.placement_recall.rack import RackGeometry
+
+TASK = "placement_recall"
+RACK_OBJECT = "rack"  # the measured rack (its pose is the rack frame) and its contact identity
+TCP_OBJECT = "tcp"  # the measured grip point (its pose; a real rig gets it from the arm's kinematics)
+HISTORY_PROTOCOL = "online_once"
+
+
+@dataclass(frozen=True)
+class TubeGeometry:
+    radius_m: float = 0.0075
+    length_m: float = 0.080
+
+
+@dataclass(frozen=True)
+class SeatingThresholds:
+    """A tube stands in a hole: upright, deep enough, inside the hole's guides,
+    released, supported by the rack and still, continuously for dwell_s."""
+
+    max_tilt_deg: float = 10.0
+    min_depth_fraction: float = 0.60  # of the hole's depth, from the rack's top face
+    clearance_allowance_m: float = 0.0005  # beyond the guides' physical clearance (contact penetration)
+    dwell_s: float = 0.50
+    max_linear_mps: float = 0.005
+    max_angular_rps: float = 0.05
+
+
+@dataclass(frozen=True)
+class ApproachThresholds:
+    """The rack recognisers (paper 5.3): a held tube's bottom entering a unique hole
+    (placement), and the open hand's grip point descending over a unique hole before
+    touching any tube (retrieval). Looser than seating: a choice is identified early."""
+
+    margin_m: float = 0.002  # the hole's opening, grown by this, is the hole's approach column
+    max_height_m: float = 0.080  # above the rack's top face (tube bottom, or grip point)
+    min_descent_mps: float = 0.005
+    hold_s: float = 0.10  # all of the above, over the same hole, this long
+    max_open_tilt_deg: float = 30.0  # a held tube this close to upright
+
+
+@dataclass(frozen=True)
+class ReleaseRegion:
+    center: tuple[float, float] = RELEASE_REGION[0]
+    half_size: tuple[float, float] = RELEASE_REGION[1]
+
+    def contains(self, x: float, y: float) -> bool:
+        return abs(x - self.center[0]) <= self.half_size[0] and abs(y - self.center[1]) <= self.half_size[1]
+
+
+@dataclass(frozen=True)
+class TerminalConditions:
+    dwell_s: float = 3.0  # the target released, upright and still in the region on the table, continuously
+    max_tilt_deg: float = 10.0
+
+
+@dataclass(frozen=True)
+class OpportunityRules:
+    response_window_s: float = 60.0
+    triggers: tuple[str, ...] = ("initial_readiness", "confirmed_change", "environment_transition")
+
+
+@dataclass(frozen=True)
+class PlacementContract(HashedContract):
+    task: str
+    condition: str  # "basic" | "extended"
+    caps: str  # "same" | "distinct"
+    version: str
+    state_variables: tuple[str, ...]
+    authorized_evidence: tuple[str, ...]
+    history_protocol: str
+    operation_types: tuple[str, ...]
+    exposes_wait: bool
+    exposes_stop: bool
+    stop_requires_completion: bool
+    rack: RackGeometry
+    tube: TubeGeometry
+    seating: SeatingThresholds
+    approach: ApproachThresholds
+    release_region: ReleaseRegion
+    terminal: TerminalConditions
+    opportunities: OpportunityRules
+    target: str = TARGET
+
+    @property
+    def contract_id(self) -> str:
+        return f"{self.task}.{self.condition}-{self.caps}@{self.version}"
+
+    @property
+    def evaluation_steps(self) -> tuple[str, ...]:
+        from labference_ros.tasks.placement_recall.evaluation import EVALUATION_STEPS
+
+        return EVALUATION_STEPS
+
+
+_STATE_VARIABLES = ("phase", "occupied", "intended_hole", "placed_hole", "transitions", "retrieved",
+                    "terminal_dwell_s", "physically_complete", "evidence_version")
+_EVIDENCE = ("camera:front", "camera:wrist", "robot_state", "public_instruction", "authorized_history")
+
+
+def contract_for(condition: str, caps: str = "same") -> PlacementContract:
+    """basic: an empty rack and a still occlusion; extended: three distractors, the rack
+    may turn. caps: "same" (all tubes alike) or "distinct" (one cap colour each)."""
+    if condition not in ("basic", "extended"):
+        raise ValueError(f"unknown placement-recall condition {condition!r}")
+    if caps not in CAPS:
+        raise ValueError(f"unknown cap condition {caps!r}; caps: {', '.join(CAPS)}")
+    contract = PlacementContract(
+        task=TASK, condition=condition, caps=caps, version="0.1.0", state_variables=_STATE_VARIABLES,
+        authorized_evidence=_EVIDENCE, history_protocol=HISTORY_PROTOCOL,
+        operation_types=("insert", "pick", "remove", "wait", "stop"), exposes_wait=True, exposes_stop=True,
+        stop_requires_completion=True, rack=RackGeometry(), tube=TubeGeometry(), seating=SeatingThresholds(),
+        approach=ApproachThresholds(), release_region=ReleaseRegion(), terminal=TerminalConditions(),
+        opportunities=OpportunityRules())
+    if contract.rack.hole_half_m <= contract.tube.radius_m:
+        raise ValueError("the tube does not fit the rack's holes")
+    return contract

@@ -1,0 +1,220 @@
+"""Measurements in the rack's frame, the seating predicate and the behaviour
+recognisers of placement recall (paper 5.3, 8.3). Recognisers are looser than
+the seating predicate, so a choice is identified early and success is judged
+strictly and separately.
+
+  seated      a tube upright in a hole (tilt <= 10 deg), its bottom >= 60 % of the
+              hole's depth below the top face, inside the guides' clearance,
+              released, supported by the rack and still; confirmed after 0.5 s
+  grasp       bilateral finger contact while the gripper closes, held 0.1 s
+  release     no robot contact on a grasped tube for 0.1 s
+  placement   a held tube's bottom descending in one hole's column (its opening grown
+              by a margin, at most max_height above the top face), sustained
+  retrieval   the grip point descending in one hole's column before the fingers touch
+              any tube (the first deliberate pre-contact approach), sustained
+
+Everything is judged in the rack's measured frame, so local holes keep their
+labels when the rack moves. Pure: measurements in, verdicts and recognitions out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from labference_ros.core.geometry import body_axis
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ROBOT, ObjectMeasurement, WorldMeasurement
+from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT, PlacementContract
+from labference_ros.tasks.placement_recall.rack import RackPose, hole_under, to_local
+
+ROBOT_CONTACTS = (LEFT_FINGER, RIGHT_FINGER, ROBOT)
+SEAT_CHECKS = ("in_hole", "upright", "deep", "centred", "released", "supported", "still")
+GRASP_HOLD_S = 0.10
+RELEASE_HOLD_S = 0.10
+# The grip point's approach column reaches higher than a held tube's bottom: the hand
+# comes down onto a tube that stands 50 mm out of the rack.
+RETRIEVAL_EXTRA_HEIGHT_M = 0.06
+
+
+def rack_pose(m: WorldMeasurement, fallback: RackPose) -> RackPose:
+    """The rack's measured pose (its top face's centre and yaw), or the fallback."""
+    rack = m.objects.get(RACK_OBJECT)
+    if rack is None:
+        return fallback
+    w, x, y, z = rack.orientation
+    yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return RackPose(tuple(float(c) for c in rack.position), yaw)
+
+
+def tube_bottom(obj: ObjectMeasurement, length_m: float) -> tuple[np.ndarray, float]:
+    """(the tube's bottom point, its tilt from vertical in degrees); body +z points to the cap."""
+    up = np.asarray(body_axis(obj.orientation), dtype=float)
+    up /= np.linalg.norm(up)
+    tilt = math.degrees(math.acos(float(np.clip(up[2], -1.0, 1.0))))
+    return np.asarray(obj.position, dtype=float) - up * (length_m / 2), tilt
+
+
+def grasped(m: WorldMeasurement, o: ObjectMeasurement) -> bool:
+    return {LEFT_FINGER, RIGHT_FINGER} <= set(o.contacts) and m.gripper_closing
+
+
+@dataclass(frozen=True)
+class SeatCheck:
+    hole: str | None  # the hole whose opening the tube's bottom is under (None: none)
+    tilt_deg: float = 0.0
+    depth_fraction: float = 0.0
+    passed: tuple[str, ...] = ()
+
+    @property
+    def seated(self) -> bool:
+        return self.hole is not None and set(SEAT_CHECKS) <= set(self.passed)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(c for c in SEAT_CHECKS if c not in self.passed)
+
+
+def seat_check(obj: ObjectMeasurement, pose: RackPose, contract: PlacementContract) -> SeatCheck:
+    """The seating predicate at one instant, in the rack's frame."""
+    geometry, th = contract.rack, contract.seating
+    bottom, tilt = tube_bottom(obj, contract.tube.length_m)
+    hole = hole_under(bottom, geometry, pose)
+    if not hole:
+        return SeatCheck(None, tilt)
+    local = to_local(bottom, pose)
+    centre = geometry.local_hole(hole)
+    fraction = -float(local[2]) / geometry.depth_m
+    clearance = geometry.hole_half_m - contract.tube.radius_m + th.clearance_allowance_m
+    contacts = set(obj.contacts)
+    passed = ["in_hole"]
+    if tilt <= th.max_tilt_deg:
+        passed.append("upright")
+    if fraction >= th.min_depth_fraction:
+        passed.append("deep")
+    if max(abs(local[0] - centre[0]), abs(local[1] - centre[1])) <= clearance:
+        passed.append("centred")
+    if not contacts & set(ROBOT_CONTACTS):
+        passed.append("released")
+    if RACK_OBJECT in contacts:
+        passed.append("supported")
+    if obj.linear_speed <= th.max_linear_mps and obj.angular_speed <= th.max_angular_rps:
+        passed.append("still")
+    return SeatCheck(hole, tilt, fraction, tuple(passed))
+
+
+class SeatTracker:
+    """One tube's seating over time: confirmed once the predicate has held in the same
+    hole for the contract's dwell (0.5 s), continuously; any break restarts it."""
+
+    def __init__(self, contract: PlacementContract):
+        self.dwell_s = contract.seating.dwell_s
+        self.since: float | None = None
+        self.hole: str | None = None
+        self.confirmed: str | None = None
+
+    def update(self, t: float, check: SeatCheck) -> str | None:
+        """The hole confirmed at this instant (once per seating), else None."""
+        if not check.seated:
+            self.since, self.hole, self.confirmed = None, None, None
+            return None
+        if check.hole != self.hole or self.since is None:
+            self.since, self.hole, self.confirmed = t, check.hole, None
+        if self.confirmed is None and t - self.since >= self.dwell_s - 1e-9:
+            self.confirmed = check.hole
+            return check.hole
+        return None
+
+
+class ColumnApproach:
+    """A point descending in one hole's column, sustained for hold_s: the hole, once."""
+
+    def __init__(self, contract: PlacementContract, max_height_m: float):
+        self.contract, self.max_height_m = contract, max_height_m
+        self._last: tuple[float, float] | None = None  # (t, local z)
+        self._hole: str | None = None
+        self._since = 0.0
+
+    def reset(self) -> None:
+        self._last, self._hole = None, None
+
+    def step(self, t: float, point_world, pose: RackPose) -> str | None:
+        th = self.contract.approach
+        local = to_local(point_world, pose)
+        previous, self._last = self._last, (t, float(local[2]))
+        hole = hole_under(point_world, self.contract.rack, pose, margin_m=th.margin_m)
+        descending = previous is not None and t > previous[0] and \
+            (previous[1] - local[2]) / (t - previous[0]) >= th.min_descent_mps
+        if not hole or not 0.0 <= local[2] <= self.max_height_m or not descending:
+            self._hole = None
+            return None
+        if hole != self._hole:
+            self._hole, self._since = hole, t
+        if t - self._since >= th.hold_s - 1e-9:
+            return hole
+        return None
+
+
+class TubeTracker:
+    """Grasp and release of one tube, and the holes its bottom descends into while held."""
+
+    def __init__(self, name: str, contract: PlacementContract):
+        self.name, self.contract = name, contract
+        self.grasping = False
+        self.attempt = 0
+        self._grasp_since: float | None = None
+        self._free_since: float | None = None
+        self._approach = ColumnApproach(contract, contract.approach.max_height_m)
+        self.approached_this_grasp: set[str] = set()
+
+    def step(self, m: WorldMeasurement, o: ObjectMeasurement, pose: RackPose) -> list[dict]:
+        out = []
+        now = m.t
+        if grasped(m, o):
+            self._free_since = None
+            if not self.grasping:
+                self._grasp_since = now if self._grasp_since is None else self._grasp_since
+                if now - self._grasp_since >= GRASP_HOLD_S - 1e-9:
+                    self.grasping = True
+                    self.attempt += 1
+                    self.approached_this_grasp = set()
+                    self._approach.reset()
+                    out.append({"category": "grasp", "t": now, "object": self.name, "attempt": self.attempt})
+        else:
+            self._grasp_since = None
+            if self.grasping and not set(o.contacts) & set(ROBOT_CONTACTS):
+                self._free_since = now if self._free_since is None else self._free_since
+                if now - self._free_since >= RELEASE_HOLD_S - 1e-9:
+                    self.grasping = False
+                    out.append({"category": "release", "t": now, "object": self.name, "attempt": self.attempt})
+        if self.grasping:
+            bottom, tilt = tube_bottom(o, self.contract.tube.length_m)
+            hole = self._approach.step(now, bottom, pose) if tilt <= self.contract.approach.max_open_tilt_deg \
+                else self._approach.reset()
+            if hole and hole not in self.approached_this_grasp:
+                self.approached_this_grasp.add(hole)
+                out.append({"category": "placement_attempt", "t": now, "object": self.name, "hole": hole,
+                            "attempt": self.attempt})
+        return out
+
+
+class RetrievalTracker:
+    """The grip point's deliberate approach to a hole before the fingers touch any tube."""
+
+    def __init__(self, contract: PlacementContract):
+        self.contract = contract
+        self._approach = ColumnApproach(contract, contract.approach.max_height_m + RETRIEVAL_EXTRA_HEIGHT_M)
+        self.approached: set[str] = set()
+
+    def step(self, m: WorldMeasurement, pose: RackPose) -> list[dict]:
+        tcp = m.objects.get(TCP_OBJECT)
+        touching = any({LEFT_FINGER, RIGHT_FINGER} & set(o.contacts) for n, o in m.objects.items()
+                       if o.kind == "tube")
+        if tcp is None or touching:
+            self._approach.reset()
+            return []
+        hole = self._approach.step(m.t, tcp.position, pose)
+        if hole and hole not in self.approached:
+            self.approached.add(hole)
+            return [{"category": "retrieval_attempt", "t": m.t, "object": "", "hole": hole}]
+        return []

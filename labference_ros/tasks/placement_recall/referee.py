@@ -1,0 +1,264 @@
+"""Referee of one placement-recall episode: recognisers, the seating predicate,
+F and U, opportunities and scoring (paper 4.3, 5, 8.3).
+
+Same inputs and outputs as every family's referee (tasks/base.py
+EpisodeReferee), plus one: environment_transition(t), the occluded rack
+transition's end, which the environment announces (the simulator, or the
+operator on a real rig). Measurements during the transition are not delivered
+(recognition pauses); afterwards everything is judged in the rack's measured
+frame, so a hole keeps its label when the rack moves.
+
+Three choices are identified, each at its own opportunity:
+  placement   the held target's first descent into a hole: Insert(target, h);
+              the hole it is then confirmed seated in is the retrieval reference,
+              the intended one is kept beside it (placement deviation)
+  retrieval   the grip point's first deliberate pre-contact descent over a hole:
+              Pick(target, h), scored against the placed hole (the primary metric);
+              kept even if the grasp then fails, later approaches are revisions
+  delivery    the target released on the table: Remove(target, table)
+Completion: the target out of the rack, released upright and still in the marked
+region on the table, the distractors in their holes, continuously for 3 s.
+No clock, no randomness.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from labference_ros.core.measurements import TABLE, WorldMeasurement
+from labference_ros.core.operations import Operation, insert, remove
+from labference_ros.core.opportunities import Evidence
+from labference_ros.core.referee_core import LATE, RefereeCore
+from labference_ros.tasks.placement_recall import task_state as ts
+from labference_ros.tasks.placement_recall.contract import PlacementContract
+from labference_ros.tasks.placement_recall.instances import PlacementInstance
+from labference_ros.tasks.placement_recall.rack import hole_positions, hole_under, to_local
+from labference_ros.tasks.placement_recall.recognisers import (ROBOT_CONTACTS, RetrievalTracker, SeatTracker,
+                                                               TubeTracker, rack_pose, seat_check, tube_bottom)
+
+LIFTED_M = 0.005  # a tube's bottom this far above the rack's top face is out of its hole
+
+
+class Referee(RefereeCore):
+    def __init__(self, contract: PlacementContract, instance: PlacementInstance, episode_id: str = "episode",
+                 session_id: str = "", deadline_s: float | None = None):
+        super().__init__(contract, episode_id, session_id, deadline_s)
+        self.instance = instance
+        self.pose = instance.rack_pose
+        self.pose_at_placement = instance.rack_pose
+        self.z = ts.initial_state(instance.distractors)
+        self.tubes = instance.tubes
+        self.trackers = {t: TubeTracker(t, contract) for t in self.tubes}
+        self.seats = {t: SeatTracker(contract) for t in self.tubes}
+        self.retrieval = RetrievalTracker(contract)
+        self._executions: dict[str, dict] = {}  # tube ("" for the retrieval) -> the choice being carried out
+        self._retrieval: dict = {"reached": False, "chosen_hole": None, "correct": None, "t": None,
+                                 "old_world_position_hole": None}
+        self._region_since: float | None = None
+
+    # ------------------------------------------------------------------ inputs
+    def step(self, m: WorldMeasurement) -> list[dict]:
+        ended, first, dt = self._begin_step(m.t)
+        if ended is not None:
+            return ended
+        self.pose = rack_pose(m, self.pose)
+        z0 = self.z
+        if first:
+            self.z = replace(z0, evidence_version=1)
+            self._event("episode_start", m.t, detail={"instance_id": self.instance.instance_id,
+                                                        "occupied": self.z.to_dict()["occupied"]})
+            self._new_evidence(m.t, "initial_readiness")
+            z0 = self.z
+        for tube in self.tubes:
+            o = m.objects.get(tube)
+            if o is None:
+                continue
+            for r in self.trackers[tube].step(m, o, self.pose):
+                self._recognition(r, tube)
+            check = seat_check(o, self.pose, self.contract)
+            hole = self.seats[tube].update(m.t, check)
+            if hole is not None and tube == self.contract.target and self.z.phase == ts.PLACE:
+                self._placed(hole, m.t)
+            if tube == self.contract.target and self.z.phase == ts.RETRIEVE and self.trackers[tube].grasping:
+                bottom, _tilt = tube_bottom(o, self.contract.tube.length_m)
+                if to_local(bottom, self.pose)[2] > LIFTED_M:
+                    self._retrieved(m.t)
+            if tube != self.contract.target and self.trackers[tube].grasping and "lifted" not in self._executions:
+                self._disturbed(tube, m.t)
+        for r in self.retrieval.step(m, self.pose):
+            self._retrieval_attempt(r["hole"], r["t"])
+        self.z = ts.terminal_update(self.contract, self.z, m.t, dt, self._delivered(m))
+        if self.z.evidence_version != z0.evidence_version:
+            self._new_evidence(m.t, "confirmed_change")
+        for opp in self.book.expire(m.t):
+            self._opportunity_closed(opp)
+        if self.z.physically_complete and not z0.physically_complete:
+            self._event("task_complete", m.t, detail={"placed_hole": self.z.placed_hole})
+            out = self._flush(m.t)
+            return out + self.finish(m.t, "completed")[:-1]
+        return self._flush(m.t)
+
+    def environment_transition(self, t: float, detail: dict | None = None) -> list[dict]:
+        """The occluded environment transition ended at t (the rack may have moved):
+        retrieval opens once the placement is confirmed."""
+        if self.finished:
+            self.late_inputs["environment_transition"] += 1
+            return []
+        z0 = self.z
+        self.z = ts.environment_transition(z0)
+        self._event("environment_transition", t, detail={**(detail or {}), "phase_before": z0.phase})
+        if self.z.evidence_version != z0.evidence_version:
+            self._retrieval["reached"] = True
+            self._new_evidence(t, "environment_transition")
+        return self._flush(t)
+
+    def check_intervention(self, intervention: dict, t: float) -> list[dict]:
+        """Every intervention is refused until the family's Oracle sites exist."""
+        receipt = {"record": "receipt", "episode_id": self.episode_id,
+                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "intervention",
+                   "payload_id": str(intervention.get("intervention_id", "")), "t": t,
+                   "status": LATE if self.finished else "rejected_scope",
+                   "opportunity_id": intervention.get("opportunity_id", -1),
+                   "evidence_version": intervention.get("evidence_version", -1),
+                   "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
+                   "reasons": [] if self.finished else ["no_oracle_sites"], "opened": False}
+        self.receipts.append(receipt)
+        if self.finished:
+            self.late_inputs["intervention"] += 1
+            return [receipt]
+        self._out.append(receipt)
+        return self._flush(t)
+
+    # ----------------------------------------------------------------- queries
+    def legal_set(self) -> tuple[Operation, ...]:
+        return ts.legal_set(self.contract, self.z)
+
+    def _scores_extra(self, scores: dict) -> None:
+        state = self.z.to_dict()
+        scores["placement"] = {"intended_hole": state["intended_hole"], "placed_hole": state["placed_hole"],
+                               "deviation": state["placement_deviation"]}
+        scores["retrieval"] = {**self._retrieval, "reference_hole": state["placed_hole"],
+                               "retrieved": state["retrieved"]}
+        scores["history_protocol"] = self.contract.history_protocol
+
+    # ---------------------------------------------------------------- internals
+    def _recognition(self, r: dict, tube: str) -> None:
+        cat, t = r["category"], r["t"]
+        if cat == "placement_attempt" and tube == self.contract.target and self.z.phase == ts.PLACE:
+            self.z = ts.note_intended(self.z, r["hole"])
+            self._choice(insert(tube, r["hole"]), tube, t, r["attempt"])
+            return
+        self._event(cat, t, obj=tube, attempt=r["attempt"], detail={"hole": r["hole"]} if "hole" in r else None)
+        if cat == "release" and tube == self.contract.target and self.z.phase == ts.DELIVER:
+            self._choice(remove(tube), tube, t, r["attempt"])
+
+    def _retrieval_attempt(self, hole: str, t: float) -> None:
+        if self.z.phase not in (ts.WITHDRAW, ts.RETRIEVE):
+            self._event("approach", t, detail={"hole": hole, "phase": self.z.phase})
+            return
+        op = ts.retrieve(self.contract.target, hole)
+        first = self._retrieval["chosen_hole"] is None and self.z.phase == ts.RETRIEVE
+        if first:
+            # Where the hole it went to stood before the occlusion: a system that returned to
+            # the old world position went to the hole now at the old position of the reference.
+            placed = self.z.placed_hole
+            self._retrieval.update(chosen_hole=hole, correct=hole == placed, t=t,
+                                   old_world_position_hole=self._hole_now_at_old_position(placed))
+        self._choice(op, "", t, 0)
+
+    def _hole_now_at_old_position(self, placed: str | None) -> str | None:
+        if placed is None:
+            return None
+        old = hole_positions(self.contract.rack, self.pose_at_placement)[placed]
+        return hole_under(old, self.contract.rack, self.pose) or None
+
+    def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> None:
+        opp = self.book.current
+        key = tube or "retrieval"
+        execution = {"operation": op, "opportunity_id": -1, "t": t, "first": False}
+        if opp is None or opp.evidence_version != self.z.evidence_version or not opp.accepts_choice_at(t):
+            reason = "no_delivered_evidence" if opp is None or opp.evidence_version != self.z.evidence_version \
+                else "window_closed"
+            self._event("choice", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id if opp else -1,
+                        detail={"scored": False, "reason": reason})
+        elif opp.first_choice is None:
+            correct = op in opp.legal_set
+            opp.first_choice, opp.first_choice_t, opp.execution = op, t, "pending"
+            ev = self._event("choice", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id,
+                             evidence_version=opp.evidence_version,
+                             detail={"scored": True, "correct": correct,
+                                     "legal_set": [o.to_dict() for o in opp.legal_set]})
+            opp.first_choice_event = ev["event_id"]
+            execution.update(opportunity_id=opp.id, first=True)
+            if not correct:
+                self.counts["incorrect_choice"] += 1
+                self._error()
+        elif op != opp.first_choice:
+            # A later correction: recorded, the original choice stays the scored one.
+            ev = self._event("choice_revision", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id,
+                             detail={"correct": op in opp.legal_set})
+            opp.revisions.append({"t": t, "operation": op.to_dict(), "event_id": ev["event_id"]})
+            return
+        else:
+            execution.update(opportunity_id=opp.id, first=True)
+        self._executions.setdefault(key, execution)
+
+    def _placed(self, hole: str, t: float) -> None:
+        self.z = ts.confirm_placed(self.z, self.contract.target, hole)
+        self.pose_at_placement = self.pose
+        self._event("placement_confirmed", t, obj=self.contract.target,
+                    detail={"hole": hole, "intended_hole": self.z.intended_hole,
+                            "deviation": self.z.placement_deviation})
+        self._outcome(self.contract.target, t, ok=lambda op: op.destination == hole, detail={"seated_in": hole})
+
+    def _retrieved(self, t: float) -> None:
+        self.z = ts.confirm_retrieved(self.z, self.contract.target)
+        placed = self.z.placed_hole
+        self._event("retrieval_confirmed", t, obj=self.contract.target, detail={"from_hole": placed})
+        self._outcome("retrieval", t, ok=lambda op: op.destination == placed, detail={"from_hole": placed})
+
+    def _disturbed(self, tube: str, t: float) -> None:
+        """A distractor grasped: the retrieval (if one is being carried out) took the wrong tube."""
+        self._executions["lifted"] = {"operation": None, "opportunity_id": -1, "t": t, "first": False}
+        self._event("distractor_grasped", t, obj=tube, detail={"hole": self.instance.distractors.get(tube)})
+        self._outcome("retrieval", t, ok=lambda op: False, detail={"grasped": tube})
+
+    def _outcome(self, key: str, t: float, ok, detail: dict) -> None:
+        ex = self._executions.pop(key, None)
+        if ex is None or ex["operation"] is None:
+            return
+        op: Operation = ex["operation"]
+        success = bool(ok(op))
+        self._event("execution_confirmed" if success else "execution_failure", t, obj=op.object, operation=op,
+                    opportunity_id=ex["opportunity_id"], detail=detail)
+        if not success:
+            self._error()
+        opp = self.book.get(ex["opportunity_id"]) if ex["first"] else None
+        if opp is not None and opp.first_choice == op and opp.execution != "failed":
+            opp.execution = "confirmed" if success else "failed"
+
+    def _delivered(self, m: WorldMeasurement) -> bool:
+        """The terminal predicate at this instant."""
+        if self.z.phase != ts.DELIVER:
+            return False
+        target = m.objects.get(self.contract.target)
+        if target is None:
+            return False
+        bottom, tilt = tube_bottom(target, self.contract.tube.length_m)
+        th = self.contract.seating
+        on_table = TABLE in target.contacts and not set(target.contacts) & set(ROBOT_CONTACTS)
+        still = target.linear_speed <= th.max_linear_mps and target.angular_speed <= th.max_angular_rps
+        in_region = self.contract.release_region.contains(float(bottom[0]), float(bottom[1]))
+        kept = all(self._in_hole(m, tube, hole) for tube, hole in self.instance.distractors.items())
+        return on_table and still and in_region and tilt <= self.contract.terminal.max_tilt_deg and kept
+
+    def _in_hole(self, m: WorldMeasurement, tube: str, hole: str) -> bool:
+        o = m.objects.get(tube)
+        return o is not None and seat_check(o, self.pose, self.contract).hole == hole
+
+    def _new_evidence(self, t: float, trigger: str) -> None:
+        ops = ts.legal_set(self.contract, self.z)
+        ev = Evidence(version=self.z.evidence_version, time=t, trigger=trigger,
+                      reference_state=self.z.to_dict(), legal_set=ops)
+        for opp in self.book.new_evidence(ev, t):
+            self._opportunity_closed(opp)
+        self._out.append(self._legal_set_record(t, None))

@@ -1,0 +1,252 @@
+"""The placement-recall referee on scripted measurement streams (no simulator):
+the actual released hole is the retrieval reference, the retrieval choice is the
+first deliberate pre-contact descent over a hole (judged in the rack's measured
+frame), and completion needs the target in the marked region for 3 s."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, TABLE, ObjectMeasurement, WorldMeasurement
+from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT, contract_for
+from labference_ros.tasks.placement_recall.instances import RELEASE_REGION, TARGET, generate
+from labference_ros.tasks.placement_recall.rack import RackPose, hole_positions
+from labference_ros.tasks.placement_recall.referee import Referee
+from labference_ros.tasks.placement_recall.task_state import retrieve
+
+DT = 0.02
+UPRIGHT = (1.0, 0.0, 0.0, 0.0)
+LENGTH = 0.080
+GRIP = {LEFT_FINGER, RIGHT_FINGER}
+
+
+def yaw_quat(yaw: float) -> tuple[float, float, float, float]:
+    return (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+
+
+class Stream:
+    """A scripted episode: the scene's state, stepped in DT, fed to a referee."""
+
+    def __init__(self, instance, condition="basic", caps="same"):
+        self.contract = contract_for(condition, caps)
+        self.instance = instance
+        self.referee = Referee(self.contract, instance, episode_id="ep")
+        self.t = 0.0
+        self.pose = instance.rack_pose
+        self.target = np.array([*instance.target_start, LENGTH / 2])  # body centre
+        self.target_contacts = {TABLE}
+        self.tcp = np.array([0.3, 0.0, 0.4])
+        self.closing = False
+        self.records: list[dict] = []
+        self._observation = 0
+        self.distractors = {t: self._seated(h) for t, h in instance.distractors.items()}
+
+    def _seated(self, hole: str, pose: RackPose | None = None) -> np.ndarray:
+        mouth = hole_positions(self.contract.rack, pose or self.pose)[hole]
+        return mouth + [0.0, 0.0, -self.contract.rack.depth_m + LENGTH / 2]
+
+    def measurement(self, speed: float = 0.0) -> WorldMeasurement:
+        objects = {TARGET: ObjectMeasurement(TARGET, "tube", tuple(self.target), UPRIGHT, speed, 0.0,
+                                             tuple(sorted(self.target_contacts))),
+                   RACK_OBJECT: ObjectMeasurement(RACK_OBJECT, "rack", tuple(self.pose.center),
+                                                  yaw_quat(self.pose.yaw_rad), 0.0, 0.0),
+                   TCP_OBJECT: ObjectMeasurement(TCP_OBJECT, "gripper", tuple(self.tcp), UPRIGHT, 0.0, 0.0)}
+        for name, p in self.distractors.items():
+            objects[name] = ObjectMeasurement(name, "tube", tuple(p), UPRIGHT, 0.0, 0.0, (RACK_OBJECT,))
+        return WorldMeasurement(t=round(self.t, 6), objects=objects, gripper_closing=self.closing)
+
+    def step(self, n: int = 1, speed: float = 0.0) -> None:
+        for _ in range(n):
+            self.t += DT
+            self.records += self.referee.step(self.measurement(speed))
+
+    def observe(self) -> None:
+        self._observation += 1
+        self.records += self.referee.deliver_observation(f"obs{self._observation}", round(self.t, 6))
+
+    def grasp_target(self) -> None:
+        self.closing, self.target_contacts = True, set(GRIP) | (self.target_contacts - {TABLE})
+        self.step(8)
+
+    def carry_target_down_into(self, hole: str) -> None:
+        """The held tube's bottom descends from 7 cm to 1 cm above the hole's opening."""
+        mouth = hole_positions(self.contract.rack, self.pose)[hole]
+        for k in range(16):
+            self.target = mouth + [0.0, 0.0, 0.07 - k * 0.004 + LENGTH / 2]
+            self.tcp = self.target + [0.0, 0.0, 0.02]
+            self.step(speed=0.2)
+
+    def release_seated_in(self, hole: str, seconds: float = 0.8) -> None:
+        self.closing = False
+        self.target = self._seated(hole)
+        self.target_contacts = {RACK_OBJECT}
+        self.tcp = self.target + [0.0, 0.0, 0.15]
+        self.step(int(seconds / DT))
+
+    def turn_rack(self, yaw: float) -> None:
+        """The occluded transition: the rack turns, every tube in it keeps its local pose."""
+        old = self.pose
+        self.pose = RackPose(old.center, old.yaw_rad + yaw)
+        rot = self.pose.rotation() @ old.rotation().T
+        centre = np.asarray(old.center)
+        self.target = rot @ (self.target - centre) + centre
+        self.distractors = {n: rot @ (p - centre) + centre for n, p in self.distractors.items()}
+        self.records += self.referee.environment_transition(round(self.t, 6), {"yaw_change_rad": yaw})
+
+    def hand_descends_over(self, world_xy) -> None:
+        """The open hand's grip point comes down over a point, from 12 to 6 cm above the top face."""
+        top = self.pose.center[2]
+        for k in range(16):
+            self.tcp = np.array([world_xy[0], world_xy[1], top + 0.12 - k * 0.004])
+            self.step()
+
+    def events(self, category: str) -> list[dict]:
+        return [r for r in self.records if r.get("record") == "event" and r["category"] == category]
+
+    def scores(self) -> dict:
+        return self.referee.scores()
+
+
+def _basic():
+    return generate("basic", "same", 1, task_seed=0, layout_seed=3, policy_seed=0)[0]
+
+
+def place_with_deviation(s: Stream, intended: str, settled: str) -> None:
+    s.step(2)
+    s.observe()
+    s.grasp_target()
+    s.carry_target_down_into(intended)
+    s.release_seated_in(settled)
+    s.tcp = s.tcp + [0.0, 0.0, 0.1]
+    s.step(5)
+    s.observe()  # the withdraw opportunity (legal: Wait)
+
+
+def test_a_tube_that_settles_in_b2_when_b3_was_intended_is_retrieved_from_b2():
+    for approached, correct in (("B2", True), ("B3", False)):
+        s = Stream(_basic())
+        place_with_deviation(s, intended="B3", settled="B2")
+        (choice,) = [e for e in s.events("choice") if e["detail"].get("scored")]
+        assert choice["operation"]["destination"] == "B3" and choice["detail"]["correct"]
+        (placed,) = s.events("placement_confirmed")
+        assert placed["detail"] == {"hole": "B2", "intended_hole": "B3", "deviation": True}
+        (failure,) = s.events("execution_failure")  # aimed at B3, seated in B2
+        assert failure["detail"] == {"seated_in": "B2"}
+        s.turn_rack(0.0)  # the basic condition's occlusion: the rack stays
+        s.step(2)
+        s.observe()
+        s.hand_descends_over(hole_positions(s.contract.rack, s.pose)[approached][:2])
+        scores = s.scores()
+        assert scores["placement"] == {"intended_hole": "B3", "placed_hole": "B2", "deviation": True}
+        r = scores["retrieval"]
+        assert (r["reached"], r["reference_hole"], r["chosen_hole"], r["correct"]) == (True, "B2", approached, correct)
+        legal = [e for e in s.events("choice") if e["operation"]["type"] == "pick"]
+        assert legal[0]["detail"]["legal_set"] == [retrieve(TARGET, "B2").to_dict()]
+
+
+def test_after_a_half_turn_the_label_counts_not_the_old_world_position():
+    instance = next(i for i in generate("extended", "same", 4, task_seed=0, layout_seed=7, policy_seed=0)
+                    if i.movement == "rotate_180")
+    free = next(h for h in ("B2", "B3", "A2", "C3") if h not in instance.distractors.values())
+    for by_label in (True, False):
+        s = Stream(instance, "extended")
+        old_world = hole_positions(s.contract.rack, s.pose)[free]
+        place_with_deviation(s, intended=free, settled=free)
+        s.turn_rack(math.pi)
+        s.step(2)
+        s.observe()
+        s.hand_descends_over(hole_positions(s.contract.rack, s.pose)[free][:2] if by_label else old_world[:2])
+        r = s.scores()["retrieval"]
+        assert r["correct"] is by_label and r["reference_hole"] == free
+        assert r["old_world_position_hole"] not in (None, free)  # the hole now at the old position
+        if not by_label:
+            assert r["chosen_hole"] == r["old_world_position_hole"]
+
+
+def test_the_first_approach_is_kept_when_a_later_one_corrects_it():
+    s = Stream(_basic())
+    place_with_deviation(s, intended="A1", settled="A1")
+    s.turn_rack(0.0)
+    s.step(2)
+    s.observe()
+    holes = hole_positions(s.contract.rack, s.pose)
+    s.hand_descends_over(holes["C4"][:2])  # wrong first
+    s.hand_descends_over(holes["A1"][:2])  # then right
+    r = s.scores()["retrieval"]
+    assert (r["chosen_hole"], r["correct"]) == ("C4", False)
+    (revision,) = s.events("choice_revision")
+    assert revision["operation"]["destination"] == "A1" and revision["detail"]["correct"] is True
+
+
+def test_no_retrieval_opportunity_before_the_transition_and_an_early_approach_is_wrong():
+    s = Stream(_basic())
+    place_with_deviation(s, intended="B1", settled="B1")
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["B1"][:2])
+    scores = s.scores()
+    assert scores["retrieval"]["reached"] is False and scores["retrieval"]["chosen_hole"] is None
+    premature = [e for e in s.events("choice") if e["operation"]["type"] == "pick"]
+    assert premature and premature[0]["detail"]["correct"] is False  # legal was Wait
+
+
+def test_a_grasp_that_touches_a_tube_first_is_no_pre_contact_approach():
+    s = Stream(_basic())
+    place_with_deviation(s, intended="C2", settled="C2")
+    s.turn_rack(0.0)
+    s.step(2)
+    s.observe()
+    s.target_contacts = {RACK_OBJECT, LEFT_FINGER}  # the hand is already on the tube
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["C2"][:2])
+    assert s.scores()["retrieval"]["chosen_hole"] is None
+
+
+def test_retrieval_and_delivery_complete_the_task_after_three_seconds_in_the_region():
+    s = Stream(_basic())
+    place_with_deviation(s, intended="A3", settled="A3")
+    s.turn_rack(0.0)
+    s.step(2)
+    s.observe()
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["A3"][:2])
+    s.grasp_target()
+    s.target = s.target + [0.0, 0.0, 0.06]  # lifted out of its hole
+    s.step(3, speed=0.1)
+    assert s.events("retrieval_confirmed") and s.scores()["retrieval"]["retrieved"] is True
+    assert any(e["detail"].get("from_hole") == "A3" for e in s.events("execution_confirmed"))
+    s.observe()  # the delivery opportunity
+    (cx, cy), _half = RELEASE_REGION
+    s.target = np.array([cx, cy, LENGTH / 2])
+    s.closing, s.target_contacts = False, {TABLE}
+    s.step(int(2.5 / DT))
+    assert s.scores()["physically_complete"] is None  # not yet: 3 s
+    s.step(int(1.0 / DT))
+    scores = s.scores()
+    assert scores["physically_complete"] is True and s.referee.finished == "completed"
+    deliver = [e for e in s.events("choice") if e["operation"]["type"] == "remove"]
+    assert deliver and deliver[0]["detail"]["correct"] is True
+
+
+@pytest.mark.parametrize("bad", ["tilted", "shallow", "held"])
+def test_a_placement_is_confirmed_only_upright_deep_released_and_still(bad):
+    s = Stream(_basic())
+    s.step(2)
+    s.observe()
+    s.grasp_target()
+    s.carry_target_down_into("B4")
+    s.closing = bad == "held"
+    s.target = s._seated("B4") + ([0.0, 0.0, 0.02] if bad == "shallow" else [0.0, 0.0, 0.0])
+    s.target_contacts = {RACK_OBJECT} | (GRIP if bad == "held" else set())
+    if bad == "tilted":
+        tilt = math.radians(15.0)  # a lean, as on a guide's edge
+        orientation = (math.cos(tilt / 2), math.sin(tilt / 2), 0.0, 0.0)
+        m = s.measurement()
+        lean = dict(m.objects)
+        o = lean[TARGET]
+        lean[TARGET] = ObjectMeasurement(o.name, o.kind, o.position, orientation, 0.0, 0.0, o.contacts)
+        for _ in range(50):
+            s.t += DT
+            s.records += s.referee.step(WorldMeasurement(t=round(s.t, 6), objects=lean))
+    else:
+        s.step(50)
+    assert not s.events("placement_confirmed")
+    assert s.scores()["placement"]["placed_hole"] is None
