@@ -19,13 +19,14 @@ import mujoco
 from labference_ros.cell.description import placement_cell
 from labference_ros.cell.scene_base import cell_spec
 from labference_ros.tasks.base import SimScene
+from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT
 from labference_ros.tasks.placement_recall.instances import CAP_COLOURS, RELEASE_REGION, TARGET, PlacementInstance
 from labference_ros.tasks.placement_recall.rack import COLUMNS, ROWS, RackGeometry, RackPose
 
 CELL = placement_cell()
 CAMERAS = ("front", "wrist")
 RACK = RackGeometry()
-RACK_BODY = "rack"
+RACK_BODY = RACK_OBJECT
 CAP_LENGTH_M = 0.012
 TUBE_MASS_KG = 0.012
 TUBE_SOLREF = (0.004, 1.0)
@@ -139,11 +140,18 @@ def _check_height(instance: PlacementInstance) -> None:
                          f"does not stand on the table (expected {top_z():.4f})")
 
 
+def add_grip_point(spec: mujoco.MjSpec) -> None:
+    """The grip point as a body of its own on the hand (no geoms, no mass), so that a
+    backend measures it like an object: the retrieval recogniser's `tcp`."""
+    spec.body(f"{CELL.robot.prefix}hand").add_body(name=TCP_OBJECT, pos=list(CELL.robot.tcp_offset))
+
+
 def build_spec(instance: PlacementInstance) -> mujoco.MjSpec:
     """The scene of `instance` before the robot acts: the rack at its first pose, the
     distractors in their holes, the target upright on the table."""
     _check_height(instance)
     spec = cell_spec(CELL, "labference_placement", ("front",))
+    add_grip_point(spec)
     add_rack(spec, instance.rack_pose)
     add_release_region(spec)
     add_tube(spec, TARGET, standing_position(TARGET, instance.target_start), cap=instance.cap_colours[TARGET])
@@ -153,6 +161,8 @@ def build_spec(instance: PlacementInstance) -> mujoco.MjSpec:
 
 
 def sim_scene(instance: PlacementInstance) -> SimScene:
-    """The scene as a simulator backend loads it: every tube and the rack measured."""
-    return SimScene(spec=build_spec(instance), objects={**{t: "tube" for t in instance.tubes}, RACK_BODY: "rack"},
+    """The scene as a simulator backend loads it: every tube, the rack and the grip point
+    measured."""
+    return SimScene(spec=build_spec(instance),
+                    objects={**{t: "tube" for t in instance.tubes}, RACK_BODY: "rack", TCP_OBJECT: "gripper"},
                     cameras=CAMERAS)

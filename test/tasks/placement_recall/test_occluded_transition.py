@@ -108,3 +108,17 @@ def test_the_rack_shows_its_facing_and_its_guides_hold_a_tube_upright_in_one_hol
     assert hole_under(data.body(TARGET).xpos, GEOMETRY, instance.rack_pose) == free
     assert abs(data.body(TARGET).xpos[2] - seated_position(TARGET, free, instance.rack_pose)[2]) < 0.002
     assert data.body(TARGET).xmat[8] > 0.98  # upright within about 11 degrees
+
+
+def test_the_scene_measures_the_grip_point_between_the_fingertips():
+    instance = _turned_instance()
+    scene = sim_scene(instance)
+    assert scene.objects["tcp"] == "gripper" and scene.objects["rack"] == "rack"
+    model, data = _settled(instance)
+    tcp = data.body("tcp").xpos
+    fingers = (data.body("panda_left_finger").xpos + data.body("panda_right_finger").xpos) / 2
+    hand = data.body("panda_hand").xpos
+    # On the hand's axis, beyond the finger bodies' origins (toward the fingertips).
+    assert np.linalg.norm(np.cross(tcp - hand, fingers - hand)) < 1e-3 * np.linalg.norm(tcp - hand)
+    assert np.linalg.norm(tcp - hand) > np.linalg.norm(fingers - hand)
+    assert model.body("tcp").mass[0] == 0.0
