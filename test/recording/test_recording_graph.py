@@ -51,7 +51,10 @@ def recorded_run(tmp_path_factory, ros_env):
             lines = driver.wait_for("SCORES", timeout=400)
             driver.stop()
             assert lines, driver.seen[-30:]
-            scores[mode] = json.loads(lines[0][len("SCORES "):])["scores"]
+            result = json.loads(lines[0][len("SCORES "):])
+            scores[mode] = result["scores"]
+            if mode == "correct":
+                assert result["chosen"] == result["required"]
         for p in procs:
             assert p.popen.poll() is None, f"a node died: {p.seen[-20:]}"
     finally:
@@ -62,10 +65,22 @@ def recorded_run(tmp_path_factory, ros_env):
 
 @pytest.mark.slow
 def test_episodes_are_the_intended_outcomes(recorded_run):
-    _, s = recorded_run
-    assert (s["correct"]["first_choice_correct"], s["correct"]["physically_complete"]) == (True, True)
-    assert (s["drop"]["first_choice_correct"], s["drop"]["executed"]) == (True, False)
-    assert (s["wrong"]["first_choice_correct"], s["wrong"]["executed"]) == (False, True)
+    """The referee scores what physically happened: a correct transfer is chosen right,
+    executed and complete; a dropped one chosen right and not executed; a wrong weight
+    chosen wrong and executed."""
+    from labference_ros.core.records import read_jsonl
+
+    run, s = recorded_run
+    triple = {mode: (s[mode]["first_choice_correct"], s[mode]["executed"], s[mode]["physically_complete"])
+              for mode in MODES}
+    assert triple == {"correct": (True, True, True), "drop": (True, False, False), "wrong": (False, True, False)}
+    assert s["correct"]["completion_class"] == "clean" and s["correct"]["terminal_dwell_s"] >= 3.0
+    # The records on disk agree with the service reply and are valid JSONL with unique ids.
+    on_disk = json.loads((run / "correct" / "scores.json").read_text())
+    assert on_disk["physically_complete"] is True and on_disk["status"] == "final"
+    events = [r for r in read_jsonl(run / "correct" / "events.jsonl") if r["record"] == "event"]
+    ids = [e["event_id"] for e in events]
+    assert len(ids) == len(set(ids)) and "task_complete" in {e["category"] for e in events}
 
 
 @pytest.mark.slow
