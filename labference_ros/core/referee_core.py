@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from labference_ros.core.operations import STOP, Operation, as_operation
-from labference_ros.core.opportunities import Opportunity, OpportunityBook
+from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
 from labference_ros.core.scoring import episode_scores
 
 STOP_REASONS_EARLY = ("policy_stop", "policy_done")
@@ -171,6 +171,65 @@ class RefereeCore:
         }
         self.reports.append(report)
         return report
+
+    # what recognising families share --------------------------------------------
+    def _open_evidence(self, t: float, trigger: str) -> None:
+        """The task state as new evidence: the open opportunity closes, the state's legal
+        set is published (the next observation delivery opens an opportunity on it)."""
+        ev = Evidence(version=self.z.evidence_version, time=t, trigger=trigger,
+                      reference_state=self.z.to_dict(), legal_set=self.legal_set())
+        for opp in self.book.new_evidence(ev, t):
+            self._opportunity_closed(opp)
+        self._out.append(self._legal_set_record(t, None))
+
+    def _identify_choice(self, op: Operation, obj: str, t: float, attempt: int) -> tuple[str, Opportunity | None]:
+        """A recognised choice at the current opportunity, recorded as an event:
+        ("unscored", opp) without delivered evidence or after the window, ("first", opp)
+        scored against its legal set, ("revision", opp) a later different choice (the first
+        stays the scored one), ("repeat", opp) the first choice again."""
+        opp = self.book.current
+        if opp is None or opp.evidence_version != self.z.evidence_version or not opp.accepts_choice_at(t):
+            reason = "no_delivered_evidence" if opp is None or opp.evidence_version != self.z.evidence_version \
+                else "window_closed"
+            self._event("choice", t, obj=obj, operation=op, attempt=attempt, opportunity_id=opp.id if opp else -1,
+                        detail={"scored": False, "reason": reason})
+            return "unscored", opp
+        if opp.first_choice is None:
+            correct = op in opp.legal_set
+            opp.first_choice, opp.first_choice_t, opp.execution = op, t, "pending"
+            ev = self._event("choice", t, obj=obj, operation=op, attempt=attempt, opportunity_id=opp.id,
+                             evidence_version=opp.evidence_version,
+                             detail={"scored": True, "correct": correct,
+                                     "legal_set": [o.to_dict() for o in opp.legal_set]})
+            opp.first_choice_event = ev["event_id"]
+            if not correct:
+                self.counts["incorrect_choice"] += 1
+                self._error()
+            return "first", opp
+        if op != opp.first_choice:
+            ev = self._event("choice_revision", t, obj=obj, operation=op, attempt=attempt, opportunity_id=opp.id,
+                             detail={"correct": op in opp.legal_set})
+            opp.revisions.append({"t": t, "operation": op.to_dict(), "event_id": ev["event_id"]})
+            return "revision", opp
+        return "repeat", opp
+
+    def _intervention_receipt(self, intervention: dict, t: float, reasons: list[str]) -> list[dict]:
+        """The receipt of an Oracle intervention (delivered when no reason refuses it);
+        after the episode's end it is late and changes nothing."""
+        receipt = {"record": "receipt", "episode_id": self.episode_id,
+                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "intervention",
+                   "payload_id": str(intervention.get("intervention_id", "")), "t": t,
+                   "status": LATE if self.finished else ("delivered" if not reasons else "rejected_scope"),
+                   "opportunity_id": intervention.get("opportunity_id", -1),
+                   "evidence_version": intervention.get("evidence_version", -1),
+                   "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
+                   "reasons": reasons, "opened": False}
+        self.receipts.append(receipt)
+        if self.finished:
+            self.late_inputs["intervention"] += 1
+            return [receipt]
+        self._out.append(receipt)
+        return self._flush(t)
 
     # queries --------------------------------------------------------------------
     @property

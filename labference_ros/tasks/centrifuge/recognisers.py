@@ -2,11 +2,11 @@
 insertion predicate, so a choice is identified early and success is judged
 strictly and separately.
 
-  grasp      bilateral finger contact while the gripper closes, held grasp_hold_s
+  grasp      bilateral finger contact while the gripper closes, held 0.1 s (tasks/grasping.py)
   approach   the held tube's bottom within one socket's approach region (near its
              axis line, above its mouth), its axis roughly along the socket's, and
              moving into it: the first directed attempt toward that slot
-  release    no robot contact on a grasped tube for release_hold_s
+  release    no robot contact on a grasped tube for 0.1 s
 
 Pure: measurements in, recognitions out; each tracker keeps only what it needs
 from the previous sample (a position, a start time).
@@ -18,17 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ObjectMeasurement, WorldMeasurement
+from labference_ros.core.measurements import ObjectMeasurement, WorldMeasurement
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
-from labference_ros.tasks.centrifuge.insertion import ROBOT_CONTACTS, tube_bottom
+from labference_ros.tasks.centrifuge.insertion import tube_bottom
 from labference_ros.tasks.centrifuge.rotor import SlotFrame
-
-GRASP_HOLD_S = 0.10
-RELEASE_HOLD_S = 0.10
-
-
-def grasped(m: WorldMeasurement, o: ObjectMeasurement) -> bool:
-    return {LEFT_FINGER, RIGHT_FINGER} <= set(o.contacts) and m.gripper_closing
+from labference_ros.tasks.grasping import GraspTracker
 
 
 @dataclass
@@ -42,34 +36,29 @@ class TubeTracker:
 
     def __init__(self, name: str, contract: CentrifugeContract):
         self.name, self.contract = name, contract
-        self.grasping = False
-        self._grasp_since: float | None = None
-        self._free_since: float | None = None
+        self.hand = GraspTracker()
         self._approach: Approach | None = None
         self._last_bottom: tuple[float, np.ndarray] | None = None
         self.approached_this_grasp: set[int] = set()
-        self.attempt = 0
+
+    @property
+    def grasping(self) -> bool:
+        return self.hand.grasping
+
+    @property
+    def attempt(self) -> int:
+        return self.hand.attempt
 
     def step(self, m: WorldMeasurement, o: ObjectMeasurement, frames: list[SlotFrame]) -> list[dict]:
         out = []
         now = m.t
-        if grasped(m, o):
-            self._free_since = None
-            if not self.grasping:
-                self._grasp_since = now if self._grasp_since is None else self._grasp_since
-                if now - self._grasp_since >= GRASP_HOLD_S - 1e-9:
-                    self.grasping = True
-                    self.attempt += 1
-                    self.approached_this_grasp = set()
-                    out.append({"category": "grasp", "t": now, "object": self.name, "attempt": self.attempt})
-        else:
-            self._grasp_since = None
-            if self.grasping and not set(o.contacts) & set(ROBOT_CONTACTS):
-                self._free_since = now if self._free_since is None else self._free_since
-                if now - self._free_since >= RELEASE_HOLD_S - 1e-9:
-                    self.grasping = False
-                    self._approach = None
-                    out.append({"category": "release", "t": now, "object": self.name, "attempt": self.attempt})
+        change = self.hand.step(m, o)
+        if change == "grasp":
+            self.approached_this_grasp = set()
+        elif change == "release":
+            self._approach = None
+        if change is not None:
+            out.append({"category": change, "t": now, "object": self.name, "attempt": self.attempt})
         if self.grasping:
             slot = self._approaching(now, o, frames)
             if slot is not None and slot not in self.approached_this_grasp:

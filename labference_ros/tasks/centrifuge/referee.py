@@ -19,7 +19,6 @@ from dataclasses import replace
 
 from labference_ros.core.measurements import WorldMeasurement
 from labference_ros.core.operations import INSERT, Operation, as_operation, insert, pick
-from labference_ros.core.opportunities import Evidence
 from labference_ros.core.referee_core import LATE, RefereeCore
 from labference_ros.tasks.centrifuge import task_state as ts
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
@@ -105,20 +104,7 @@ class Referee(RefereeCore):
                 op = None
             if op is None or op not in opp.legal_set:
                 reasons.append("operation_not_legal")
-        receipt = {"record": "receipt", "episode_id": self.episode_id,
-                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "intervention",
-                   "payload_id": str(intervention.get("intervention_id", "")), "t": t,
-                   "status": LATE if self.finished else ("delivered" if not reasons else "rejected_scope"),
-                   "opportunity_id": intervention.get("opportunity_id", -1),
-                   "evidence_version": intervention.get("evidence_version", -1),
-                   "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
-                   "reasons": reasons, "opened": False}
-        self.receipts.append(receipt)
-        if self.finished:
-            self.late_inputs["intervention"] += 1
-            return [receipt]
-        self._out.append(receipt)
-        return self._flush(t)
+        return self._intervention_receipt(intervention, t, reasons)
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:
@@ -144,33 +130,9 @@ class Referee(RefereeCore):
                 self._unfinished_noted.discard(tube)
 
     def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> None:
-        opp = self.book.current
-        execution = {"operation": op, "opportunity_id": -1, "t": t, "first": False}
-        if opp is None or opp.evidence_version != self.z.evidence_version or not opp.accepts_choice_at(t):
-            reason = "no_delivered_evidence" if opp is None or opp.evidence_version != self.z.evidence_version \
-                else "window_closed"
-            self._event("choice", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id if opp else -1,
-                        detail={"scored": False, "reason": reason})
-        elif opp.first_choice is None:
-            correct = op in opp.legal_set
-            opp.first_choice, opp.first_choice_t, opp.execution = op, t, "pending"
-            ev = self._event("choice", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id,
-                             evidence_version=opp.evidence_version,
-                             detail={"scored": True, "correct": correct,
-                                     "legal_set": [o.to_dict() for o in opp.legal_set]})
-            opp.first_choice_event = ev["event_id"]
-            execution.update(opportunity_id=opp.id, first=True)
-            if not correct:
-                self.counts["incorrect_choice"] += 1
-                self._error()
-        elif op != opp.first_choice:
-            ev = self._event("choice_revision", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id,
-                             detail={"correct": op in opp.legal_set})
-            opp.revisions.append({"t": t, "operation": op.to_dict(), "event_id": ev["event_id"]})
-            execution["opportunity_id"] = opp.id
-        else:
-            execution.update(opportunity_id=opp.id, first=True)
-        self._executions[tube] = execution
+        kind, opp = self._identify_choice(op, tube, t, attempt)
+        self._executions[tube] = {"operation": op, "opportunity_id": -1 if kind == "unscored" else opp.id, "t": t,
+                                  "first": kind in ("first", "repeat")}
 
     def _seated(self, tube: str, slot: int, t: float) -> None:
         self.z = ts.confirm_seated(self.z, tube, slot)
@@ -212,9 +174,4 @@ class Referee(RefereeCore):
             opp.execution = "confirmed" if ok else "failed"
 
     def _new_evidence(self, t: float, trigger: str) -> None:
-        ops = ts.legal_set(self.contract, self.z)
-        ev = Evidence(version=self.z.evidence_version, time=t, trigger=trigger,
-                      reference_state=self.z.to_dict(), legal_set=ops)
-        for opp in self.book.new_evidence(ev, t):
-            self._opportunity_closed(opp)
-        self._out.append(self._legal_set_record(t, None))
+        self._open_evidence(t, trigger)
