@@ -7,7 +7,7 @@ strictly and separately.
               hole's depth below the top face, inside the guides' clearance,
               released, supported by the rack and still; confirmed after 0.5 s
   grasp       bilateral finger contact while the gripper closes, held 0.1 s
-  release     no robot contact on a grasped tube for 0.1 s
+  release     no robot contact on a grasped tube for 0.1 s (both: tasks/grasping.py)
   placement   a held tube's bottom descending in one hole's column (its opening grown
               by a margin, at most max_height above the top face), sustained
   retrieval   the grip point descending in one hole's column before the fingers touch
@@ -24,14 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from labference_ros.core.geometry import body_axis
-from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ROBOT, ObjectMeasurement, WorldMeasurement
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ObjectMeasurement, WorldMeasurement
+from labference_ros.tasks.grasping import ROBOT_CONTACTS, GraspTracker
 from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT, PlacementContract
 from labference_ros.tasks.placement_recall.rack import RackPose, hole_under, to_local
 
-ROBOT_CONTACTS = (LEFT_FINGER, RIGHT_FINGER, ROBOT)
 SEAT_CHECKS = ("in_hole", "upright", "deep", "centred", "released", "supported", "still")
-GRASP_HOLD_S = 0.10
-RELEASE_HOLD_S = 0.10
 # The grip point's approach column reaches higher than a held tube's bottom: the hand
 # comes down onto a tube that stands 50 mm out of the rack.
 RETRIEVAL_EXTRA_HEIGHT_M = 0.06
@@ -53,10 +51,6 @@ def tube_bottom(obj: ObjectMeasurement, length_m: float) -> tuple[np.ndarray, fl
     up /= np.linalg.norm(up)
     tilt = math.degrees(math.acos(float(np.clip(up[2], -1.0, 1.0))))
     return np.asarray(obj.position, dtype=float) - up * (length_m / 2), tilt
-
-
-def grasped(m: WorldMeasurement, o: ObjectMeasurement) -> bool:
-    return {LEFT_FINGER, RIGHT_FINGER} <= set(o.contacts) and m.gripper_closing
 
 
 @dataclass(frozen=True)
@@ -160,40 +154,33 @@ class TubeTracker:
 
     def __init__(self, name: str, contract: PlacementContract):
         self.name, self.contract = name, contract
-        self.grasping = False
-        self.attempt = 0
-        self._grasp_since: float | None = None
-        self._free_since: float | None = None
+        self.hand = GraspTracker()
         self._approach = ColumnApproach(contract, contract.approach.max_height_m)
         self.approached_this_grasp: set[str] = set()
 
+    @property
+    def grasping(self) -> bool:
+        return self.hand.grasping
+
+    @property
+    def attempt(self) -> int:
+        return self.hand.attempt
+
     def step(self, m: WorldMeasurement, o: ObjectMeasurement, pose: RackPose) -> list[dict]:
         out = []
-        now = m.t
-        if grasped(m, o):
-            self._free_since = None
-            if not self.grasping:
-                self._grasp_since = now if self._grasp_since is None else self._grasp_since
-                if now - self._grasp_since >= GRASP_HOLD_S - 1e-9:
-                    self.grasping = True
-                    self.attempt += 1
-                    self.approached_this_grasp = set()
-                    self._approach.reset()
-                    out.append({"category": "grasp", "t": now, "object": self.name, "attempt": self.attempt})
-        else:
-            self._grasp_since = None
-            if self.grasping and not set(o.contacts) & set(ROBOT_CONTACTS):
-                self._free_since = now if self._free_since is None else self._free_since
-                if now - self._free_since >= RELEASE_HOLD_S - 1e-9:
-                    self.grasping = False
-                    out.append({"category": "release", "t": now, "object": self.name, "attempt": self.attempt})
+        change = self.hand.step(m, o)
+        if change == "grasp":
+            self.approached_this_grasp = set()
+            self._approach.reset()
+        if change is not None:
+            out.append({"category": change, "t": m.t, "object": self.name, "attempt": self.attempt})
         if self.grasping:
             bottom, tilt = tube_bottom(o, self.contract.tube.length_m)
-            hole = self._approach.step(now, bottom, pose) if tilt <= self.contract.approach.max_open_tilt_deg \
+            hole = self._approach.step(m.t, bottom, pose) if tilt <= self.contract.approach.max_open_tilt_deg \
                 else self._approach.reset()
             if hole and hole not in self.approached_this_grasp:
                 self.approached_this_grasp.add(hole)
-                out.append({"category": "placement_attempt", "t": now, "object": self.name, "hole": hole,
+                out.append({"category": "placement_attempt", "t": m.t, "object": self.name, "hole": hole,
                             "attempt": self.attempt})
         return out
 

@@ -26,14 +26,20 @@ from dataclasses import replace
 
 from labference_ros.core.measurements import TABLE, WorldMeasurement
 from labference_ros.core.operations import Operation, insert, remove
-from labference_ros.core.opportunities import Evidence
-from labference_ros.core.referee_core import LATE, RefereeCore
+from labference_ros.core.referee_core import RefereeCore
+from labference_ros.tasks.grasping import ROBOT_CONTACTS
 from labference_ros.tasks.placement_recall import task_state as ts
 from labference_ros.tasks.placement_recall.contract import PlacementContract
 from labference_ros.tasks.placement_recall.instances import PlacementInstance
 from labference_ros.tasks.placement_recall.rack import hole_positions, hole_under, to_local
-from labference_ros.tasks.placement_recall.recognisers import (ROBOT_CONTACTS, RetrievalTracker, SeatTracker,
-                                                               TubeTracker, rack_pose, seat_check, tube_bottom)
+from labference_ros.tasks.placement_recall.recognisers import (
+    RetrievalTracker,
+    SeatTracker,
+    TubeTracker,
+    rack_pose,
+    seat_check,
+    tube_bottom,
+)
 
 LIFTED_M = 0.005  # a tube's bottom this far above the rack's top face is out of its hole
 
@@ -113,20 +119,7 @@ class Referee(RefereeCore):
 
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
         """Every intervention is refused until the family's Oracle sites exist."""
-        receipt = {"record": "receipt", "episode_id": self.episode_id,
-                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "intervention",
-                   "payload_id": str(intervention.get("intervention_id", "")), "t": t,
-                   "status": LATE if self.finished else "rejected_scope",
-                   "opportunity_id": intervention.get("opportunity_id", -1),
-                   "evidence_version": intervention.get("evidence_version", -1),
-                   "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
-                   "reasons": [] if self.finished else ["no_oracle_sites"], "opened": False}
-        self.receipts.append(receipt)
-        if self.finished:
-            self.late_inputs["intervention"] += 1
-            return [receipt]
-        self._out.append(receipt)
-        return self._flush(t)
+        return self._intervention_receipt(intervention, t, [] if self.finished else ["no_oracle_sites"])
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:
@@ -172,35 +165,12 @@ class Referee(RefereeCore):
         return hole_under(old, self.contract.rack, self.pose) or None
 
     def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> None:
-        opp = self.book.current
-        key = tube or "retrieval"
-        execution = {"operation": op, "opportunity_id": -1, "t": t, "first": False}
-        if opp is None or opp.evidence_version != self.z.evidence_version or not opp.accepts_choice_at(t):
-            reason = "no_delivered_evidence" if opp is None or opp.evidence_version != self.z.evidence_version \
-                else "window_closed"
-            self._event("choice", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id if opp else -1,
-                        detail={"scored": False, "reason": reason})
-        elif opp.first_choice is None:
-            correct = op in opp.legal_set
-            opp.first_choice, opp.first_choice_t, opp.execution = op, t, "pending"
-            ev = self._event("choice", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id,
-                             evidence_version=opp.evidence_version,
-                             detail={"scored": True, "correct": correct,
-                                     "legal_set": [o.to_dict() for o in opp.legal_set]})
-            opp.first_choice_event = ev["event_id"]
-            execution.update(opportunity_id=opp.id, first=True)
-            if not correct:
-                self.counts["incorrect_choice"] += 1
-                self._error()
-        elif op != opp.first_choice:
-            # A later correction: recorded, the original choice stays the scored one.
-            ev = self._event("choice_revision", t, obj=tube, operation=op, attempt=attempt, opportunity_id=opp.id,
-                             detail={"correct": op in opp.legal_set})
-            opp.revisions.append({"t": t, "operation": op.to_dict(), "event_id": ev["event_id"]})
-            return
-        else:
-            execution.update(opportunity_id=opp.id, first=True)
-        self._executions.setdefault(key, execution)
+        kind, opp = self._identify_choice(op, tube, t, attempt)
+        if kind == "revision":
+            return  # a later correction: the first choice stays the one being carried out
+        self._executions.setdefault(tube or "retrieval", {
+            "operation": op, "opportunity_id": -1 if kind == "unscored" else opp.id, "t": t,
+            "first": kind in ("first", "repeat")})
 
     def _placed(self, hole: str, t: float) -> None:
         self.z = ts.confirm_placed(self.z, self.contract.target, hole)
@@ -256,9 +226,4 @@ class Referee(RefereeCore):
         return o is not None and seat_check(o, self.pose, self.contract).hole == hole
 
     def _new_evidence(self, t: float, trigger: str) -> None:
-        ops = ts.legal_set(self.contract, self.z)
-        ev = Evidence(version=self.z.evidence_version, time=t, trigger=trigger,
-                      reference_state=self.z.to_dict(), legal_set=ops)
-        for opp in self.book.new_evidence(ev, t):
-            self._opportunity_closed(opp)
-        self._out.append(self._legal_set_record(t, None))
+        self._open_evidence(t, trigger)

@@ -19,8 +19,16 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from labference_ros.tasks.placement_recall.rack import (RackGeometry, RackPose, pose_matrix, quat_of, rebuilt,
-                                                        relative, rotation_error_deg, to_local)
+from labference_ros.tasks.placement_recall.rack import (
+    RackGeometry,
+    RackPose,
+    pose_matrix,
+    quat_of,
+    rebuilt,
+    relative,
+    rotation_error_deg,
+    to_local,
+)
 from labference_ros.tasks.placement_recall.scene import RACK, RACK_BODY
 
 STILL_SPEED_M_S = 2e-3  # every tube slower than this ...

@@ -124,6 +124,17 @@ def place_with_deviation(s: Stream, intended: str, settled: str) -> None:
     s.observe()  # the withdraw opportunity (legal: Wait)
 
 
+def placed_and_occluded(hole: str) -> Stream:
+    """A basic episode up to its retrieval opportunity: the target placed in `hole`, the
+    rack still through the occlusion, the first observation after it delivered."""
+    s = Stream(_basic())
+    place_with_deviation(s, intended=hole, settled=hole)
+    s.turn_rack(0.0)
+    s.step(2)
+    s.observe()
+    return s
+
+
 def test_a_tube_that_settles_in_b2_when_b3_was_intended_is_retrieved_from_b2():
     for approached, correct in (("B2", True), ("B3", False)):
         s = Stream(_basic())
@@ -166,11 +177,7 @@ def test_after_a_half_turn_the_label_counts_not_the_old_world_position():
 
 
 def test_the_first_approach_is_kept_when_a_later_one_corrects_it():
-    s = Stream(_basic())
-    place_with_deviation(s, intended="A1", settled="A1")
-    s.turn_rack(0.0)
-    s.step(2)
-    s.observe()
+    s = placed_and_occluded("A1")
     holes = hole_positions(s.contract.rack, s.pose)
     s.hand_descends_over(holes["C4"][:2])  # wrong first
     s.hand_descends_over(holes["A1"][:2])  # then right
@@ -191,22 +198,14 @@ def test_no_retrieval_opportunity_before_the_transition_and_an_early_approach_is
 
 
 def test_a_grasp_that_touches_a_tube_first_is_no_pre_contact_approach():
-    s = Stream(_basic())
-    place_with_deviation(s, intended="C2", settled="C2")
-    s.turn_rack(0.0)
-    s.step(2)
-    s.observe()
+    s = placed_and_occluded("C2")
     s.target_contacts = {RACK_OBJECT, LEFT_FINGER}  # the hand is already on the tube
     s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["C2"][:2])
     assert s.scores()["retrieval"]["chosen_hole"] is None
 
 
 def test_retrieval_and_delivery_complete_the_task_after_three_seconds_in_the_region():
-    s = Stream(_basic())
-    place_with_deviation(s, intended="A3", settled="A3")
-    s.turn_rack(0.0)
-    s.step(2)
-    s.observe()
+    s = placed_and_occluded("A3")
     s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["A3"][:2])
     s.grasp_target()
     s.target = s.target + [0.0, 0.0, 0.06]  # lifted out of its hole
