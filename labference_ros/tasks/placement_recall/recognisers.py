@@ -192,12 +192,13 @@ class RetrievalTracker:
         self.contract = contract
         self._approach = ColumnApproach(contract, contract.approach.max_height_m + RETRIEVAL_EXTRA_HEIGHT_M)
         self.approached: set[str] = set()
+        self.touched = False  # a finger has touched a tube: later approaches are no pre-contact choice
 
     def step(self, m: WorldMeasurement, pose: RackPose) -> list[dict]:
         tcp = m.objects.get(TCP_OBJECT)
-        touching = any({LEFT_FINGER, RIGHT_FINGER} & set(o.contacts) for n, o in m.objects.items()
-                       if o.kind == "tube")
-        if tcp is None or touching:
+        self.touched = self.touched or any({LEFT_FINGER, RIGHT_FINGER} & set(o.contacts)
+                                           for o in m.objects.values() if o.kind == "tube")
+        if tcp is None or self.touched:
             self._approach.reset()
             return []
         hole = self._approach.step(m.t, tcp.position, pose)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from labference_ros.core.measurements import TABLE, WorldMeasurement
-from labference_ros.core.operations import Operation, insert, remove
+from labference_ros.core.operations import PICK, REMOVE, Operation, insert, remove
 from labference_ros.core.referee_core import RefereeCore
 from labference_ros.tasks.grasping import ROBOT_CONTACTS
 from labference_ros.tasks.placement_recall import task_state as ts
@@ -59,7 +59,7 @@ class Referee(RefereeCore):
         self._executions: dict[str, dict] = {}  # tube ("" for the retrieval) -> the choice being carried out
         self._retrieval: dict = {"reached": False, "chosen_hole": None, "correct": None, "t": None,
                                  "old_world_position_hole": None}
-        self._region_since: float | None = None
+        self._wrong_tubes: set[str] = set()  # distractors grasped while retrieving
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -88,7 +88,8 @@ class Referee(RefereeCore):
                 bottom, _tilt = tube_bottom(o, self.contract.tube.length_m)
                 if to_local(bottom, self.pose)[2] > LIFTED_M:
                     self._retrieved(m.t)
-            if tube != self.contract.target and self.trackers[tube].grasping and "lifted" not in self._executions:
+            if tube != self.contract.target and self.trackers[tube].grasping and self.z.phase == ts.RETRIEVE \
+                    and tube not in self._wrong_tubes:
                 self._disturbed(tube, m.t)
         for r in self.retrieval.step(m, self.pose):
             self._retrieval_attempt(r["hole"], r["t"])
@@ -99,6 +100,7 @@ class Referee(RefereeCore):
             self._opportunity_closed(opp)
         if self.z.physically_complete and not z0.physically_complete:
             self._event("task_complete", m.t, detail={"placed_hole": self.z.placed_hole})
+            self._outcome(self.contract.target, m.t, ok=lambda op: op.type == REMOVE, detail={"in_region": True})
             out = self._flush(m.t)
             return out + self.finish(m.t, "completed")[:-1]
         return self._flush(m.t)
@@ -113,9 +115,16 @@ class Referee(RefereeCore):
         self.z = ts.environment_transition(z0)
         self._event("environment_transition", t, detail={**(detail or {}), "phase_before": z0.phase})
         if self.z.evidence_version != z0.evidence_version:
-            self._retrieval["reached"] = True
+            # Retrieval starts afresh: what the hand did before the occlusion (a premature
+            # approach, already scored against Wait) neither blocks nor stands in for its choice.
+            self.retrieval = RetrievalTracker(self.contract)
+            self._executions.pop("retrieval", None)
             self._new_evidence(t, "environment_transition")
         return self._flush(t)
+
+    def _on_opened(self, opp, t: float) -> None:
+        if self.z.phase == ts.RETRIEVE and any(op.type == PICK for op in opp.legal_set):
+            self._retrieval["reached"] = True  # the retrieval opportunity opened
 
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
         """Every intervention is refused until the family's Oracle sites exist."""
@@ -148,15 +157,13 @@ class Referee(RefereeCore):
         if self.z.phase not in (ts.WITHDRAW, ts.RETRIEVE):
             self._event("approach", t, detail={"hole": hole, "phase": self.z.phase})
             return
-        op = ts.retrieve(self.contract.target, hole)
-        first = self._retrieval["chosen_hole"] is None and self.z.phase == ts.RETRIEVE
-        if first:
-            # Where the hole it went to stood before the occlusion: a system that returned to
-            # the old world position went to the hole now at the old position of the reference.
+        kind = self._choice(ts.retrieve(self.contract.target, hole), "", t, 0)
+        if kind == "first" and self.z.phase == ts.RETRIEVE:
+            # Beside the scored choice: the hole that now stands where the reference stood
+            # before the occlusion (where a system that returned to the old world position went).
             placed = self.z.placed_hole
             self._retrieval.update(chosen_hole=hole, correct=hole == placed, t=t,
                                    old_world_position_hole=self._hole_now_at_old_position(placed))
-        self._choice(op, "", t, 0)
 
     def _hole_now_at_old_position(self, placed: str | None) -> str | None:
         if placed is None:
@@ -164,17 +171,20 @@ class Referee(RefereeCore):
         old = hole_positions(self.contract.rack, self.pose_at_placement)[placed]
         return hole_under(old, self.contract.rack, self.pose) or None
 
-    def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> None:
+    def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> str:
+        """Record a recognised choice; its kind (core.referee_core._identify_choice)."""
         kind, opp = self._identify_choice(op, tube, t, attempt)
-        if kind == "revision":
-            return  # a later correction: the first choice stays the one being carried out
-        self._executions.setdefault(tube or "retrieval", {
-            "operation": op, "opportunity_id": -1 if kind == "unscored" else opp.id, "t": t,
-            "first": kind in ("first", "repeat")})
+        key = tube or "retrieval"
+        if kind == "first" or (kind != "revision" and key not in self._executions):
+            # A later correction leaves the first choice the one being carried out.
+            self._executions[key] = {"operation": op, "opportunity_id": -1 if kind == "unscored" else opp.id,
+                                     "t": t, "first": kind in ("first", "repeat")}
+        return kind
 
     def _placed(self, hole: str, t: float) -> None:
         self.z = ts.confirm_placed(self.z, self.contract.target, hole)
         self.pose_at_placement = self.pose
+        self.retrieval = RetrievalTracker(self.contract)  # the hand let go: the next descent is pre-contact
         self._event("placement_confirmed", t, obj=self.contract.target,
                     detail={"hole": hole, "intended_hole": self.z.intended_hole,
                             "deviation": self.z.placement_deviation})
@@ -187,14 +197,14 @@ class Referee(RefereeCore):
         self._outcome("retrieval", t, ok=lambda op: op.destination == placed, detail={"from_hole": placed})
 
     def _disturbed(self, tube: str, t: float) -> None:
-        """A distractor grasped: the retrieval (if one is being carried out) took the wrong tube."""
-        self._executions["lifted"] = {"operation": None, "opportunity_id": -1, "t": t, "first": False}
+        """A distractor grasped while retrieving: the retrieval being carried out took the wrong tube."""
+        self._wrong_tubes.add(tube)
         self._event("distractor_grasped", t, obj=tube, detail={"hole": self.instance.distractors.get(tube)})
         self._outcome("retrieval", t, ok=lambda op: False, detail={"grasped": tube})
 
     def _outcome(self, key: str, t: float, ok, detail: dict) -> None:
         ex = self._executions.pop(key, None)
-        if ex is None or ex["operation"] is None:
+        if ex is None:
             return
         op: Operation = ex["operation"]
         success = bool(ok(op))
@@ -222,8 +232,12 @@ class Referee(RefereeCore):
         return on_table and still and in_region and tilt <= self.contract.terminal.max_tilt_deg and kept
 
     def _in_hole(self, m: WorldMeasurement, tube: str, hole: str) -> bool:
+        """The tube stands seated in that hole (every check of the seating predicate)."""
         o = m.objects.get(tube)
-        return o is not None and seat_check(o, self.pose, self.contract).hole == hole
+        if o is None:
+            return False
+        check = seat_check(o, self.pose, self.contract)
+        return check.hole == hole and check.seated
 
     def _new_evidence(self, t: float, trigger: str) -> None:
         self._open_evidence(t, trigger)

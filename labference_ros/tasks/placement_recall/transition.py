@@ -8,8 +8,9 @@ with zero velocity; the physics then runs until every tube is still. Policy
 actions and recognition pause for the whole interval (the caller's part too:
 the transition runs between two control steps and delivers no measurement).
 
-Only the tubes inside the rack's footprint move with it: a tube on the table or
-in the gripper stays where it is. Deterministic: the same state and the same new
+Only the tubes standing in the rack move with it: a tube on the table or held
+above the rack stays where it is. The record says whether the transition is
+valid (settled, every relative pose kept within 1 mm and 1 degree). Deterministic: the same state and the same new
 pose give the same state after it, bit for bit.
 """
 from __future__ import annotations
@@ -32,8 +33,13 @@ from labference_ros.tasks.placement_recall.rack import (
 from labference_ros.tasks.placement_recall.scene import RACK, RACK_BODY
 
 STILL_SPEED_M_S = 2e-3  # every tube slower than this ...
+STILL_SPIN_RAD_S = 0.05  # ... turning slower than this ...
 STILL_HOLD_S = 0.2  # ... for this long counts as stable
 MAX_SETTLE_S = 2.0
+# A transition is valid when every rebuilt tube kept its pose relative to the rack this well
+# once settled (else the episode's record says why it is not).
+MAX_POSITION_ERROR_M = 0.001
+MAX_ROTATION_ERROR_DEG = 1.0
 
 
 @dataclass
@@ -45,6 +51,12 @@ class TransitionRecord:
     moved: dict[str, dict] = field(default_factory=dict)  # tube -> {relative_before, relative_after, errors}
     settle_s: float = 0.0
     stable: bool = False
+
+    @property
+    def valid(self) -> bool:
+        """Settled, with every tube's pose relative to the rack kept within tolerance."""
+        return self.stable and self.max_position_error_m() <= MAX_POSITION_ERROR_M \
+            and self.max_rotation_error_deg() <= MAX_ROTATION_ERROR_DEG
 
     def max_position_error_m(self) -> float:
         return max((m["position_error_m"] for m in self.moved.values()), default=0.0)
@@ -64,10 +76,12 @@ def _free_joint_address(model: mujoco.MjModel, body_id: int) -> tuple[int, int]:
     return int(model.jnt_qposadr[joint]), int(model.jnt_dofadr[joint])
 
 
-def _in_rack(position, pose: RackPose, geometry: RackGeometry) -> bool:
+def _in_rack(position, pose: RackPose, geometry: RackGeometry, tube_half_length_m: float) -> bool:
+    """A tube whose centre is over the rack's footprint, low enough that its bottom is in
+    a hole (a tube held above the rack is not rebuilt: it goes where the hand goes)."""
     local = to_local(position, pose)
     half_x, half_y = geometry.half_size
-    return abs(local[0]) <= half_x and abs(local[1]) <= half_y and -geometry.depth_m - 0.01 <= local[2] <= 0.12
+    return abs(local[0]) <= half_x and abs(local[1]) <= half_y and local[2] <= tube_half_length_m + 0.002
 
 
 def occluded_transition(model: mujoco.MjModel, data: mujoco.MjData, tubes, new_pose: RackPose,
@@ -81,7 +95,8 @@ def occluded_transition(model: mujoco.MjModel, data: mujoco.MjData, tubes, new_p
     inside = {}
     for name in tubes:
         body = model.body(name).id
-        if _in_rack(data.xpos[body], pose_before, geometry):
+        half_length = float(model.geom_size[model.body_geomadr[body]][1])  # the tube's cylinder
+        if _in_rack(data.xpos[body], pose_before, geometry, half_length):
             inside[name] = (body, relative(t_rack, _body_matrix(data, body)))
 
     t_rack_new = new_pose.matrix()
@@ -100,8 +115,9 @@ def occluded_transition(model: mujoco.MjModel, data: mujoco.MjData, tubes, new_p
     still_since, t0 = None, float(data.time)
     while data.time - t0 < max_settle_s:
         mujoco.mj_step(model, data)
-        speeds = [float(np.linalg.norm(data.qvel[_free_joint_address(model, b)[1]:][:3])) for b, _ in inside.values()]
-        if all(s < STILL_SPEED_M_S for s in speeds):
+        velocities = [data.qvel[_free_joint_address(model, b)[1]:][:6] for b, _ in inside.values()]
+        if all(np.linalg.norm(v[:3]) < STILL_SPEED_M_S and np.linalg.norm(v[3:]) < STILL_SPIN_RAD_S
+               for v in velocities):
             still_since = data.time if still_since is None else still_since
             if data.time - still_since >= STILL_HOLD_S:
                 record.stable = True

@@ -44,7 +44,7 @@ def test_every_tube_keeps_its_pose_relative_to_the_rack():
     free = [label for label in LABELS if label not in instance.distractors.values()]
     placed = free[0]
     model, data, record = _transition(instance, placed)
-    assert record.stable and record.settle_s < 1.0
+    assert record.stable and record.valid and record.settle_s < 1.0
     assert sorted(record.moved) == sorted(instance.tubes)  # the placed target and the three distractors
     for name, moved in record.moved.items():
         assert moved["position_error_m"] <= POSITION_TOLERANCE_M, (name, moved)

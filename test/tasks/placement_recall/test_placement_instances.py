@@ -42,6 +42,10 @@ def test_the_seeds_stay_separate():
     layouts = [[i.layout_hash for i in items] for items in (a, b, c)]
     assert layouts[0] == layouts[2] and layouts[0] != layouts[1]  # only the layout seed moves the layout
     assert generate("extended", "distinct", 8, 3, 40, 0) == a
+    d = generate("extended", "distinct", 8, task_seed=3, layout_seed=40, policy_seed=5)
+    assert [i.policy_seed for i in d] != [i.policy_seed for i in a]  # only the policy seed moved
+    assert [(i.movement, i.cap_colours, i.distractors, i.layout_hash) for i in d] == \
+        [(i.movement, i.cap_colours, i.distractors, i.layout_hash) for i in a]
 
 
 def test_instance_lists_round_trip_and_bad_conditions_are_named(tmp_path):

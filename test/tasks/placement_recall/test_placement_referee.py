@@ -195,11 +195,33 @@ def test_no_retrieval_opportunity_before_the_transition_and_an_early_approach_is
     assert scores["retrieval"]["reached"] is False and scores["retrieval"]["chosen_hole"] is None
     premature = [e for e in s.events("choice") if e["operation"]["type"] == "pick"]
     assert premature and premature[0]["detail"]["correct"] is False  # legal was Wait
+    # The premature approach neither blocks nor stands in for the retrieval choice.
+    s.tcp = s.tcp + [0.0, 0.0, 0.1]
+    s.turn_rack(0.0)
+    s.step(2)
+    assert s.scores()["retrieval"]["reached"] is False  # the opportunity opens with the next delivery
+    s.observe()
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["B1"][:2])
+    r = s.scores()["retrieval"]
+    assert (r["reached"], r["chosen_hole"], r["correct"]) == (True, "B1", True)
 
 
-def test_a_grasp_that_touches_a_tube_first_is_no_pre_contact_approach():
+def test_a_choice_before_the_retrieval_observation_is_recorded_but_not_scored():
+    s = Stream(_basic())
+    place_with_deviation(s, intended="A2", settled="A2")
+    s.turn_rack(0.0)
+    s.step(2)
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["A2"][:2])  # no observation delivered yet
+    unscored = [e for e in s.events("choice") if e["operation"]["type"] == "pick"]
+    assert unscored and unscored[-1]["detail"] == {"scored": False, "reason": "no_delivered_evidence"}
+    assert s.scores()["retrieval"]["chosen_hole"] is None
+
+
+def test_a_descent_after_a_finger_touched_a_tube_is_no_pre_contact_approach():
     s = placed_and_occluded("C2")
-    s.target_contacts = {RACK_OBJECT, LEFT_FINGER}  # the hand is already on the tube
+    s.target_contacts = {RACK_OBJECT, LEFT_FINGER}  # a finger touches the tube, then lets go
+    s.step(3)
+    s.target_contacts = {RACK_OBJECT}
     s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["C2"][:2])
     assert s.scores()["retrieval"]["chosen_hole"] is None
 
@@ -225,27 +247,41 @@ def test_retrieval_and_delivery_complete_the_task_after_three_seconds_in_the_reg
     assert deliver and deliver[0]["detail"]["correct"] is True
 
 
-@pytest.mark.parametrize("bad", ["tilted", "shallow", "held"])
-def test_a_placement_is_confirmed_only_upright_deep_released_and_still(bad):
+@pytest.mark.parametrize("bad, failing", [("tilted", "upright"), ("shallow", "deep"), ("off_centre", "centred"),
+                                          ("held", "released"), ("unsupported", "supported"), ("moving", "still")])
+def test_a_placement_is_confirmed_only_when_every_seating_check_holds(bad, failing):
+    """Each case breaks exactly one check of the seating predicate, and no placement is confirmed."""
+    from labference_ros.tasks.placement_recall.recognisers import seat_check
+
     s = Stream(_basic())
     s.step(2)
     s.observe()
     s.grasp_target()
     s.carry_target_down_into("B4")
-    s.closing = bad == "held"
-    s.target = s._seated("B4") + ([0.0, 0.0, 0.02] if bad == "shallow" else [0.0, 0.0, 0.0])
-    s.target_contacts = {RACK_OBJECT} | (GRIP if bad == "held" else set())
-    if bad == "tilted":
-        tilt = math.radians(15.0)  # a lean, as on a guide's edge
+    bottom = s._seated("B4") - [0.0, 0.0, LENGTH / 2]
+    orientation, speed = UPRIGHT, 0.0
+    contacts = {RACK_OBJECT}
+    if bad == "tilted":  # a 15 degree lean about the tube's bottom, still centred in the hole
+        tilt = math.radians(15.0)
         orientation = (math.cos(tilt / 2), math.sin(tilt / 2), 0.0, 0.0)
-        m = s.measurement()
-        lean = dict(m.objects)
-        o = lean[TARGET]
-        lean[TARGET] = ObjectMeasurement(o.name, o.kind, o.position, orientation, 0.0, 0.0, o.contacts)
-        for _ in range(50):
-            s.t += DT
-            s.records += s.referee.step(WorldMeasurement(t=round(s.t, 6), objects=lean))
+        s.target = bottom + [0.0, -math.sin(tilt) * LENGTH / 2, math.cos(tilt) * LENGTH / 2]
     else:
-        s.step(50)
+        s.target = s._seated("B4") + {"shallow": [0.0, 0.0, 0.02], "off_centre": [0.005, 0.0, 0.0]}.get(bad, [0, 0, 0])
+    if bad == "held":
+        contacts |= GRIP
+    if bad == "unsupported":
+        contacts = set()
+    if bad == "moving":
+        speed = 0.02
+    s.closing = bad == "held"
+    s.target_contacts = contacts
+    measured = s.measurement(speed)
+    target = measured.objects[TARGET]
+    target = ObjectMeasurement(target.name, target.kind, target.position, orientation, speed, 0.0, target.contacts)
+    assert seat_check(target, s.pose, s.contract).failures == (failing,)
+    for _ in range(50):
+        s.t += DT
+        objects = {**s.measurement(speed).objects, TARGET: target}
+        s.records += s.referee.step(WorldMeasurement(t=round(s.t, 6), objects=objects, gripper_closing=s.closing))
     assert not s.events("placement_confirmed")
     assert s.scores()["placement"]["placed_hole"] is None
