@@ -10,12 +10,19 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def run_domain() -> str:
-    """This test run's default ROS domain, in 43..99 (ROS 2 advises 0..101 on Linux; never
-    0 or the project's old default 42). A run owns a pair of domains: this one and the
-    next (for tests that need a second one). Graphs that tests start themselves claim
-    their own (test/ros_domains.py); launches without ROS_DOMAIN_ID claim the lowest
-    free ones, far below this range."""
-    return str(43 + (os.getpid() % 28) * 2)
+    """This test process's default ROS domain, in 43..99 (ROS 2 advises 0..101 on Linux;
+    never 0 or the project's old default 42). Each test run, and under pytest-xdist
+    each worker of a run, owns a pair of domains: this one and the next (for tests that
+    need a second one), so parallel workers never share one. Graphs that tests start
+    themselves claim their own (test/ros_domains.py); launches without ROS_DOMAIN_ID
+    claim the lowest free ones, far below this range."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under `pytest -n N`
+    if not worker.startswith("gw"):
+        return str(43 + (os.getpid() % 28) * 2)
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    run = int(os.environ.get("PYTEST_XDIST_TESTRUNUID", "0") or "0", 16)
+    pair = (run % max(1, 28 // workers)) * workers + int(worker[2:]) % workers
+    return str(43 + pair * 2)
 
 
 # Subprocesses inherit it, so a demo running beside the tests never cross-talks with them.
