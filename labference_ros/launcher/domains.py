@@ -85,6 +85,30 @@ def holder(path: pathlib.Path) -> str:
         return ""
 
 
+def lock_holders(path: pathlib.Path, limit: int = 3) -> list[str]:
+    """'pid N (command)' of the processes holding a lock on the file (Linux /proc/locks),
+    so that a refusal can say which process has the domain."""
+    try:
+        inode = path.stat().st_ino
+        lines = pathlib.Path("/proc/locks").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    pids = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+            if fields[4] not in pids:
+                pids.append(fields[4])
+    out = []
+    for pid in pids[:limit]:
+        try:
+            cmd = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            cmd = ""
+        out.append(f"pid {pid} ({cmd.strip()[:120]})" if cmd.strip() else f"pid {pid}")
+    return out
+
+
 def lock_path(domain_id: int, directory: pathlib.Path | None = None) -> pathlib.Path:
     return (directory or lock_dir()) / f"domain-{domain_id}.lock"
 
@@ -132,7 +156,9 @@ def claim_domain(requested: str | None, busy_wait_s: float = BUSY_WAIT_S) -> Dom
         time.sleep(0.1)
         claim = _try_lock(domain_id, directory)
     if claim is None:
-        raise DomainError(f"ROS domain {domain_id} (ROS_DOMAIN_ID) is in use: another labference launch or "
+        holders = lock_holders(lock_path(domain_id, directory))
+        held = f" (held by {'; '.join(holders)})" if holders else ""
+        raise DomainError(f"ROS domain {domain_id} (ROS_DOMAIN_ID) is in use{held}: another labference launch or "
                           f"nodes of this graph are running on it, and their nodes would mix with this run's. "
                           f"Unset ROS_DOMAIN_ID to claim a free domain, or choose another")
     return claim

@@ -107,8 +107,8 @@ def test_a_claimed_domain_is_freed_when_its_holder_is_killed(tmp_path):
     holder = Proc([sys.executable, "-c", code], env=dict(os.environ))
     try:
         assert holder.wait_for("HELD", timeout=30)
-        with pytest.raises(DomainError, match="is in use"):
-            claim_domain(domain, busy_wait_s=0.2)
+        with pytest.raises(DomainError, match=rf"is in use \(held by pid {holder.popen.pid} "):
+            claim_domain(domain, busy_wait_s=0.2)  # the refusal names the process that has it
         holder.popen.send_signal(signal.SIGKILL)
         holder.popen.wait(timeout=10)
         claim_domain(domain, busy_wait_s=0.0).release()
