@@ -26,5 +26,10 @@ def run_domain() -> str:
 
 
 # Subprocesses inherit it, so a demo running beside the tests never cross-talks with them.
-os.environ.setdefault("ROS_DOMAIN_ID", run_domain())
+# A pytest-xdist worker always takes its own: it inherits the controller's environment,
+# where this file already set one (shared by every worker, it would mix their graphs).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["ROS_DOMAIN_ID"] = run_domain()
+else:
+    os.environ.setdefault("ROS_DOMAIN_ID", run_domain())
 apply_loopback()
