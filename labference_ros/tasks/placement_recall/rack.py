@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labference_ros.cell.urdf import quat_to_matrix
+
 ROWS = "ABC"
 COLUMNS = 4
 LABELS = tuple(f"{row}{col}" for row in ROWS for col in range(1, COLUMNS + 1))
@@ -96,14 +98,9 @@ def hole_under(point_world, geometry: RackGeometry, pose: RackPose, margin_m: fl
 
 
 def pose_matrix(position, quat_wxyz) -> np.ndarray:
-    """T (4 x 4) of a position and a unit quaternion (w, x, y, z)."""
-    w, x, y, z = (float(q) for q in quat_wxyz)
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = w / n, x / n, y / n, z / n
+    """T (4 x 4) of a position and a quaternion (w, x, y, z)."""
     t = np.eye(4)
-    t[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                 [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                 [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+    t[:3, :3] = quat_to_matrix(quat_wxyz)
     t[:3, 3] = [float(p) for p in position]
     return t
 
