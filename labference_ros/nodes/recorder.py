@@ -88,6 +88,11 @@ class Recorder(Node):
                 self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS, durable=topic in DURABLE_TOPICS)
             self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
+        # A finish waiting for the recording to catch up: (caught_up, give-up time, future).
+        # One timer for the node's life polls it. Timers created and destroyed inside each
+        # finish were the one unusual thing about the recorder's rare SIGSEGVs under load.
+        self._catching_up: tuple | None = None
+        self.create_timer(0.02, self._poll_catching_up)
         # Its own callback group: while finishing awaits the referee's episode_end,
         # the subscriptions (default, mutually exclusive group) must still run.
         self.create_service(FinishEpisode, "/recorder/finish_episode", self.on_finish,
@@ -230,13 +235,10 @@ class Recorder(Node):
                                  for t in WATERMARK_TOPICS if t in self.watermark)
 
         if not caught_up():
-            waiter = Future()
-            poll = self.create_timer(0.02, lambda: waiter.done() or not caught_up() or waiter.set_result(True))
-            give_up = self.create_timer(self.finish_timeout_s, lambda: waiter.done() or waiter.set_result(False))
-            if not await waiter:
+            self._catching_up = (caught_up, time.monotonic() + self.finish_timeout_s, Future())
+            if not await self._catching_up[2]:
                 self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
-            self.destroy_timer(poll)
-            self.destroy_timer(give_up)
+            self._catching_up = None
         bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
         counts = dict(self.bag.counts)
         failure = self.bag_error
@@ -262,6 +264,17 @@ class Recorder(Node):
         response.success, response.message = True, message
         response.scores_json = json.dumps({"bag": str(bag_path), "message_counts": counts})
         return response
+
+    def _poll_catching_up(self) -> None:
+        if self._catching_up is None:
+            return
+        caught_up, give_up_at, waiter = self._catching_up
+        if waiter.done():
+            return
+        if caught_up():
+            waiter.set_result(True)
+        elif time.monotonic() >= give_up_at:
+            waiter.set_result(False)
 
     def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
         self.bag_error = None

@@ -123,6 +123,9 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
                 code = code or EXIT_NODE_FAILED
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
+        # The executor's own teardown runs here, while the context is still valid,
+        # rather than whenever the interpreter happens to collect it.
+        del executor
         if rclpy.ok():
             rclpy.shutdown()
     return code

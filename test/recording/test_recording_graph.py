@@ -265,7 +265,9 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
             assert probe.wait_for("STARTED", timeout=90) == ["STARTED True"], probe.seen
             probe.stop()
         finally:
-            assert recorder.stop() == 0
+            code = recorder.stop()
+            recorder.wait_for("", count=10**6, timeout=2)
+            assert code == 0, recorder.seen[-40:]
     from labference_ros.recording.bag_reader import EpisodeBagReader
 
     reader = EpisodeBagReader(tmp_path / "ep" / "bag")
@@ -286,8 +288,9 @@ def record_probe_episode(tmp_path, ros_env, mode: str) -> tuple[list[str], list[
             assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
             probe.stop()
         finally:
-            assert recorder.stop() == 0
-        recorder.wait_for("", count=10**6, timeout=2)
+            code = recorder.stop()
+            recorder.wait_for("", count=10**6, timeout=2)
+            assert code == 0, recorder.seen[-40:]  # a crash's faulthandler dump is in its output
     topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
     return topics, recorder.seen
 
