@@ -52,7 +52,19 @@ def world_from_msg(msg, balance: BalanceMeasurement | None = None) -> WorldMeasu
             contacts=tuple(o.contacts))
     return WorldMeasurement(t=stamp_to_s(msg.header.stamp), objects=objects, gripper_width=msg.gripper_width,
                             gripper_closing=msg.gripper_closing, pan_contacts=tuple(msg.pan_contacts),
-                            balance=balance)
+                            balance=balance, environment=environment_from_json(msg.environment_json))
+
+
+def environment_from_json(text: str) -> dict | None:
+    """A world state's environment field: None when empty; text that is not a JSON
+    object is kept, marked unreadable (the referee records it, nothing is lost)."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"unreadable": text}
 
 
 def fill_world_msg(msg, m: WorldMeasurement, object_msg_type, supports: dict[str, str]) -> object:
@@ -64,6 +76,7 @@ def fill_world_msg(msg, m: WorldMeasurement, object_msg_type, supports: dict[str
     msg.gripper_closing = m.gripper_closing
     msg.hand_on_pan = m.hand_on_pan
     msg.pan_contacts = list(m.pan_contacts)
+    msg.environment_json = json.dumps(m.environment, sort_keys=True) if m.environment else ""
     out = []
     for name in sorted(m.objects):
         o = m.objects[name]

@@ -56,6 +56,10 @@ class WorldMeasurement:
     gripper_closing: bool = False  # the last gripper command asked to close/grasp
     pan_contacts: tuple[str, ...] = ()  # identities touching the pan
     balance: BalanceMeasurement | None = None
+    # What the environment did just before this instant (placement recall's occluded
+    # transition: {"transition": {...}}); None when nothing. Travels with the state so
+    # that the referee and the audit see it in the same place of the same stream.
+    environment: dict | None = field(default=None, compare=False)
 
     @property
     def hand_on_pan(self) -> bool:

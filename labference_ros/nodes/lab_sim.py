@@ -4,12 +4,14 @@ JointTrajectory (JTC replace semantics) and gripper commands; serves reset,
 checkpoints and sync-mode advance. The task family (`task`) builds the scene."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import pathlib
 import time
 import uuid
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -66,6 +68,7 @@ class LabSim(Node):
         self.last_arm_stamp = self.last_gripper_stamp = -1.0
         self.checkpoints: dict[str, bytes] = {}
         self.command_waiter = None  # (rclpy Future, predicate) while an advance waits for commands
+        self.environment = None  # the family's environment behaviour this episode (TaskFamily.make_environment)
 
         qos = QoSProfile(depth=10)
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
@@ -174,6 +177,10 @@ class LabSim(Node):
         if self.backend.has_load_cell:
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
         m = self.backend.measure()
+        if self.environment is not None:
+            happened = self.environment.update(m, self.backend.model, self.backend.data)
+            if happened:  # the state changed at this instant: publish it after the change, saying why
+                m = dataclasses.replace(self.backend.measure(), environment=happened)
         self.pub_world.publish(fill_world_msg(WorldState(), m, ObjectState, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
@@ -182,6 +189,8 @@ class LabSim(Node):
             if self.pub_images[cam].get_subscription_count() == 0:
                 continue
             pixels = self.backend.render(cam)
+            if self.environment is not None and self.environment.occluded(t):
+                pixels = np.zeros_like(pixels)  # the occluder: nothing useful, same size and encoding
             img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
                         step=pixels.shape[1] * 3, data=pixels.tobytes())
             img.header.stamp, img.header.frame_id = stamp, camera_frame_id(cam)
@@ -223,6 +232,7 @@ class LabSim(Node):
         try:
             instance = self.family.instance_from_json(request.instance_json)
             self.backend.load(instance)
+            self.environment = self.family.make_environment(instance)
         except Exception as exc:  # a broken instance is reported, the node stays up
             response.success, response.message = False, f"reset failed: {exc}"
             self.loaded = False

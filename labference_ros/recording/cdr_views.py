@@ -70,6 +70,7 @@ class WorldState(NamedTuple):
     gripper_closing: bool
     hand_on_pan: bool
     pan_contacts: list
+    environment_json: str
 
 
 class BalanceReading(NamedTuple):
@@ -154,7 +155,8 @@ def world_state(data: bytes) -> WorldState:
                                    Twist(Vec3(lx, ly, lz), Vec3(ax, ay, az)), supported_by, left, right, contacts))
     (width,) = r.f64s(1)
     closing, on_pan = r.bools(2)
-    return WorldState(header, objects, width, closing, on_pan, r.strings())
+    pan_contacts = r.strings()
+    return WorldState(header, objects, width, closing, on_pan, pan_contacts, r.string())
 
 
 def balance_reading(data: bytes) -> BalanceReading:

@@ -209,20 +209,25 @@ class PickPlacePlanner:
                         dest_surface_z: float) -> MotionPlan:
         """Pick `object_name` whose body centre is at object_xyz and set it
         down standing at dest_xy on a surface at height dest_surface_z."""
-        s = self.settings
         shape = weighing_cell().objects[object_name]
+        return self.plan_pick_set_down(arm_q, object_xyz, shape.radius, shape.height, dest_xy, dest_surface_z)
+
+    def plan_pick_set_down(self, arm_q, object_xyz, radius: float, length: float, dest_xy,
+                           dest_surface_z: float, open_width: float | None = None) -> MotionPlan:
+        """Pick an upright cylinder whose body centre is at object_xyz, top-down (wherever it
+        stands: on the table or in a holder), and set it down standing at dest_xy on a surface
+        at dest_surface_z. open_width: the fingers' open width (default: the diameter and the
+        open margin)."""
+        s = self.settings
         obj = np.asarray(object_xyz, float)
-        grasp_z = obj[2] + shape.height / 2 - s.grasp_below_top
-        grasp = np.array([obj[0], obj[1], grasp_z])
-        place_z = dest_surface_z + s.release_clearance + shape.height - s.grasp_below_top
-        place = np.array([dest_xy[0], dest_xy[1], place_z])
-        # Travel above the higher of the two ends so nothing is dragged across.
+        grasp = np.array([obj[0], obj[1], obj[2] + length / 2 - s.grasp_below_top])
+        place = np.array([dest_xy[0], dest_xy[1], dest_surface_z + s.release_clearance + length - s.grasp_below_top])
         travel_z = max(grasp[2], place[2]) + s.approach_height
         above_grasp = np.array([grasp[0], grasp[1], travel_z])
         above_place = np.array([place[0], place[1], travel_z])
-        open_w = min(0.08, 2 * shape.radius + s.open_margin)
+        open_w = min(0.08, 2 * radius + s.open_margin) if open_width is None else open_width
         plan = _PlanBuilder(self, arm_q)
-        plan.pick(above_grasp, grasp, open_w, 2 * shape.radius)
+        plan.pick(above_grasp, grasp, open_w, 2 * radius)
         plan.move(above_place, "transfer")
         plan.move(place, "lower")
         plan.release(open_w)

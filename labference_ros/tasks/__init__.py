@@ -18,9 +18,11 @@ ENTRY_POINT_GROUP = "labference.tasks"
 BUILTIN: dict[str, str] = {
     "feedback_weighing": "labference_ros.tasks.weighing",
     "centrifuge_loading": "labference_ros.tasks.centrifuge",
+    "placement_recall": "labference_ros.tasks.placement_recall",
 }
 # Short names a user may type (e.g. in campaign specs).
-ALIASES: dict[str, str] = {"weighing": "feedback_weighing", "centrifuge": "centrifuge_loading"}
+ALIASES: dict[str, str] = {"weighing": "feedback_weighing", "centrifuge": "centrifuge_loading",
+                           "placement": "placement_recall"}
 
 _LOADED: dict[str, TaskFamily] = {}
 

@@ -155,6 +155,14 @@ class TaskFamily:
         the robot, the table, the camera mounts, the object shapes."""
         raise NotImplementedError
 
+    def make_environment(self, instance: Instance):
+        """The simulated environment's own behaviour in an episode of `instance`, or None
+        (the default: the scene only responds to the robot). lab_sim calls its
+        ``update(measurement, model, data)`` at every measurement instant (a dict it
+        returns travels with the state published next as WorldMeasurement.environment)
+        and renders blanked frames while ``occluded(t)``."""
+        return None
+
     def support_labels(self, measurement) -> dict[str, str]:
         """object -> what supports it, as people and RViz read it (the world state's
         supported_by); the referee judges support from contacts itself. Default: none."""

@@ -25,6 +25,7 @@ def _world(n_objects: int, text: str) -> WorldState:
         msg.objects.append(o)
     msg.gripper_width, msg.gripper_closing, msg.hand_on_pan = 0.0421, True, bool(len(text) % 2)
     msg.pan_contacts = ["std_1", text] if text else []
+    msg.environment_json = f'{{"transition": {{"id": "{text}"}}}}' if text else ""
     return msg
 
 
@@ -34,6 +35,8 @@ def test_world_state_reads_as_rclpy_reads_it(n_objects, text):
     data = serialize_message(_world(n_objects, text))
     ours, theirs = cdr_views.world_state(data), deserialize_message(data, WorldState)
     assert world_from_msg(ours) == world_from_msg(theirs)
+    assert world_from_msg(ours).environment == world_from_msg(theirs).environment
+    assert (world_from_msg(ours).environment is None) == (not text)
     assert ours.hand_on_pan == theirs.hand_on_pan and ours.header.frame_id == theirs.header.frame_id
     for a, b in zip(ours.objects, theirs.objects):
         assert (a.supported_by, a.left_finger_contact, a.right_finger_contact) == \

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labference_ros.core.contracts import HashedContract
-from labference_ros.tasks.placement_recall.instances import CAPS, RELEASE_REGION, TARGET
+from labference_ros.tasks.placement_recall.instances import CAPS, RELEASE_REGION, TARGET, split_condition
 from labference_ros.tasks.placement_recall.rack import RackGeometry
 
 TASK = "placement_recall"
@@ -116,9 +116,12 @@ _STATE_VARIABLES = ("phase", "occupied", "intended_hole", "placed_hole", "transi
 _EVIDENCE = ("camera:front", "camera:wrist", "robot_state", "public_instruction", "authorized_history")
 
 
-def contract_for(condition: str, caps: str = "same") -> PlacementContract:
+def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
     """basic: an empty rack and a still occlusion; extended: three distractors, the rack
-    may turn. caps: "same" (all tubes alike) or "distinct" (one cap colour each)."""
+    may turn. caps: "same" (all tubes alike) or "distinct" (one cap colour each); the
+    condition may carry it instead, as the family names its conditions ("basic-distinct")."""
+    if caps is None:
+        condition, caps = split_condition(condition)
     if condition not in ("basic", "extended"):
         raise ValueError(f"unknown placement-recall condition {condition!r}")
     if caps not in CAPS:

@@ -31,6 +31,14 @@ from labference_ros.tasks.placement_recall.rack import LABELS, RackPose
 GENERATOR_VERSION = "placement-gen-v1"
 CONDITIONS = ("basic", "extended")
 CAPS = ("same", "distinct")
+# The family's conditions as contracts, campaigns and reports name them: setting and caps.
+FAMILY_CONDITIONS = tuple(f"{c}-{k}" for c in CONDITIONS for k in CAPS)
+
+
+def split_condition(name: str) -> tuple[str, str]:
+    """"extended-distinct" -> ("extended", "distinct"); a bare setting means same caps."""
+    setting, _, caps = name.partition("-")
+    return setting, caps or "same"
 TARGET = "tube_target"
 DISTRACTORS = ("tube_d1", "tube_d2", "tube_d3")
 # Rack movements during the occluded interval: the rack's yaw change about its centre.
@@ -47,7 +55,7 @@ RELEASE_REGION = ((0.28, -0.30), (0.06, 0.05))  # marked table region: centre xy
 @dataclass(frozen=True)
 class PlacementInstance:
     instance_id: str
-    condition: str  # "basic" | "extended"
+    condition: str  # one of FAMILY_CONDITIONS: the setting and the caps, e.g. "extended-same"
     caps: str  # "same" | "distinct"
     task_seed: int
     layout_seed: int
@@ -69,6 +77,11 @@ class PlacementInstance:
         data["rack_center"] = tuple(data["rack_center"])
         data["target_start"] = tuple(data["target_start"])
         return cls(**data)
+
+    @property
+    def setting(self) -> str:
+        """basic or extended (the condition without its caps)."""
+        return split_condition(self.condition)[0]
 
     @property
     def rack_pose(self) -> RackPose:
@@ -154,7 +167,7 @@ def generate(condition: str, caps: str, n: int, task_seed: int, layout_seed: int
             cap_colours = {tube: SAME_CAP for tube in (TARGET, *DISTRACTORS)}
         cap_colours = {tube: c for tube, c in cap_colours.items() if tube == TARGET or tube in distractors}
         out.append(PlacementInstance(
-            instance_id=f"{condition}-{caps}-{task_seed}-{i:04d}", condition=condition, caps=caps,
+            instance_id=f"{condition}-{caps}-{task_seed}-{i:04d}", condition=f"{condition}-{caps}", caps=caps,
             task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
             movement=movement, distractors=distractors, cap_colours=cap_colours,
             stratum=f"movement:{movement}:target_cap:{target_colour}", **_layout(layout_seed + i)))

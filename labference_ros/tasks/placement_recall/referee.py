@@ -66,7 +66,6 @@ class Referee(RefereeCore):
         ended, first, dt = self._begin_step(m.t)
         if ended is not None:
             return ended
-        self.pose = rack_pose(m, self.pose)
         z0 = self.z
         if first:
             self.z = replace(z0, evidence_version=1)
@@ -74,6 +73,15 @@ class Referee(RefereeCore):
                                                         "occupied": self.z.to_dict()["occupied"]})
             self._new_evidence(m.t, "initial_readiness")
             z0 = self.z
+        announced = []
+        if m.environment and "transition" in m.environment:
+            # The environment moved just before this state (lab_sim's occluded transition):
+            # retrieval opens before this first state after it is recognised.
+            announced = self.environment_transition(m.t, m.environment["transition"])
+            z0 = self.z
+        elif m.environment:
+            self._event("validity", m.t, detail={"reason": "unknown environment event", "environment": m.environment})
+        self.pose = rack_pose(m, self.pose)
         for tube in self.tubes:
             o = m.objects.get(tube)
             if o is None:
@@ -102,8 +110,8 @@ class Referee(RefereeCore):
             self._event("task_complete", m.t, detail={"placed_hole": self.z.placed_hole})
             self._outcome(self.contract.target, m.t, ok=lambda op: op.type == REMOVE, detail={"in_region": True})
             out = self._flush(m.t)
-            return out + self.finish(m.t, "completed")[:-1]
-        return self._flush(m.t)
+            return announced + out + self.finish(m.t, "completed")[:-1]
+        return announced + self._flush(m.t)
 
     def environment_transition(self, t: float, detail: dict | None = None) -> list[dict]:
         """The occluded environment transition ended at t (the rack may have moved):

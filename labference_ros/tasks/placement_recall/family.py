@@ -1,0 +1,117 @@
+"""The placement-recall family behind the TaskFamily interface (tasks/base.py).
+
+Its conditions name the setting and the caps together ("extended-same"): each is
+one contract (placement_recall.<setting>-<caps>@version). Everything here but
+build_scene and make_environment is pure and works on measurements; those two
+import the simulator, and only lab_sim calls them.
+"""
+from __future__ import annotations
+
+from labference_ros.tasks.base import TaskFamily
+
+
+class PlacementRecallFamily(TaskFamily):
+    name = "placement_recall"
+    conditions = ("basic-same", "basic-distinct", "extended-same", "extended-distinct")
+    reference_systems = {
+        "scripted_expert": "labference_ros.tasks.placement_recall.systems:ScriptedExpert",
+        "world_position": "labference_ros.tasks.placement_recall.systems:WorldPosition",
+    }
+    graphs = ("labference_ros.graphs.placement_recall_sim",)
+    cameras = ("front", "wrist")
+
+    def contract_for(self, condition: str):
+        from labference_ros.tasks.placement_recall.contract import contract_for
+
+        return contract_for(condition)
+
+    def instance_from_json(self, text: str):
+        from labference_ros.tasks.placement_recall.instances import PlacementInstance
+
+        return PlacementInstance.from_json(text)
+
+    def generate(self, condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list:
+        from labference_ros.tasks.placement_recall.instances import generate, split_condition
+
+        setting, caps = split_condition(condition)
+        return generate(setting, caps, n, task_seed, layout_seed, policy_seed)
+
+    @property
+    def generator_version(self) -> str:
+        from labference_ros.tasks.placement_recall.instances import GENERATOR_VERSION
+
+        return GENERATOR_VERSION
+
+    def read_instances(self, path) -> list:
+        from labference_ros.tasks.placement_recall.instances import read_instance_list
+
+        return read_instance_list(path)
+
+    def write_instances(self, path, instances, meta: dict | None = None) -> None:
+        from labference_ros.tasks.placement_recall.instances import write_instance_list
+
+        write_instance_list(path, instances, meta)
+
+    def make_referee(self, contract, instance, *, episode_id: str, session_id: str,
+                     deadline_s: float | None = None):
+        from labference_ros.tasks.placement_recall.referee import Referee
+
+        return Referee(contract, instance, episode_id=episode_id, session_id=session_id, deadline_s=deadline_s)
+
+    def assets(self) -> dict:
+        from labference_ros.cell.assets import cell_assets
+        from labference_ros.cell.description import CELL_DIR
+        from labference_ros.tasks.placement_recall.instances import GENERATOR_VERSION
+
+        return {**cell_assets(CELL_DIR / "placement_cell.yaml"), "layout_revision": GENERATOR_VERSION}
+
+    @property
+    def instance_type(self) -> type:
+        from labference_ros.tasks.placement_recall.instances import PlacementInstance
+
+        return PlacementInstance
+
+    def cell_description(self):
+        from labference_ros.cell.description import placement_cell
+
+        return placement_cell()
+
+    def build_scene(self, instance, fiducials: bool = False):
+        from labference_ros.tasks.placement_recall.scene import sim_scene
+
+        if fiducials:
+            raise ValueError("placement recall has no rehearsal scene (fiducial markers) yet")
+        return sim_scene(instance)
+
+    def make_environment(self, instance):
+        from labference_ros.tasks.placement_recall.environment import PlacementEnvironment
+
+        return PlacementEnvironment(instance, self.contract_for(instance.condition))
+
+    def evaluator_view(self, instance, measurement):
+        # What the rack shows now: its measured pose and the tubes standing in its holes.
+        from labference_ros.core.system import EvaluatorView
+        from labference_ros.tasks.placement_recall.recognisers import rack_pose, seat_check
+
+        contract = self.contract_for(instance.condition)
+        pose = rack_pose(measurement, instance.rack_pose)
+        seated = {}
+        for tube in instance.tubes:
+            o = measurement.objects.get(tube)
+            check = seat_check(o, pose, contract) if o is not None else None
+            if check is not None and check.hole and {"in_hole", "deep"} <= set(check.passed):
+                seated[tube] = check.hole
+        return EvaluatorView(instance=instance, t=measurement.t,
+                             positions={n: o.position for n, o in measurement.objects.items()},
+                             facts={"rack_pose": [*pose.center, pose.yaw_rad], "in_holes": seated})
+
+    def evaluation_chain(self, step_names) -> tuple:
+        from labference_ros.tasks.placement_recall.evaluation import STEP_PREDICATES
+
+        unknown = [n for n in step_names if n not in STEP_PREDICATES]
+        if unknown:
+            raise ValueError(f"{self.name}: unknown evaluation steps {unknown}; known: {sorted(STEP_PREDICATES)}")
+        return tuple((n, STEP_PREDICATES[n]) for n in step_names)
+
+
+FAMILY = PlacementRecallFamily()
