@@ -73,7 +73,9 @@ def episode_id(index: int, instance) -> str:
 
 # What the policy bridge delivers (nodes/policy_bridge.py): each observation once, at its
 # handoff, with the system's own last steps; anything older lives in the system's own state.
-HISTORY_PROTOCOL = f"single_delivery+last_{OBSERVATION_HISTORY_STEPS}_steps"
+def history_protocol(family) -> str:
+    """run.json's history protocol for a family's episodes (TaskFamily.history_protocol)."""
+    return f"{family.history_protocol}+last_{OBSERVATION_HISTORY_STEPS}_steps"
 
 
 def observation_condition(settings: RunSettings) -> str:
@@ -94,7 +96,7 @@ def run_json(settings: RunSettings, instance, assets: dict | None = None) -> str
                         "image_width": settings.image_width, "image_height": settings.image_height,
                         "cameras": list(task_family(settings.task).cameras),
                         "condition": observation_condition(settings),
-                        "history_protocol": HISTORY_PROTOCOL},
+                        "history_protocol": history_protocol(task_family(settings.task))},
         "budgets": {"deadline_sim_s": settings.deadline_s},
         "intervention": intervention_identity(parse_launch_support(settings.support), FULL_ROLLOUT),
         "assets": assets or {},

@@ -151,10 +151,11 @@ class LabSim(Node):
 
     def publish_due(self, force: bool = False) -> None:
         t = self.backend.sim_time
+        camera_due = force or t + 1e-9 >= self.next_camera
         if force or t + 1e-9 >= self.next_measure:
-            self.publish_measurements(t)
+            self.publish_measurements(t, environment_may_act=camera_due)
             self.next_measure = t + self.measure_period
-        if force or t + 1e-9 >= self.next_camera:
+        if camera_due:
             self.publish_cameras(t)
             self.next_camera = t + self.camera_period
 
@@ -166,7 +167,7 @@ class LabSim(Node):
         (msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = w.torque
         return msg
 
-    def publish_measurements(self, t: float) -> None:
+    def publish_measurements(self, t: float, environment_may_act: bool = True) -> None:
         stamp = s_to_stamp(t, Time())
         self.pub_clock.publish(Clock(clock=stamp))
         js = self.backend.joint_state()
@@ -177,7 +178,10 @@ class LabSim(Node):
         if self.backend.has_load_cell:
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
         m = self.backend.measure()
-        if self.environment is not None:
+        # The environment acts only at a camera tick, so that the frame of this tick (taken
+        # after it) is the first the cameras deliver from then on: no observation after it
+        # can carry an older image (the policy bridge takes the frame of the last tick).
+        if self.environment is not None and environment_may_act:
             happened = self.environment.update(m, self.backend.model, self.backend.data)
             if happened:  # the state changed at this instant: publish it after the change, saying why
                 m = dataclasses.replace(self.backend.measure(), environment=happened)

@@ -92,6 +92,15 @@ def _family_of(contract_id: str):
             "install the package that provides it (entry point group 'labference.tasks')") from exc
 
 
+def family_report_lines(episodes) -> dict[str, str]:
+    """The cell's task family's own lines (TaskFamily.report_lines) over its episodes' scores."""
+    for ep in episodes:
+        contract_id = ((ep.get("run") or {}).get("task") or {}).get("contract_id")
+        if contract_id:
+            return _family_of(contract_id).report_lines([e.get("scores") or {} for e in episodes])
+    return {}
+
+
 def evaluation_steps(episodes) -> tuple:
     """The SR/SSR step chain of the cell's task, ((name, predicate), ...): the names as
     run.json records them (or, for runs recorded before it did, the task family's
@@ -144,11 +153,13 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
     res = Resampler(results, level, draws, seed)
     att = Resampler(attempts, level, draws, seed)
     chain = evaluation_steps(attempts)
+    family_lines = family_report_lines(results)
     step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain)}
     return {
         "coverage": coverage,
         "metrics": pop.all_metrics(results, n_registered, reg_pairs, chain, wall_latencies=wall_latencies),
         "accounting": acc.accounting(attempts),
+        "family": family_lines,
         "intervals": {**{k: res.interval(f) for k, f in {**RESULT_INTERVALS, **step_intervals}.items()},
                       **{k: att.interval(f) for k, f in ATTEMPT_INTERVALS.items()}},
     }
@@ -246,6 +257,7 @@ def format_cell(c: dict) -> str:
               f"(unknown {a['cost_unknown']})  overload rejections {num(a['overload_rejections'])} "
               f"(unknown {a['rejections_unknown']})  cost/success at ${a['rejection_sensitivity_usd']:g}/rejection "
               f"{num(a['cost_per_success_usd_rejection_sensitivity'], ' USD')}"]
+    lines += [f"{label:<15}{text}" for label, text in (c.get("family") or {}).items()]
     lines.append(format_confusion(m["confusion"]))
     return "\n".join(lines)
 

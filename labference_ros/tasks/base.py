@@ -83,6 +83,10 @@ class TaskFamily:
     cameras: tuple[str, ...] = ()
     # Its measurements pair with balance readings (/balance/reading), as weighing's do.
     reads_balance: bool = False
+    # How its evidence reaches a tested system (run.json observation.history_protocol, with
+    # the bridge's own-steps history): each observation once at its handoff; placement
+    # recall's online_once adds that only fresh images follow an occlusion.
+    history_protocol: str = "single_delivery"
 
     def contract_for(self, condition: str):
         raise NotImplementedError
@@ -162,6 +166,11 @@ class TaskFamily:
         returns travels with the state published next as WorldMeasurement.environment)
         and renders blanked frames while ``occluded(t)``."""
         return None
+
+    def report_lines(self, scores: list[dict]) -> dict[str, str]:
+        """`labference report`'s family-specific lines for one cell: label -> text, from
+        the episodes' scores.json. Default: none."""
+        return {}
 
     def support_labels(self, measurement) -> dict[str, str]:
         """object -> what supports it, as people and RViz read it (the world state's

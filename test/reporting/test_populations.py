@@ -143,8 +143,8 @@ def test_step_predicates_are_the_task_familys_not_cores():
 def test_a_task_family_that_is_not_installed_is_a_clear_error():
     import pytest
     other = episode("a")
-    other["run"]["task"]["contract_id"] = "placement_recall.basic@1.0.0"  # the third family, not built yet
-    with pytest.raises(TaskFamilyMissing, match="task family 'placement_recall' is not installed"):
+    other["run"]["task"]["contract_id"] = "dissolution.basic@1.0.0"  # a family no one has installed here
+    with pytest.raises(TaskFamilyMissing, match="task family 'dissolution' is not installed"):
         evaluation_steps([other])
 
 

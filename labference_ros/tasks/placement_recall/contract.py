@@ -81,7 +81,8 @@ class OpportunityRules:
 @dataclass(frozen=True)
 class PlacementContract(HashedContract):
     task: str
-    condition: str  # "basic" | "extended"
+    condition: str  # the family's condition: setting and caps, e.g. "extended-same"
+    setting: str  # "basic" | "extended"
     caps: str  # "same" | "distinct"
     version: str
     state_variables: tuple[str, ...]
@@ -102,7 +103,7 @@ class PlacementContract(HashedContract):
 
     @property
     def contract_id(self) -> str:
-        return f"{self.task}.{self.condition}-{self.caps}@{self.version}"
+        return f"{self.task}.{self.condition}@{self.version}"
 
     @property
     def evaluation_steps(self) -> tuple[str, ...]:
@@ -127,7 +128,8 @@ def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
     if caps not in CAPS:
         raise ValueError(f"unknown cap condition {caps!r}; caps: {', '.join(CAPS)}")
     contract = PlacementContract(
-        task=TASK, condition=condition, caps=caps, version="0.1.0", state_variables=_STATE_VARIABLES,
+        task=TASK, condition=f"{condition}-{caps}", setting=condition, caps=caps, version="0.1.0",
+        state_variables=_STATE_VARIABLES,
         authorized_evidence=_EVIDENCE, history_protocol=HISTORY_PROTOCOL,
         operation_types=("insert", "pick", "remove", "wait", "stop"), exposes_wait=True, exposes_stop=True,
         stop_requires_completion=True, rack=RackGeometry(), tube=TubeGeometry(), seating=SeatingThresholds(),

@@ -1,6 +1,7 @@
 """Placement recall's SR/SSR step predicates (SciHorizon eqs. 6-7) on scores.json."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 
@@ -31,3 +32,32 @@ STEP_PREDICATES: dict[str, Callable[[dict], bool]] = {
     "delivered": delivered,
 }
 EVALUATION_STEPS = tuple(STEP_PREDICATES)
+
+
+def _counts(values) -> str:
+    counts = Counter(v for v in values if v)
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none"
+
+
+def report_lines(scores: list[dict]) -> dict[str, str]:
+    """What the report says about placement and retrieval over a cell's episodes: the holes
+    actually chosen, how often the placement settled elsewhere than intended, the fraction
+    of episodes reaching the retrieval opportunity, and where the retrievals went."""
+    n = len(scores)
+    placements = [s.get("placement") or {} for s in scores]
+    retrievals = [s.get("retrieval") or {} for s in scores]
+    placed = [p for p in placements if p.get("placed_hole")]
+    reached = [r for r in retrievals if r.get("reached")]
+    chosen = [r for r in reached if r.get("chosen_hole")]
+    correct = sum(1 for r in chosen if r.get("correct") is True)
+    old_position = sum(1 for r in chosen if r.get("chosen_hole") == r.get("old_world_position_hole")
+                       and r.get("chosen_hole") != r.get("reference_hole"))
+    share = f"{100.0 * correct / len(chosen):.1f}%" if chosen else "n/a"
+    elsewhere = sum(1 for p in placed if p.get("deviation"))
+    return {
+        "placement": f"placed {len(placed)}/{n}, settled elsewhere than intended {elsewhere}/{len(placed)}; "
+                     f"holes {_counts(p.get('placed_hole') for p in placed)}",
+        "retrieval": f"reached {len(reached)}/{n}, chosen {len(chosen)}/{len(reached)}, correct {correct}/{len(chosen)}"
+                     f" ({share} of chosen); holes {_counts(r.get('chosen_hole') for r in chosen)}; "
+                     f"wrong at the placed hole's old world position {old_position}",
+    }

@@ -8,6 +8,7 @@ import the simulator, and only lab_sim calls them.
 from __future__ import annotations
 
 from labference_ros.tasks.base import TaskFamily
+from labference_ros.tasks.placement_recall.contract import HISTORY_PROTOCOL
 
 
 class PlacementRecallFamily(TaskFamily):
@@ -15,10 +16,13 @@ class PlacementRecallFamily(TaskFamily):
     conditions = ("basic-same", "basic-distinct", "extended-same", "extended-distinct")
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.placement_recall.systems:ScriptedExpert",
+        "label_memory": "labference_ros.tasks.placement_recall.systems:LabelMemory",
         "world_position": "labference_ros.tasks.placement_recall.systems:WorldPosition",
+        "cap_colour": "labference_ros.tasks.placement_recall.systems:CapColour",
     }
     graphs = ("labference_ros.graphs.placement_recall_sim",)
     cameras = ("front", "wrist")
+    history_protocol = HISTORY_PROTOCOL
 
     def contract_for(self, condition: str):
         from labference_ros.tasks.placement_recall.contract import contract_for
@@ -104,6 +108,11 @@ class PlacementRecallFamily(TaskFamily):
         return EvaluatorView(instance=instance, t=measurement.t,
                              positions={n: o.position for n, o in measurement.objects.items()},
                              facts={"rack_pose": [*pose.center, pose.yaw_rad], "in_holes": seated})
+
+    def report_lines(self, scores: list[dict]) -> dict[str, str]:
+        from labference_ros.tasks.placement_recall.evaluation import report_lines
+
+        return report_lines(scores)
 
     def evaluation_chain(self, step_names) -> tuple:
         from labference_ros.tasks.placement_recall.evaluation import STEP_PREDICATES

@@ -9,6 +9,10 @@ down upright in the marked region. They differ in where they reach for it:
 
 - scripted_expert (privileged): where the target stands now (the evaluator view),
   whatever the rack did while the cameras were blocked.
+- label_memory (privileged): the hole label the tube stood in when it last saw it, remembered,
+  found again in the rack as it stands after the occlusion (the rack's measured pose). A
+  stand-in for the paper's pixel-based system with memory: it reads the rack's pose from the
+  evaluator view where that system would find the rack's edge colours and A1 mark in pixels.
 - world_position (privileged only for its own placement): the world position where its
   hand let the tube go, remembered; it never looks again. The paper's memoryless
   behavioural error: right while the rack stays, wrong exactly where the rack moved
@@ -61,6 +65,7 @@ class _Recall(PlannedMotionSystem):
         self.saw_occlusion = False
         self.chosen_hole: str | None = None
         self.released_at: np.ndarray | None = None  # the tube's centre where its hand let it go (world)
+        self.remembered_hole: str | None = None  # the hole label the tube stood in before the occlusion
 
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         if evaluator is None:
@@ -92,6 +97,10 @@ class _Recall(PlannedMotionSystem):
         if self.stage == "retrieve":
             self.stage = "done"
             where = self.retrieval_point(evaluator)
+            if where is None:  # nothing to reach for: it gives up
+                self._note(t=t, gave_up="no retrieval point")
+                self.finished = True
+                return None
             self._note(t=t, retrieve_at=where.tolist())
             return "retrieval", where, ("set_down", contract.release_region.center)
         self.finished = True
@@ -100,9 +109,13 @@ class _Recall(PlannedMotionSystem):
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         # Every observation counts, also those that arrive while a move or a hold runs.
         self.saw_occlusion = self.saw_occlusion or occluded(obs)
+        if evaluator is not None and not self.saw_occlusion and self.moved:
+            # What it saw of its own placement, before the view was blocked.
+            self.remembered_hole = evaluator.facts.get("in_holes", {}).get("tube_target") or self.remembered_hole
         return super().act(obs, evaluator)
 
-    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
+    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray | None:
+        """Where the tube to retrieve stands (its centre, world), or None to give up."""
         raise NotImplementedError
 
     def plan_move(self, obs: PolicyObservation, move: tuple):
@@ -131,3 +144,36 @@ class WorldPosition(_Recall):
 
     def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
         return self.released_at
+
+
+class CapColour(_Recall):
+    """Tells the target from the other tubes by its cap colour alone: it takes the colour it
+    saw on the target standing on the table and, after the occlusion, reaches for a tube
+    in the rack with that cap (one drawn with the policy seed when several have it).
+    Right in distinct-cap instances, at chance among the tubes in same-cap ones. It reads
+    the caps' colours from the instance (the scene's description), a stand-in for seeing
+    them; where the tubes stand it reads from the evaluator view."""
+
+    name = "cap_colour"
+
+    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
+        colours = evaluator.instance.cap_colours
+        target = contract_for(evaluator.instance.condition).target
+        in_holes = evaluator.facts.get("in_holes", {})
+        alike = sorted(t for t in in_holes if colours.get(t) == colours[target]) or [target]
+        pick = random.Random(f"cap-colour:{self.policy_seed}").choice(alike)
+        self._note(same_cap_tubes=alike, reached_for=pick)
+        return np.asarray(evaluator.positions[pick], float)
+
+
+class LabelMemory(_Recall):
+    name = "label_memory"
+
+    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
+        contract = contract_for(evaluator.instance.condition)
+        if self.remembered_hole is None:  # it never saw its tube in the rack
+            return None
+        rack = evaluator.facts["rack_pose"]
+        mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[self.remembered_hole]
+        self._note(remembered_hole=self.remembered_hole)
+        return mouth + np.array([0.0, 0.0, contract.tube.length_m / 2 - contract.rack.depth_m])
