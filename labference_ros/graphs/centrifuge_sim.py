@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import weighing_sim
-from .graph import Graph, LaunchArgument, NodeSpec
+from .graph import Graph, LaunchArgument, for_task
 
 TASK = "centrifuge_loading"
 SYSTEMS = "scripted_expert, plan_follower, opposite_from_pixels, http, openpi, agent"
@@ -21,14 +21,7 @@ ARGUMENTS = tuple(
     else a for a in weighing_sim.ARGUMENTS if a.name != "monitor")
 
 
-def _for_centrifuge(node: NodeSpec) -> NodeSpec:
-    parameters = dict(node.parameters)
-    if node.name in ("lab_sim", "referee", "policy_bridge", "recorder", "episode_runner", "oracle"):
-        parameters["task"] = TASK
-    return dataclasses.replace(node, parameters=parameters)
-
-
-NODES = tuple(_for_centrifuge(n) for n in weighing_sim.NODES if n.name not in ("balance", "monitor"))
+NODES = for_task(weighing_sim.NODES, TASK, leave_out=("balance", "monitor"))
 
 GRAPH = Graph(name="centrifuge_sim", package="labference",
               description="Centrifuge loading in simulation: simulator, referee, policy bridge, episode runner",

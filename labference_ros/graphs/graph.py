@@ -5,6 +5,7 @@ and the embedded launcher (launcher/), so the two cannot drift apart.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 
@@ -65,6 +66,23 @@ class Graph:
 
     def defaults(self) -> dict[str, str]:
         return {a.name: a.default for a in self.arguments}
+
+
+# The nodes that load a task family (their `task` parameter).
+TASK_AWARE_NODES = ("lab_sim", "referee", "policy_bridge", "recorder", "episode_runner", "oracle")
+
+
+def for_task(nodes, task: str, leave_out=()) -> tuple[NodeSpec, ...]:
+    """Another family's graph from a graph's nodes: every task-aware node loads `task`,
+    the nodes named in leave_out are dropped."""
+    out = []
+    for node in nodes:
+        if node.name in leave_out:
+            continue
+        if node.name in TASK_AWARE_NODES:
+            node = dataclasses.replace(node, parameters={**node.parameters, "task": task})
+        out.append(node)
+    return tuple(out)
 
 
 def typed(value: str, kind: type):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import weighing_sim
-from .graph import Graph, LaunchArgument, NodeSpec
+from .graph import Graph, LaunchArgument, for_task
 
 TASK = "placement_recall"
 SYSTEMS = "scripted_expert, label_memory, world_position, cap_colour, http, openpi, agent"
@@ -35,14 +35,7 @@ def _argument(a: LaunchArgument) -> LaunchArgument:
 ARGUMENTS = tuple(_argument(a) for a in weighing_sim.ARGUMENTS if a.name != "monitor")
 
 
-def _for_placement(node: NodeSpec) -> NodeSpec:
-    parameters = dict(node.parameters)
-    if node.name in ("lab_sim", "referee", "policy_bridge", "recorder", "episode_runner", "oracle"):
-        parameters["task"] = TASK
-    return dataclasses.replace(node, parameters=parameters)
-
-
-NODES = tuple(_for_placement(n) for n in weighing_sim.NODES if n.name not in ("balance", "monitor"))
+NODES = for_task(weighing_sim.NODES, TASK, leave_out=("balance", "monitor"))
 
 GRAPH = Graph(name="placement_recall_sim", package="labference",
               description="Placement recall in simulation: simulator, referee, policy bridge, episode runner",
