@@ -90,13 +90,16 @@ def run_json(settings: RunSettings, instance, assets: dict | None = None) -> str
     core.records.run_info, so only its sections may appear (the run directory and
     episode index are in the runner's attempt.json). ``assets``: the task family's
     (TaskFamily.assets), computed once per run."""
+    family = task_family(settings.task)
+    observation = {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode,
+                   "image_width": settings.image_width, "image_height": settings.image_height,
+                   "cameras": list(family.cameras), "condition": observation_condition(settings),
+                   "history_protocol": history_protocol(family)}
+    if family.environment_profile():  # what the scene does to the cameras on its own (an occluder)
+        observation["environment"] = family.environment_profile()
     return json.dumps({
         "policy": {"system": settings.system, "seed": instance.policy_seed},
-        "observation": {"camera_rate_hz": settings.camera_rate, "step_mode": settings.step_mode,
-                        "image_width": settings.image_width, "image_height": settings.image_height,
-                        "cameras": list(task_family(settings.task).cameras),
-                        "condition": observation_condition(settings),
-                        "history_protocol": history_protocol(task_family(settings.task))},
+        "observation": observation,
         "budgets": {"deadline_sim_s": settings.deadline_s},
         "intervention": intervention_identity(parse_launch_support(settings.support), FULL_ROLLOUT),
         "assets": assets or {},

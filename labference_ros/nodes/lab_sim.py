@@ -152,7 +152,8 @@ class LabSim(Node):
     def publish_due(self, force: bool = False) -> None:
         t = self.backend.sim_time
         camera_due = force or t + 1e-9 >= self.next_camera
-        if force or t + 1e-9 >= self.next_measure:
+        # Every camera tick has its measurement (at the default rates they coincide anyway).
+        if camera_due or t + 1e-9 >= self.next_measure:
             self.publish_measurements(t, environment_may_act=camera_due)
             self.next_measure = t + self.measure_period
         if camera_due:
@@ -168,6 +169,15 @@ class LabSim(Node):
         return msg
 
     def publish_measurements(self, t: float, environment_may_act: bool = True) -> None:
+        m = self.backend.measure()
+        # The environment acts only at a camera tick, so that the frame of this tick (taken
+        # after it) is the first the cameras deliver from then on: no observation after it
+        # can carry an older image (the policy bridge takes the frame of the last tick).
+        # It acts before anything of this instant is published.
+        if self.environment is not None and environment_may_act:
+            happened = self.environment.update(m, self.backend.model, self.backend.data)
+            if happened:  # the state changed at this instant: publish it after the change, saying why
+                m = dataclasses.replace(self.backend.measure(), environment=happened)
         stamp = s_to_stamp(t, Time())
         self.pub_clock.publish(Clock(clock=stamp))
         js = self.backend.joint_state()
@@ -177,14 +187,6 @@ class LabSim(Node):
         self.pub_joints.publish(jmsg)
         if self.backend.has_load_cell:
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
-        m = self.backend.measure()
-        # The environment acts only at a camera tick, so that the frame of this tick (taken
-        # after it) is the first the cameras deliver from then on: no observation after it
-        # can carry an older image (the policy bridge takes the frame of the last tick).
-        if self.environment is not None and environment_may_act:
-            happened = self.environment.update(m, self.backend.model, self.backend.data)
-            if happened:  # the state changed at this instant: publish it after the change, saying why
-                m = dataclasses.replace(self.backend.measure(), environment=happened)
         self.pub_world.publish(fill_world_msg(WorldState(), m, ObjectState, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:

@@ -225,6 +225,9 @@ class Recorder(Node):
         if self.bag is None or request.episode_id != self.episode_id:
             response.success, response.message = False, "no such episode is being recorded"
             return response
+        if self._catching_up is not None:
+            response.success, response.message = False, f"{request.episode_id} is already being finished"
+            return response
         def caught_up() -> bool:
             # The referee's final records, and every measurement up to the episode's
             # end, must be in the bag; under load the recorder runs behind the graph.

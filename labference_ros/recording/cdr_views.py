@@ -156,7 +156,9 @@ def world_state(data: bytes) -> WorldState:
     (width,) = r.f64s(1)
     closing, on_pan = r.bools(2)
     pan_contacts = r.strings()
-    return WorldState(header, objects, width, closing, on_pan, pan_contacts, r.string())
+    # environment_json came later: a world state recorded before it ends here.
+    environment = r.string() if r.pos < len(r.buf) else ""
+    return WorldState(header, objects, width, closing, on_pan, pan_contacts, environment)
 
 
 def balance_reading(data: bytes) -> BalanceReading:

@@ -162,10 +162,15 @@ class TaskFamily:
     def make_environment(self, instance: Instance):
         """The simulated environment's own behaviour in an episode of `instance`, or None
         (the default: the scene only responds to the robot). lab_sim calls its
-        ``update(measurement, model, data)`` at every measurement instant (a dict it
-        returns travels with the state published next as WorldMeasurement.environment)
-        and renders blanked frames while ``occluded(t)``."""
+        ``update(measurement, model, data)`` at every camera tick (a dict it returns
+        travels with the state published next as WorldMeasurement.environment) and
+        renders blanked frames while ``occluded(t)``."""
         return None
+
+    def environment_profile(self) -> dict:
+        """run.json's `observation.environment`: what the environment does on its own in an
+        episode (placement recall's occluder and its trigger). Default: nothing."""
+        return {}
 
     def report_lines(self, scores: list[dict]) -> dict[str, str]:
         """`labference report`'s family-specific lines for one cell: label -> text, from

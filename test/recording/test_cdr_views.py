@@ -60,3 +60,12 @@ def test_a_cut_payload_is_an_error_not_a_wrong_value():
     data = serialize_message(_world(3, "ab"))
     with pytest.raises(Exception):
         cdr_views.world_state(data[:len(data) // 2])
+
+
+def test_a_world_state_recorded_before_environment_json_still_reads():
+    msg = _world(2, "")
+    data = serialize_message(msg)
+    assert data[-5:] == b"\x01\x00\x00\x00\x00"  # the empty environment_json: uint32 length 1 and the NUL
+    older = data[:-5]
+    view = cdr_views.world_state(older)
+    assert view.environment_json == "" and world_from_msg(view) == world_from_msg(msg)

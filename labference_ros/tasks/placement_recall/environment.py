@@ -2,19 +2,20 @@
 when the target stands confirmed in a hole and the robot has withdrawn, the
 cameras are occluded and the occluded transition (transition.py, eq. 10) runs.
 
-lab_sim asks this object at every measurement instant. The transition runs
-between two measurements and takes no sim time from the graph's point of view
-(the physics it needs to settle is stepped and then the clock is set back), so
-policy actions and recognition pause for it by construction: no measurement,
-observation or command falls inside it. The measurement published right after
-it carries the transition's record (WorldMeasurement.environment), which is how
-the referee, and the replay audit reading the bag, learn of it. The cameras
-deliver blanked frames from the transition for OCCLUDED_S of sim time (the
-occluder declared in the profile, OCCLUSION), then fresh images.
+lab_sim asks this object at every camera tick. The transition runs between two
+measurements and takes no sim time from the graph's point of view (the physics it
+needs to settle is stepped, then the clock is set back and the robot restored to
+where it stood), so policy actions and recognition pause for it: no measurement,
+observation or command falls inside it. The measurement published right after it
+carries the transition's record (WorldMeasurement.environment), which is how the
+referee, and the replay audit reading the bag, learn of it. The cameras deliver
+blanked frames from the transition for OCCLUDED_S of sim time (the occluder,
+OCCLUSION, is declared in run.json's `observation.environment`), then fresh images.
 """
 from __future__ import annotations
 
-import mujoco
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, WorldMeasurement
@@ -22,7 +23,9 @@ from labference_ros.tasks.placement_recall.contract import TCP_OBJECT, Placement
 from labference_ros.tasks.placement_recall.instances import PlacementInstance
 from labference_ros.tasks.placement_recall.rack import to_local
 from labference_ros.tasks.placement_recall.recognisers import SeatTracker, rack_pose, seat_check
-from labference_ros.tasks.placement_recall.transition import occluded_transition
+
+if TYPE_CHECKING:  # the simulator is imported where the transition runs, not by the profile's readers
+    import mujoco
 
 RETRACTED_M = 0.10  # the grip point at least this far above the rack's top face ...
 RETRACTED_HOLD_S = 0.5  # ... with no finger on any tube, this long after the placement is confirmed
@@ -74,10 +77,21 @@ class PlacementEnvironment:
         return not any({LEFT_FINGER, RIGHT_FINGER} & set(o.contacts) for o in m.objects.values() if o.kind == "tube")
 
     def _transition(self, t: float, model: mujoco.MjModel, data: mujoco.MjData) -> dict:
-        start = float(data.time)
+        import mujoco
+
+        from labference_ros.tasks.placement_recall.transition import free_joint_address, occluded_transition
+
+        start, qpos, qvel = float(data.time), data.qpos.copy(), data.qvel.copy()
         record = occluded_transition(model, data, self.instance.tubes, self.instance.moved_rack_pose,
                                      self.contract.rack)
-        data.time = start  # the settling is the environment's, not the episode's
+        # The settling is the environment's, not the episode's: the clock goes back, and
+        # everything but the tubes it moved (the robot first) is as it was before it.
+        moved_q, moved_v = np.zeros(model.nq, bool), np.zeros(model.nv, bool)
+        for name in record.moved:
+            qadr, dadr = free_joint_address(model, model.body(name).id)
+            moved_q[qadr:qadr + 7], moved_v[dadr:dadr + 6] = True, True
+        data.qpos[~moved_q], data.qvel[~moved_v] = qpos[~moved_q], qvel[~moved_v]
+        data.time = start
         mujoco.mj_forward(model, data)
         self.transition_t = t
         errors = [(v["position_error_m"], v["rotation_error_deg"]) for v in record.moved.values()] or [(0.0, 0.0)]

@@ -92,6 +92,11 @@ class PlacementRecallFamily(TaskFamily):
 
         return PlacementEnvironment(instance, self.contract_for(instance.condition))
 
+    def environment_profile(self) -> dict:
+        from labference_ros.tasks.placement_recall.environment import OCCLUSION
+
+        return dict(OCCLUSION)
+
     def evaluator_view(self, instance, measurement):
         # What the rack shows now: its measured pose and the tubes standing in its holes.
         from labference_ros.core.system import EvaluatorView

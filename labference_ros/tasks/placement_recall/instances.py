@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from labference_ros.core import instance_lists
 from labference_ros.tasks.placement_recall.rack import LABELS, RackPose
 
-GENERATOR_VERSION = "placement-gen-v1"
+GENERATOR_VERSION = "placement-gen-v2"  # v2: the condition names setting and caps
 CONDITIONS = ("basic", "extended")
 CAPS = ("same", "distinct")
 # The family's conditions as contracts, campaigns and reports name them: setting and caps.
@@ -77,6 +77,11 @@ class PlacementInstance:
         data["rack_center"] = tuple(data["rack_center"])
         data["target_start"] = tuple(data["target_start"])
         return cls(**data)
+
+    def __post_init__(self):
+        if self.condition not in FAMILY_CONDITIONS or split_condition(self.condition)[1] != self.caps:
+            raise ValueError(f"instance {self.instance_id}: condition {self.condition!r} with caps {self.caps!r}; "
+                             f"conditions: {', '.join(FAMILY_CONDITIONS)} (the caps as the condition names them)")
 
     @property
     def setting(self) -> str:

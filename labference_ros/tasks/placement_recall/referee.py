@@ -60,6 +60,7 @@ class Referee(RefereeCore):
         self._retrieval: dict = {"reached": False, "chosen_hole": None, "correct": None, "t": None,
                                  "old_world_position_hole": None}
         self._wrong_tubes: set[str] = set()  # distractors grasped while retrieving
+        self._transitions: list[dict] = []  # the environment transitions announced, and whether they count
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -122,6 +123,16 @@ class Referee(RefereeCore):
         z0 = self.z
         self.z = ts.environment_transition(z0)
         self._event("environment_transition", t, detail={**(detail or {}), "phase_before": z0.phase})
+        # What makes the episode's retrieval no test of recall is recorded as such: a transition
+        # that did not keep the tubes' places in the rack, or one before the placement counted.
+        reasons = []
+        if (detail or {}).get("valid") is False:
+            reasons.append("transition did not keep every tube's pose relative to the rack")
+        if z0.phase != ts.WITHDRAW:
+            reasons.append(f"transition in phase {z0.phase}, not after a confirmed placement")
+        if reasons:
+            self._event("validity", t, detail={"reasons": reasons, "transition": (detail or {}).get("id")})
+        self._transitions.append({"id": (detail or {}).get("id"), "t": t, "valid": not reasons})
         if self.z.evidence_version != z0.evidence_version:
             # Retrieval starts afresh: what the hand did before the occlusion (a premature
             # approach, already scored against Wait) neither blocks nor stands in for its choice.
@@ -148,6 +159,7 @@ class Referee(RefereeCore):
                                "deviation": state["placement_deviation"]}
         scores["retrieval"] = {**self._retrieval, "reference_hole": state["placed_hole"],
                                "retrieved": state["retrieved"]}
+        scores["environment_transitions"] = list(self._transitions)
         scores["history_protocol"] = self.contract.history_protocol
 
     # ---------------------------------------------------------------- internals

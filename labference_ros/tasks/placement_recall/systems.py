@@ -13,8 +13,8 @@ down upright in the marked region. They differ in where they reach for it:
   found again in the rack as it stands after the occlusion (the rack's measured pose). A
   stand-in for the paper's pixel-based system with memory: it reads the rack's pose from the
   evaluator view where that system would find the rack's edge colours and A1 mark in pixels.
-- world_position (privileged only for its own placement): the world position where its
-  hand let the tube go, remembered; it never looks again. The paper's memoryless
+- world_position (privileged only for its own placement): the world position of the hole
+  it aimed its hand at when it let the tube go, remembered; it never looks again. The paper's memoryless
   behavioural error: right while the rack stays, wrong exactly where the rack moved
   (after a half turn it reaches into the hole that now stands there).
 """
@@ -156,11 +156,13 @@ class CapColour(_Recall):
 
     name = "cap_colour"
 
-    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
+    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray | None:
         colours = evaluator.instance.cap_colours
         target = contract_for(evaluator.instance.condition).target
         in_holes = evaluator.facts.get("in_holes", {})
-        alike = sorted(t for t in in_holes if colours.get(t) == colours[target]) or [target]
+        alike = sorted(t for t in in_holes if colours.get(t) == colours[target])
+        if not alike:  # no tube with its cap stands in the rack
+            return None
         pick = random.Random(f"cap-colour:{self.policy_seed}").choice(alike)
         self._note(same_cap_tubes=alike, reached_for=pick)
         return np.asarray(evaluator.positions[pick], float)
@@ -169,7 +171,7 @@ class CapColour(_Recall):
 class LabelMemory(_Recall):
     name = "label_memory"
 
-    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
+    def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray | None:
         contract = contract_for(evaluator.instance.condition)
         if self.remembered_hole is None:  # it never saw its tube in the rack
             return None

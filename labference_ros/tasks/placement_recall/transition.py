@@ -69,7 +69,7 @@ def _body_matrix(data: mujoco.MjData, body_id: int) -> np.ndarray:
     return pose_matrix(data.xpos[body_id], data.xquat[body_id])
 
 
-def _free_joint_address(model: mujoco.MjModel, body_id: int) -> tuple[int, int]:
+def free_joint_address(model: mujoco.MjModel, body_id: int) -> tuple[int, int]:
     joint = model.body_jntadr[body_id]
     if joint < 0 or model.jnt_type[joint] != mujoco.mjtJoint.mjJNT_FREE:
         raise ValueError(f"body {model.body(body_id).name!r} is not a free body")
@@ -103,7 +103,7 @@ def occluded_transition(model: mujoco.MjModel, data: mujoco.MjData, tubes, new_p
     data.mocap_pos[mocap] = new_pose.center
     data.mocap_quat[mocap] = quat_of(t_rack_new)
     for name, (body, t_rack_tube) in inside.items():
-        qpos, dof = _free_joint_address(model, body)
+        qpos, dof = free_joint_address(model, body)
         t_new = rebuilt(t_rack_new, t_rack_tube)
         data.qpos[qpos:qpos + 3] = t_new[:3, 3]
         data.qpos[qpos + 3:qpos + 7] = quat_of(t_new)
@@ -115,7 +115,7 @@ def occluded_transition(model: mujoco.MjModel, data: mujoco.MjData, tubes, new_p
     still_since, t0 = None, float(data.time)
     while data.time - t0 < max_settle_s:
         mujoco.mj_step(model, data)
-        velocities = [data.qvel[_free_joint_address(model, b)[1]:][:6] for b, _ in inside.values()]
+        velocities = [data.qvel[free_joint_address(model, b)[1]:][:6] for b, _ in inside.values()]
         if all(np.linalg.norm(v[:3]) < STILL_SPEED_M_S and np.linalg.norm(v[3:]) < STILL_SPIN_RAD_S
                for v in velocities):
             still_since = data.time if still_since is None else still_since

@@ -119,15 +119,19 @@ def test_the_audit_agrees_and_finds_a_bag_without_its_transition(expert_run, tmp
 def test_label_memory_is_right_after_the_half_turn_and_world_position_wrong_exactly_there(tmp_path):
     memory = launch(tmp_path / "memory", "condition:=extended-same", "system:=label_memory", "record:=false")
     world = launch(tmp_path / "world", "condition:=extended-same", "system:=world_position", "record:=false")
+    assert len(memory) == len(world) == 2
+    movements = []
     for m, w in zip(memory, world):
         sm, run, _ = episode_files(tmp_path / "memory", m)
         sw, _, _ = episode_files(tmp_path / "world", w)
         assert sm["retrieval"]["correct"] is True and sm["physically_complete"], sm
         moved = run["instance"]["movement"] != "none"
+        movements.append(run["instance"]["movement"])
         assert sw["retrieval"]["correct"] is (not moved), sw
         if moved:  # the behavioural error: the hole now standing where the tube was released
             assert sw["retrieval"]["chosen_hole"] == sw["retrieval"]["old_world_position_hole"] != \
                 sw["placement"]["placed_hole"]
+    assert movements == ["none", "rotate_180"]
 
 
 def test_cap_colour_is_right_in_distinct_cap_episodes(tmp_path):

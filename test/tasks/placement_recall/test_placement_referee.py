@@ -41,6 +41,7 @@ class Stream:
         self.closing = False
         self.records: list[dict] = []
         self._observation = 0
+        self.announce: dict | None = None  # what the next measurement carries as its environment
         self.distractors = {t: self._seated(h) for t, h in instance.distractors.items()}
 
     def _seated(self, hole: str, pose: RackPose | None = None) -> np.ndarray:
@@ -55,7 +56,9 @@ class Stream:
                    TCP_OBJECT: ObjectMeasurement(TCP_OBJECT, "gripper", tuple(self.tcp), UPRIGHT, 0.0, 0.0)}
         for name, p in self.distractors.items():
             objects[name] = ObjectMeasurement(name, "tube", tuple(p), UPRIGHT, 0.0, 0.0, (RACK_OBJECT,))
-        return WorldMeasurement(t=round(self.t, 6), objects=objects, gripper_closing=self.closing)
+        announce, self.announce = self.announce, None
+        return WorldMeasurement(t=round(self.t, 6), objects=objects, gripper_closing=self.closing,
+                                environment=announce)
 
     def step(self, n: int = 1, speed: float = 0.0) -> None:
         for _ in range(n):
@@ -85,15 +88,21 @@ class Stream:
         self.tcp = self.target + [0.0, 0.0, 0.15]
         self.step(int(seconds / DT))
 
-    def turn_rack(self, yaw: float) -> None:
-        """The occluded transition: the rack turns, every tube in it keeps its local pose."""
+    def turn_rack(self, yaw: float, in_stream: bool = False, valid: bool = True) -> None:
+        """The occluded transition: the rack turns, every tube in it keeps its local pose.
+        in_stream: announced as lab_sim does, with the next measurement (else by a call)."""
         old = self.pose
         self.pose = RackPose(old.center, old.yaw_rad + yaw)
         rot = self.pose.rotation() @ old.rotation().T
         centre = np.asarray(old.center)
         self.target = rot @ (self.target - centre) + centre
         self.distractors = {n: rot @ (p - centre) + centre for n, p in self.distractors.items()}
-        self.records += self.referee.environment_transition(round(self.t, 6), {"yaw_change_rad": yaw})
+        detail = {"id": "tr-1", "yaw_change_rad": yaw, "valid": valid}
+        if in_stream:
+            self.announce = {"transition": detail}
+            self.step()
+        else:
+            self.records += self.referee.environment_transition(round(self.t, 6), detail)
 
     def hand_descends_over(self, world_xy) -> None:
         """The open hand's grip point comes down over a point, from 12 to 6 cm above the top face."""
@@ -285,3 +294,47 @@ def test_a_placement_is_confirmed_only_when_every_seating_check_holds(bad, faili
         s.records += s.referee.step(WorldMeasurement(t=round(s.t, 6), objects=objects, gripper_closing=s.closing))
     assert not s.events("placement_confirmed")
     assert s.scores()["placement"]["placed_hole"] is None
+
+
+def test_a_transition_announced_in_the_measurement_stream_opens_retrieval_as_a_call_does():
+    instance = next(i for i in generate("extended", "same", 4, task_seed=0, layout_seed=7, policy_seed=0)
+                    if i.movement == "rotate_180")
+    free = next(h for h in ("B2", "B3", "A2", "C3") if h not in instance.distractors.values())
+    outcomes = []
+    for in_stream in (False, True):
+        s = Stream(instance, "extended")
+        place_with_deviation(s, intended=free, settled=free)
+        s.turn_rack(math.pi, in_stream=in_stream)
+        s.step(2)
+        s.observe()
+        s.hand_descends_over(hole_positions(s.contract.rack, s.pose)[free][:2])
+        (transition,) = s.events("environment_transition")
+        assert transition["detail"]["phase_before"] == "withdraw" and not s.events("validity")
+        outcomes.append((s.scores()["retrieval"], s.scores()["environment_transitions"]))
+    untimed = [{k: v for k, v in r.items() if k != "t"} for r, _ in outcomes]  # the stream's step comes later
+    assert untimed[0] == untimed[1] and untimed[1]["correct"] is True and untimed[1]["chosen_hole"] == free
+    assert [t["valid"] for t in outcomes[1][1]] == [True]
+
+
+def test_an_invalid_or_premature_transition_is_a_validity_event():
+    s = Stream(_basic())
+    s.step(2)
+    s.turn_rack(0.0, in_stream=True)  # before any placement
+    (premature,) = s.events("validity")
+    assert "not after a confirmed placement" in premature["detail"]["reasons"][0]
+    assert s.scores()["retrieval"]["reached"] is False
+
+    s = Stream(_basic())
+    place_with_deviation(s, intended="B3", settled="B3")
+    s.turn_rack(0.0, in_stream=True, valid=False)
+    (invalid,) = s.events("validity")
+    assert invalid["detail"]["reasons"] == ["transition did not keep every tube's pose relative to the rack"]
+    assert s.scores()["environment_transitions"] == [{"id": "tr-1", "t": invalid["t"], "valid": False}]
+
+
+def test_an_environment_event_the_family_does_not_know_is_recorded_not_lost():
+    s = Stream(_basic())
+    s.announce = {"lights": "off"}
+    s.step()
+    (unknown,) = s.events("validity")
+    assert unknown["detail"] == {"reason": "unknown environment event", "environment": {"lights": "off"}}

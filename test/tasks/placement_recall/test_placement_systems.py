@@ -6,7 +6,7 @@ import numpy as np
 from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.placement_recall.contract import contract_for
 from labference_ros.tasks.placement_recall.instances import generate
-from labference_ros.tasks.placement_recall.rack import hole_positions
+from labference_ros.tasks.placement_recall.rack import COLUMNS, ROWS, hole_positions, hole_under, parse_label
 from labference_ros.tasks.placement_recall.systems import CapColour, LabelMemory, WorldPosition, free_holes
 
 
@@ -70,8 +70,14 @@ def test_label_memory_finds_its_label_in_the_turned_rack_and_world_position_its_
     world = WorldPosition()
     world.released_at = before + np.array([0.0, 0.0, 0.01])
     point = world.retrieval_point(view)
-    assert np.allclose(point, world.released_at)
-    assert np.linalg.norm(point[:2] - view.positions["tube_target"][:2]) > 0.02  # not where the tube is now
+    # Over the hole the turned rack now has where the tube was let go: the half turn's mirror image.
+    row, col = parse_label(hole)
+    mirrored = f"{ROWS[len(ROWS) - 1 - row]}{COLUMNS - col}"
+    assert hole_under(point, rack, instance.moved_rack_pose) == mirrored != hole
 
     memory.reset("s", 1)
-    assert memory.retrieval_point(view) is None  # it never saw its tube in the rack: it gives up
+    assert memory.retrieval_point(view) is None
+    distinct = turned_instance("distinct")
+    gone = view_after_the_turn(distinct, a_free_hole(distinct))
+    gone.facts["in_holes"].pop("tube_target")  # no tube with the target's cap stands in the rack
+    assert CapColour().retrieval_point(gone) is None  # it never saw its tube in the rack: it gives up
