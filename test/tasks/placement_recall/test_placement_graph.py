@@ -1,6 +1,6 @@
 """Placement recall end to end: `labference launch placement_recall_sim.launch.py` with the
 real nodes, each in its own process, over one fixed seed list (extended, seed 0: the
-rack stays in the first instance and turns 180 degrees in the second).
+rack stays in one instance and turns 180 degrees in the other).
 
 Expectations, per system: the scripted expert and the label-memory system retrieve the
 tube they placed in both episodes, also after the half turn; the world-position system
@@ -61,7 +61,7 @@ def test_the_expert_retrieves_its_tube_whether_or_not_the_rack_turned(expert_run
         assert s["retrieval"]["correct"] is True and s["retrieval"]["chosen_hole"] == s["placement"]["placed_hole"]
         assert run["observation"]["history_protocol"].startswith("online_once")
         assert run["task"]["contract_id"] == "placement_recall.extended-same@0.1.0"
-    assert movements == ["none", "rotate_180"]
+    assert sorted(movements) == ["none", "rotate_180"]  # the seed list holds one of each
 
 
 def test_blank_frames_while_occluded_and_no_older_image_after_the_transition(expert_run):
@@ -131,7 +131,7 @@ def test_label_memory_is_right_after_the_half_turn_and_world_position_wrong_exac
         if moved:  # the behavioural error: the hole now standing where the tube was released
             assert sw["retrieval"]["chosen_hole"] == sw["retrieval"]["old_world_position_hole"] != \
                 sw["placement"]["placed_hole"]
-    assert movements == ["none", "rotate_180"]
+    assert sorted(movements) == ["none", "rotate_180"]  # the seed list holds one of each
 
 
 def test_cap_colour_is_right_in_distinct_cap_episodes(tmp_path):
