@@ -21,6 +21,11 @@ from labference_ros.cell.urdf import quat_to_matrix
 ROWS = "ABC"
 COLUMNS = 4
 LABELS = tuple(f"{row}{col}" for row in ROWS for col in range(1, COLUMNS + 1))
+# The border's four edges (asymmetric: the rack's facing is visible from any edge).
+EDGE_RGBA = {"row_A": (0.10, 0.45, 0.20, 1.0),  # long edge beside row A: dark green
+             "row_C": (0.85, 0.85, 0.85, 1.0),  # long edge beside row C: light grey
+             "col_1": (0.95, 0.55, 0.10, 1.0),  # short edge beside column 1: orange
+             "col_4": (0.20, 0.25, 0.55, 1.0)}  # short edge beside column 4: navy
 
 
 def parse_label(label: str) -> tuple[int, int]:
@@ -55,6 +60,22 @@ class RackGeometry:
         row, col = parse_label(label)
         return np.array([(col - (COLUMNS - 1) / 2) * self.pitch_m, ((len(ROWS) - 1) / 2 - row) * self.pitch_m, 0.0])
 
+    def edge_boxes(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The border's four edges as boxes in the rack's frame: name -> (centre, half
+        sizes). Each runs from the outermost guide line to the rack's outline, from the
+        top face down to the holes' floor; the names say which row or column it borders."""
+        w, d = self.wall_m, self.depth_m
+        half_x, _half_y = self.half_size
+        inner_x, inner_y = COLUMNS * self.pitch_m / 2, len(ROWS) * self.pitch_m / 2
+        edge = w / 2 + self.rim_m
+        along_y = inner_y - w / 2 + edge / 2  # the long edges' centres, off the middle
+        along_x = inner_x - w / 2 + edge / 2  # the short edges' centres
+        long_half = np.array([half_x, edge / 2, d / 2])
+        short_half = np.array([edge / 2, inner_y - w / 2, d / 2])
+        return {"row_A": (np.array([0.0, along_y, -d / 2]), long_half),
+                "row_C": (np.array([0.0, -along_y, -d / 2]), long_half),
+                "col_1": (np.array([-along_x, 0.0, -d / 2]), short_half),
+                "col_4": (np.array([along_x, 0.0, -d / 2]), short_half)}
 
 @dataclass(frozen=True)
 class RackPose:

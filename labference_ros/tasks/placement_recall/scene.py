@@ -21,7 +21,7 @@ from labference_ros.cell.scene_base import cell_spec
 from labference_ros.tasks.base import SimScene
 from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT
 from labference_ros.tasks.placement_recall.instances import CAP_COLOURS, RELEASE_REGION, TARGET, PlacementInstance
-from labference_ros.tasks.placement_recall.rack import COLUMNS, ROWS, RackGeometry, RackPose
+from labference_ros.tasks.placement_recall.rack import COLUMNS, EDGE_RGBA, ROWS, RackGeometry, RackPose
 
 CELL = placement_cell()
 CAMERAS = ("front", "wrist")
@@ -33,11 +33,6 @@ TUBE_SOLREF = (0.004, 1.0)
 TUBE_SOLIMP = (0.95, 0.99, 0.0005, 0.5, 2.0)
 GUIDE_RGBA = (0.80, 0.80, 0.82, 1.0)
 FLOOR_RGBA = (0.70, 0.70, 0.72, 1.0)
-# The border's four edges (asymmetric: the rack's facing is visible from any edge).
-EDGE_RGBA = {"row_A": (0.10, 0.45, 0.20, 1.0),  # long edge beside row A: dark green
-             "row_C": (0.85, 0.85, 0.85, 1.0),  # long edge beside row C: light grey
-             "col_1": (0.95, 0.55, 0.10, 1.0),  # short edge beside column 1: orange
-             "col_4": (0.20, 0.25, 0.55, 1.0)}  # short edge beside column 4: navy
 A1_MARKER_RGBA = (0.85, 0.10, 0.10, 1.0)
 RELEASE_RGBA = (0.20, 0.70, 0.30, 0.45)
 
@@ -84,15 +79,9 @@ def add_rack(spec: mujoco.MjSpec, pose: RackPose, geometry: RackGeometry = RACK)
         body.add_geom(name=f"rack_guide_col{k}", type=box, size=[w / 2, inner_y, d / 2], pos=[x, 0.0, -d / 2],
                       rgba=list(GUIDE_RGBA))
     # The border: each edge a wall from the outermost guide line to the rack's outline.
-    edge = w / 2 + rim
-    body.add_geom(name="rack_edge_row_A", type=box, size=[half_x, edge / 2, d / 2],
-                  pos=[0.0, inner_y - w / 2 + edge / 2, -d / 2], rgba=list(EDGE_RGBA["row_A"]))
-    body.add_geom(name="rack_edge_row_C", type=box, size=[half_x, edge / 2, d / 2],
-                  pos=[0.0, -(inner_y - w / 2 + edge / 2), -d / 2], rgba=list(EDGE_RGBA["row_C"]))
-    body.add_geom(name="rack_edge_col_1", type=box, size=[edge / 2, inner_y - w / 2, d / 2],
-                  pos=[-(inner_x - w / 2 + edge / 2), 0.0, -d / 2], rgba=list(EDGE_RGBA["col_1"]))
-    body.add_geom(name="rack_edge_col_4", type=box, size=[edge / 2, inner_y - w / 2, d / 2],
-                  pos=[inner_x - w / 2 + edge / 2, 0.0, -d / 2], rgba=list(EDGE_RGBA["col_4"]))
+    for edge, (centre, half) in geometry.edge_boxes().items():
+        body.add_geom(name=f"rack_edge_{edge}", type=box, size=half.tolist(), pos=centre.tolist(),
+                      rgba=list(EDGE_RGBA[edge]))
     # The A1 marker: a flat red disc on the border's corner beside A1 (visual only).
     marker_r = rim * 0.45
     body.add_geom(name="rack_a1_marker", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[marker_r, 0.0008],
