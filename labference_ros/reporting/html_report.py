@@ -206,12 +206,19 @@ def attribution_table(att: dict | None) -> str:
                  [[esc(k), esc(v)] for k, v in att.items()])
 
 
+def family_table(lines: dict | None) -> str:
+    """The task family's own lines (TaskFamily.report_lines), as the text report shows them."""
+    if not lines:
+        return ""
+    return table(["task family", ""], [[esc(label), esc(text)] for label, text in lines.items()])
+
+
 def cell_section(i: int, c: dict, images: dict) -> str:
     name = cell_name(c["cell"])
     parts = [f'<h2 id="cell-{i}">{esc(name)}</h2>',
              f'<p class="muted">run directories: {esc(", ".join(c.get("output_dirs", [])))}</p>',
              "<h3>Coverage</h3>", coverage_table(c["coverage"]),
-             "<h3>Metrics and populations</h3>", metrics_table(c),
+             "<h3>Metrics and populations</h3>", metrics_table(c), family_table(c.get("family")),
              "<h3>Accounting</h3>", accounting_table(c["accounting"], c["intervals"]),
              "<h3>Runtime</h3>", runtime_table(c.get("runtime")),
              "<h3>Confusion (required vs chosen standard)</h3>", confusion_table(c["metrics"]["confusion"])]

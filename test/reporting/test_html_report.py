@@ -152,3 +152,13 @@ def test_oracle_gain_table_shows_the_base_interface_errors(tmp_path):
                          ("geometry e_v (eq. 2), mean", "0.03 rad"), ("geometry reports invalid / all", "1 / 2")):
         row = section.split(label + "</td>", 1)[1].split("</tr>", 1)[0]
         assert value in row, (label, row)
+
+
+def test_a_task_familys_own_lines_are_on_the_page_escaped(tmp_path):
+    d = write_output_dir(tmp_path / "run", [episode("e0", run_kw={"iid": "u0"})], [{"instance_id": "u0"}])
+    rep = build([d])
+    assert "task family" not in html_report.render(rep, {})  # weighing has no lines of its own
+    rep["cells"][0]["family"] = {"retrieval": "reached 2/2, chosen 2, correct 2/2 <A1>"}
+    page = html_report.render(rep, {})
+    row = page.split("<td>retrieval</td>", 1)[1].split("</tr>", 1)[0]
+    assert "correct 2/2 &lt;A1&gt;" in row
