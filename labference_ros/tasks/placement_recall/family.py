@@ -17,6 +17,7 @@ class PlacementRecallFamily(TaskFamily):
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.placement_recall.systems:ScriptedExpert",
         "label_memory": "labference_ros.tasks.placement_recall.systems:LabelMemory",
+        "label_memory_pixels": "labference_ros.tasks.placement_recall.systems:LabelMemoryPixels",
         "world_position": "labference_ros.tasks.placement_recall.systems:WorldPosition",
         "cap_colour": "labference_ros.tasks.placement_recall.systems:CapColour",
     }

@@ -17,6 +17,12 @@ down upright in the marked region. They differ in where they reach for it:
   it aimed its hand at when it let the tube go, remembered; it never looks again. The paper's memoryless
   behavioural error: right while the rack stays, wrong exactly where the rack moved
   (after a half turn it reaches into the hole that now stands there).
+- label_memory_pixels (not privileged): the paper's pixel-based system with memory. It finds
+  the rack (its coloured edges), the tubes in it and the tube on the table in the front
+  camera's pixels (perception.py), inserts the tube into a free hole it sees, remembers the
+  hole label its tube stands in on the last frame before the view is blocked (the hole that
+  gained a cap; the one it aimed at if it cannot tell), and after the occlusion finds that
+  label in the rack as it now stands and reaches for the cap it sees there.
 """
 from __future__ import annotations
 
@@ -166,6 +172,97 @@ class CapColour(_Recall):
         pick = random.Random(f"cap-colour:{self.policy_seed}").choice(alike)
         self._note(same_cap_tubes=alike, reached_for=pick)
         return np.asarray(evaluator.positions[pick], float)
+
+
+class LabelMemoryPixels(_Recall):
+    """Pixels and the camera's calibration only; the rack's geometry, the cap colours and
+    the marked region are the cell's and the task's (public), never the evaluator's."""
+
+    name = "label_memory_pixels"
+    privileged = False
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.taken_before: set[str] = set()  # holes it saw holding a tube before its placement
+        self.last_clear_frame: np.ndarray | None = None  # its last view of the rack before the occlusion
+
+    def _sight(self, obs: PolicyObservation, image: np.ndarray | None = None):
+        from labference_ros.perception.vision import CameraCalibration
+        from labference_ros.tasks.placement_recall.perception import sight
+
+        if "front" not in obs.images or "front" not in obs.camera_calibration:
+            raise ValueError(f"{self.name} needs the front camera and its calibration")
+        calib = CameraCalibration.from_dict(obs.camera_calibration["front"])
+        return sight(obs.images["front"] if image is None else image, calib)
+
+    def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
+        was_occluded = self.saw_occlusion
+        self.saw_occlusion = self.saw_occlusion or occluded(obs)
+        placed = self.stage != "place" or (self.moved and self.cursor is None)
+        if placed and not self.saw_occlusion:
+            self.last_clear_frame = obs.images.get("front")
+        if self.saw_occlusion and not was_occluded and self.remembered_hole is None:
+            self.remembered_hole = self._remember(obs)
+        return super().act(obs, None)
+
+    def _remember(self, obs: PolicyObservation) -> str | None:
+        """The hole its tube stands in, on the last clear frame: the one that gained a cap."""
+        if self.last_clear_frame is None:
+            self._note(t=obs.sim_time, remembered_hole=self.chosen_hole, remembered_from="aimed (no clear frame)")
+            return self.chosen_hole
+        seen = self._sight(obs, self.last_clear_frame)
+        gained = sorted(set(seen.seated) - self.taken_before)
+        if len(gained) == 1:
+            self._note(t=obs.sim_time, remembered_hole=gained[0], remembered_from="seen",
+                       seen_taken=sorted(seen.seated))
+            return gained[0]
+        self._note(t=obs.sim_time, remembered_hole=self.chosen_hole, remembered_from="aimed",
+                   seen_taken=sorted(seen.seated) if seen.pose else None)
+        return self.chosen_hole
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        contract = contract_for("basic")  # the rack, the tubes and the marked region are the same in every condition
+        t = obs.sim_time
+        if self.stage == "place":
+            if self.moved:  # its one placement is done: wait
+                self.stage = "wait"
+                return None
+            seen = self._sight(obs)
+            if seen.pose is None or not seen.standing:
+                self._note(t=t, gave_up="no rack or no tube on the table seen", edge_pixels=seen.edge_pixels)
+                self.finished = True
+                return None
+            self.taken_before = set(seen.seated)
+            choices = free_holes(seen.seated)
+            if not choices:
+                self._note(t=t, gave_up="no free hole seen", seen_taken=sorted(seen.seated))
+                self.finished = True
+                return None
+            hole = random.Random(f"placement-hole:{self.policy_seed}").choice(choices)
+            self.chosen_hole = hole
+            mouth = seen.mouth(hole)
+            self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
+                       operation={"type": "insert", "object": contract.target, "destination": hole})
+            return "tube", np.asarray(seen.standing[0], float), ("insert", mouth)
+        if self.stage == "wait":
+            if occluded(obs) or not self.saw_occlusion:
+                return None
+            self.stage = "done"
+            seen = self._sight(obs)
+            if seen.pose is None or self.remembered_hole is None:
+                why = "no rack seen after the occlusion" if seen.pose is None else "no hole remembered"
+                self._note(t=t, gave_up=why)
+                self.finished = True
+                return None
+            hole = self.remembered_hole
+            cap = seen.seated.get(hole)
+            # The cap it sees in that hole says where the tube stands; without one, the hole's middle.
+            where = seen.tube_centre(hole) if cap is None else np.array([cap[0], cap[1], seen.tube_centre(hole)[2]])
+            self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
+                       remembered_hole=hole, cap_seen=cap is not None, retrieve_at=where.tolist())
+            return "retrieval", where, ("set_down", contract.release_region.center)
+        self.finished = True
+        return None
 
 
 class LabelMemory(_Recall):
