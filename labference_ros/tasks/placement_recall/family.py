@@ -18,6 +18,7 @@ class PlacementRecallFamily(TaskFamily):
         "scripted_expert": "labference_ros.tasks.placement_recall.systems:ScriptedExpert",
         "label_memory": "labference_ros.tasks.placement_recall.systems:LabelMemory",
         "label_memory_pixels": "labference_ros.tasks.placement_recall.systems:LabelMemoryPixels",
+        "cap_colour_pixels": "labference_ros.tasks.placement_recall.systems:CapColourPixels",
         "world_position": "labference_ros.tasks.placement_recall.systems:WorldPosition",
         "cap_colour": "labference_ros.tasks.placement_recall.systems:CapColour",
     }

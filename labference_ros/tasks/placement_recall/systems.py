@@ -23,6 +23,9 @@ down upright in the marked region. They differ in where they reach for it:
   hole label its tube stands in on the last frame before the view is blocked (the hole that
   gained a cap; the one it aimed at if it cannot tell), and after the occlusion finds that
   label in the rack as it now stands and reaches for the cap it sees there.
+- cap_colour_pixels (not privileged): places as label_memory_pixels does, but keeps only the
+  cap colour of the tube it picked; after the occlusion it reaches for a cap of that colour it
+  sees in the rack. The pixel counterpart of cap_colour.
 """
 from __future__ import annotations
 
@@ -174,17 +177,19 @@ class CapColour(_Recall):
         return np.asarray(evaluator.positions[pick], float)
 
 
-class LabelMemoryPixels(_Recall):
+class _PixelRecall(_Recall):
     """Pixels and the camera's calibration only; the rack's geometry, the cap colours and
-    the marked region are the cell's and the task's (public), never the evaluator's."""
+    the marked region are the cell's and the task's (public), never the evaluator's. It
+    places as the others do, into a free hole it sees; `retrieval_hole` says which hole
+    it reaches into after the occlusion."""
 
-    name = "label_memory_pixels"
     privileged = False
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
         self.taken_before: set[str] = set()  # holes it saw holding a tube before its placement
         self.last_clear_frame: np.ndarray | None = None  # its last view of the rack before the occlusion
+        self.tube_colour: str | None = None  # the cap colour of the tube it picked from the table
 
     def _sight(self, obs: PolicyObservation, image: np.ndarray | None = None):
         from labference_ros.perception.vision import CameraCalibration
@@ -201,24 +206,16 @@ class LabelMemoryPixels(_Recall):
         placed = self.stage != "place" or (self.moved and self.cursor is None)
         if placed and not self.saw_occlusion:
             self.last_clear_frame = obs.images.get("front")
-        if self.saw_occlusion and not was_occluded and self.remembered_hole is None:
-            self.remembered_hole = self._remember(obs)
+        if self.saw_occlusion and not was_occluded:
+            self.on_occlusion(obs)
         return super().act(obs, None)
 
-    def _remember(self, obs: PolicyObservation) -> str | None:
-        """The hole its tube stands in, on the last clear frame: the one that gained a cap."""
-        if self.last_clear_frame is None:
-            self._note(t=obs.sim_time, remembered_hole=self.chosen_hole, remembered_from="aimed (no clear frame)")
-            return self.chosen_hole
-        seen = self._sight(obs, self.last_clear_frame)
-        gained = sorted(set(seen.seated) - self.taken_before)
-        if len(gained) == 1:
-            self._note(t=obs.sim_time, remembered_hole=gained[0], remembered_from="seen",
-                       seen_taken=sorted(seen.seated))
-            return gained[0]
-        self._note(t=obs.sim_time, remembered_hole=self.chosen_hole, remembered_from="aimed",
-                   seen_taken=sorted(seen.seated) if seen.pose else None)
-        return self.chosen_hole
+    def on_occlusion(self, obs: PolicyObservation) -> None:
+        """The first blanked frame: what it keeps of the last clear one is its own affair."""
+
+    def retrieval_hole(self, seen, t: float) -> str | None:
+        """The hole to reach into, in the rack as it is seen after the occlusion (None: give up)."""
+        raise NotImplementedError
 
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         contract = contract_for("basic")  # the rack, the tubes and the marked region are the same in every condition
@@ -240,8 +237,10 @@ class LabelMemoryPixels(_Recall):
                 return None
             hole = random.Random(f"placement-hole:{self.policy_seed}").choice(choices)
             self.chosen_hole = hole
+            self.tube_colour = seen.caps.get("table:0")  # the caps of the tubes on the table, largest first
             mouth = seen.mouth(hole)
             self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
+                       tube_colour=self.tube_colour,
                        operation={"type": "insert", "object": contract.target, "destination": hole})
             return "tube", np.asarray(seen.standing[0], float), ("insert", mouth)
         if self.stage == "wait":
@@ -249,20 +248,70 @@ class LabelMemoryPixels(_Recall):
                 return None
             self.stage = "done"
             seen = self._sight(obs)
-            if seen.pose is None or self.remembered_hole is None:
-                why = "no rack seen after the occlusion" if seen.pose is None else "no hole remembered"
-                self._note(t=t, gave_up=why)
+            hole = None if seen.pose is None else self.retrieval_hole(seen, t)
+            if hole is None:
+                if seen.pose is None:
+                    self._note(t=t, gave_up="no rack seen after the occlusion")
                 self.finished = True
                 return None
-            hole = self.remembered_hole
             cap = seen.seated.get(hole)
             # The cap it sees in that hole says where the tube stands; without one, the hole's middle.
             where = seen.tube_centre(hole) if cap is None else np.array([cap[0], cap[1], seen.tube_centre(hole)[2]])
             self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
-                       remembered_hole=hole, cap_seen=cap is not None, retrieve_at=where.tolist())
+                       reached_into=hole, cap_seen=cap is not None, retrieve_at=where.tolist())
             return "retrieval", where, ("set_down", contract.release_region.center)
         self.finished = True
         return None
+
+
+class LabelMemoryPixels(_PixelRecall):
+    """Remembers the hole label its tube stood in on the last clear frame and finds that
+    label in the rack as it stands after the occlusion."""
+
+    name = "label_memory_pixels"
+
+    def on_occlusion(self, obs: PolicyObservation) -> None:
+        if self.remembered_hole is None:
+            self.remembered_hole = self._remember(obs)
+
+    def _remember(self, obs: PolicyObservation) -> str | None:
+        """The hole its tube stands in, on the last clear frame: the one that gained a cap."""
+        if self.last_clear_frame is None:
+            self._note(t=obs.sim_time, remembered_hole=self.chosen_hole, remembered_from="aimed (no clear frame)")
+            return self.chosen_hole
+        seen = self._sight(obs, self.last_clear_frame)
+        gained = sorted(set(seen.seated) - self.taken_before)
+        if len(gained) == 1:
+            self._note(t=obs.sim_time, remembered_hole=gained[0], remembered_from="seen",
+                       seen_taken=sorted(seen.seated))
+            return gained[0]
+        self._note(t=obs.sim_time, remembered_hole=self.chosen_hole, remembered_from="aimed",
+                   seen_taken=sorted(seen.seated) if seen.pose else None)
+        return self.chosen_hole
+
+    def retrieval_hole(self, seen, t: float) -> str | None:
+        if self.remembered_hole is None:
+            self._note(t=t, gave_up="no hole remembered")
+        return self.remembered_hole
+
+
+class CapColourPixels(_PixelRecall):
+    """Keeps no hole, only the cap colour of the tube it picked from the table, and after
+    the occlusion reaches into a hole whose cap it sees in that colour (drawn with the
+    policy seed when several have it): right in distinct-cap instances, at chance among
+    the alike tubes in same-cap ones."""
+
+    name = "cap_colour_pixels"
+
+    def retrieval_hole(self, seen, t: float) -> str | None:
+        alike = sorted(hole for hole in seen.seated if seen.caps.get(hole) == self.tube_colour)
+        if self.tube_colour is None or not alike:
+            self._note(t=t, gave_up=f"no {self.tube_colour or 'known'} cap seen in the rack",
+                       seen_caps={h: seen.caps.get(h) for h in sorted(seen.seated)})
+            return None
+        hole = random.Random(f"cap-colour:{self.policy_seed}").choice(alike)
+        self._note(t=t, tube_colour=self.tube_colour, same_cap_holes=alike, chosen=hole)
+        return hole
 
 
 class LabelMemory(_Recall):

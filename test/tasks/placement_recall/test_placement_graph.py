@@ -6,8 +6,9 @@ Expectations, per system: the scripted expert and the pixel-based memory system
 (label_memory_pixels, not privileged) retrieve the tube they placed in both episodes, also
 after the half turn; the world-position system
 is right where the rack stayed and wrong exactly where it moved, reaching into the hole
-that now stands at the placed hole's old world position; the cap-colour system is right
-in distinct-cap episodes (at chance in same-cap ones: test_placement_systems.py). The
+that now stands at the placed hole's old world position; the pixel-based cap-colour system
+(cap_colour_pixels) is right in distinct-cap episodes (at chance in same-cap ones:
+test_placement_systems.py). The
 occluder's frames are blank, no observation after the transition carries an older
 image, and the replay audit agrees and finds a bag whose transition was removed."""
 from __future__ import annotations
@@ -143,9 +144,16 @@ def test_the_pixel_memory_system_is_right_after_the_half_turn_and_world_position
     assert sorted(movements) == ["none", "rotate_180"]  # the seed list holds one of each
 
 
-def test_cap_colour_is_right_in_distinct_cap_episodes(tmp_path):
-    attempts = launch(tmp_path / "caps", "condition:=extended-distinct", "system:=cap_colour", "record:=false")
+def test_cap_colour_from_pixels_is_right_in_distinct_cap_episodes(tmp_path):
+    # cap_colour_pixels keeps only the cap colour it saw on the tube it picked and reaches for
+    # a cap of that colour in the rack after the occlusion: with one tube per colour, right
+    # whether or not the rack turned. Seed 4 again: both insertions land (seed 0's miss).
+    attempts = launch(tmp_path / "caps", "condition:=extended-distinct", "system:=cap_colour_pixels", "record:=false",
+                      seed=4)
+    movements = []
     for a in attempts:
         s, run, _ = episode_files(tmp_path / "caps", a)
-        assert run["instance"]["caps"] == "distinct"
+        assert run["instance"]["caps"] == "distinct" and run["policy"]["privileged"] is False
         assert s["retrieval"]["correct"] is True and s["physically_complete"], s
+        movements.append(run["instance"]["movement"])
+    assert sorted(movements) == ["none", "rotate_180"]

@@ -7,7 +7,8 @@ from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.placement_recall.contract import contract_for
 from labference_ros.tasks.placement_recall.instances import generate
 from labference_ros.tasks.placement_recall.rack import COLUMNS, ROWS, hole_positions, hole_under, parse_label
-from labference_ros.tasks.placement_recall.systems import CapColour, LabelMemory, WorldPosition, free_holes
+from labference_ros.tasks.placement_recall.perception import RackSighting
+from labference_ros.tasks.placement_recall.systems import CapColour, CapColourPixels, LabelMemory, WorldPosition, free_holes
 
 
 def turned_instance(caps: str):
@@ -81,3 +82,28 @@ def test_label_memory_finds_its_label_in_the_turned_rack_and_world_position_its_
     gone = view_after_the_turn(distinct, a_free_hole(distinct))
     gone.facts["in_holes"].pop("tube_target")  # no tube with the target's cap stands in the rack
     assert CapColour().retrieval_point(gone) is None  # it never saw its tube in the rack: it gives up
+
+
+def test_cap_colour_pixels_reaches_for_the_seen_cap_of_its_tubes_colour():
+    # What it sees after the half turn, as perception.sight reports it: four seated caps.
+    pose = turned_instance("distinct").moved_rack_pose
+    distinct = RackSighting(pose, seated={h: (0.0, 0.0, 0.0) for h in ("A2", "B4", "C1", "C3")},
+                            caps={"A2": "yellow", "B4": "red", "C1": "blue", "C3": "green"})
+    system = CapColourPixels()
+    for seed in range(20):
+        system.reset("s", seed)
+        system.tube_colour = "red"  # the cap it saw on the tube it picked from the table
+        assert system.retrieval_hole(distinct, 12.0) == "B4"
+
+    same = RackSighting(pose, seated=distinct.seated, caps={h: "blue" for h in distinct.seated})
+    chosen = []
+    for seed in range(400):
+        system.reset("s", seed)
+        system.tube_colour = "blue"
+        chosen.append(system.retrieval_hole(same, 12.0))
+    assert set(chosen) == set(same.seated)  # any of the four alike caps
+    assert 0.17 <= chosen.count("B4") / len(chosen) <= 0.33  # one in four
+
+    system.reset("s", 1)
+    system.tube_colour = "red"
+    assert system.retrieval_hole(same, 12.0) is None  # no red cap in the rack: it gives up
