@@ -82,6 +82,7 @@ class PolicyBridge(Node):
         v = {x.name: x.value for x in p}
         self.v = v
         self.family = task_family(str(v["task"]))
+        self.scene_changes_on_its_own = bool(self.family.environment_profile())
         self.cameras = self.family.cameras  # what the tested system sees
         if v["step_mode"] not in ("sync", "realtime"):
             raise ValueError(f"step_mode must be sync or realtime, got {v['step_mode']!r}")
@@ -340,15 +341,21 @@ class PolicyBridge(Node):
         js = self.latest.get("joints")
         if js is None or abs(stamp_to_s(js.header.stamp) - t) > EPS:
             return False
+        if not self._frames_of_the_last_tick(t):
+            return False
+        if self.system.privileged:
+            w = self.latest.get("world")
+            if w is None or abs(stamp_to_s(w.header.stamp) - t) > EPS:
+                return False
+        return True
+
+    def _frames_of_the_last_tick(self, t) -> bool:
+        """Each camera's newest frame is from the last camera tick at or before t, or later."""
         rate = float(self.v["camera_rate"])
         tick = math.floor(t * rate + EPS) / rate
         for cam in self.cameras:
             img = self.latest.get(f"image:{cam}")
             if img is None or stamp_to_s(img.header.stamp) < tick - EPS:
-                return False
-        if self.system.privileged:
-            w = self.latest.get("world")
-            if w is None or abs(stamp_to_s(w.header.stamp) - t) > EPS:
                 return False
         return True
 
@@ -368,6 +375,11 @@ class PolicyBridge(Node):
             return
         if self.v["step_mode"] == "realtime":
             if not self._have_every_channel():
+                return
+            # A scene that changes on its own (an occluder) does so at a camera tick, and the
+            # simulator publishes that tick's frames just after its joint state: wait for
+            # them, so that no observation from the change on carries an older frame.
+            if self.scene_changes_on_its_own and not self._frames_of_the_last_tick(t):
                 return
             ep["t"] = t  # realtime: the boundary is wherever the simulator has got to
 

@@ -46,7 +46,8 @@ class TaskState:
 
     @property
     def placement_deviation(self) -> bool:
-        return self.placed_hole is not None and self.intended_hole is not None and self.placed_hole != self.intended_hole
+        known = self.placed_hole is not None and self.intended_hole is not None
+        return known and self.placed_hole != self.intended_hole
 
     @property
     def obligations(self) -> dict:
