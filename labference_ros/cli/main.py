@@ -323,18 +323,24 @@ def _prefix_operation(text: str):
 @main.command("diagnose-oracle")
 @click.argument("population", type=click.Path(dir_okay=False))
 @click.option("--system", required=True, help="Tested system (policy registry name), e.g. misreader.")
-@click.option("--support", "supports", multiple=True, required=True, metavar="MODE:SITE[+MODE:SITE]",
+@click.option("--support", "supports", multiple=True, metavar="MODE:SITE[+MODE:SITE]",
               help="A support condition, e.g. replace:state, assist:state, replace:decision, replace:skill; "
-                   "join supports with + for a joint condition. Repeat for several.")
+                   "join supports with + for a joint condition. Repeat for several. Without any: the base "
+                   "branches alone (a checkpoint population's own scores).")
 @click.option("--task", "task", default="feedback_weighing", show_default=True,
-              help="Task family of the population --new writes (feedback_weighing, centrifuge_loading); "
-                   "a population file names its own.")
+              help="Task family of the population --new writes (feedback_weighing, centrifuge_loading, "
+                   "placement_recall); a population file names its own.")
 @click.option("--new", "new_instances", type=int, default=0, metavar="N",
               help="First write a population of N checkpoints (seed --seed) to POPULATION. For "
                    "centrifuge_loading: N controlled destination pairs, tube_a meant for a slot and seated "
-                   "there or in the next slot (2N starts).")
-@click.option("--condition", "task_condition", type=click.Choice(["basic", "extended"]), default="basic",
-              show_default=True, help="Task condition of the instances --new generates.")
+                   "there or in the next slot (2N starts). For placement_recall: N balanced blocks, each the "
+                   "target placed in every one of the twelve holes under every rack movement of the "
+                   "condition (12 starts basic, 24 extended), the occluded transition after the handoff.")
+@click.option("--condition", "task_condition",
+              type=click.Choice(["basic", "extended", "basic-same", "basic-distinct", "extended-same",
+                                 "extended-distinct"]), default="basic",
+              show_default=True, help="Task condition of the instances --new generates (placement_recall: "
+                                      "with its caps, e.g. extended-same).")
 @click.option("--prefix", "prefix", multiple=True, metavar="TYPE:OBJECT",
               help="With --new: an operation carried out before the handoff in every checkpoint, e.g. "
                    "add:std_10 or remove:std_20 (repeat, in order). A prefix the instance cannot carry "
@@ -393,6 +399,9 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
         raise click.BadParameter(f"{records_dir} is not empty: branch records go to a new or empty directory, "
                                  "never appended to an earlier run's", param_hint="'--records'")
     prefix_ops = [_prefix_operation(text) for text in prefix]
+    if new_instances and task != "placement_recall" and "-" in task_condition:
+        raise click.BadParameter(f"{task_condition!r}: caps are placement_recall's; {task} has basic and extended",
+                                 param_hint="'--condition'")
     if (prefix_ops or fixed_subgoal) and not new_instances:
         raise click.BadParameter("--prefix and --fixed-subgoal shape the population --new writes; give --new N",
                                  param_hint="'--new'")
@@ -405,6 +414,19 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
 
         write_population(population, [CheckpointSpec(cid, inst, prefix, executed=executed) for cid, inst, prefix,
                                        executed in settled_start_pairs(new_instances, seed, seed, 0)])
+    elif new_instances and task == "placement_recall":
+        if prefix_ops or fixed_subgoal:
+            raise click.BadParameter("--prefix and --fixed-subgoal are weighing populations; placement recall's "
+                                     "--new writes its balanced placements", param_hint="'--task'")
+        from labference_ros.core.operations import insert
+        from labference_ros.oracle.checkpoints import CheckpointSpec, write_population
+        from labference_ros.tasks.placement_recall.instances import TARGET, checkpoint_starts, split_condition
+
+        setting, caps = split_condition(task_condition)  # a bare setting: same caps
+        starts = [start for block in range(new_instances)
+                  for start in checkpoint_starts(setting, caps, seed + block, seed + block)]
+        write_population(population, [CheckpointSpec(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),))
+                                      for inst, hole in starts])
     elif new_instances:
         from labference_ros.oracle.checkpoints import population_from_instances, write_population
 

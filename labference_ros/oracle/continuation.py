@@ -266,6 +266,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     records = None
     try:
         world.restore(cp.snapshot)
+        world.start_environment()  # what the cell does on its own from the handoff on
         # The referee starts from the verified handoff, not the raw initialization.
         handoff_inst = world.family.handoff_instance(inst, cp.state)
         referee = world.family.make_referee(world.family.contract_for(handoff_inst.condition), handoff_inst,
@@ -288,7 +289,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
             res.trace.append(_sha(world))  # the restored handoff state
         reason = _loop(system, world, referee, oracle, res, session, cp.t + budget_s, after_finish_s, trace,
                        envelope)
-        _outcomes(res, referee)
+        _outcomes(res, referee, world.family)
         if cp.spec.fixed_subgoal:
             _fixed_subgoal_outcome(res, referee, oracle.receipts)
         res.scores = referee.scores()
@@ -428,9 +429,8 @@ def run_in_world(system, world, referee, *, session: str, deadline_t: float, sto
     return reason
 
 
-def _outcomes(res: BranchResult, referee) -> None:
-    opps = referee.opportunities
-    first = opps[0] if opps else None
+def _outcomes(res: BranchResult, referee, family) -> None:
+    first = family.checkpoint_opportunity(referee.opportunities)
     op = None
     if first is not None:
         op = first.first_choice or first.first_report

@@ -3,12 +3,17 @@ balance (weighing), the balance model and display, stepped the way the ROS graph
 steps them (balance period 10 ms).
 
 A snapshot is the simulator blob (bit-exact, sim issue) plus the balance
-model's filter state, which lives outside MuJoCo and must travel with it."""
+model's filter state, which lives outside MuJoCo and must travel with it.
+A family's own environment (placement recall's occlusion and rack transition)
+is started by each branch at the handoff and acts at the graph's camera ticks."""
 from __future__ import annotations
 
 import copy
 import hashlib
+import math
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from labference_ros.core.measurements import WorldMeasurement
 from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, PolicyObservation, project_observation
@@ -19,6 +24,7 @@ from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameter
 
 FRONT_SIZE = (240, 320)  # display_reader localises at 320x240
 BALANCE_PERIOD_S = 0.01
+CAMERA_PERIOD_S = 0.1  # the graph's camera ticks (camera_rate 10 Hz), where the environment may act
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,16 @@ class World:
             self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
             self.backend.set_display(self.reading.displayed_g, self.reading.stable)
         self._obs_k = 0
+        self.environment = None  # the family's own environment (an occluder), once started
+        self._environment_record: dict | None = None  # what it did, for the next measurement
+        self._next_tick = 0.0
+
+    def start_environment(self) -> None:
+        """From now on the family's environment acts at camera ticks as lab_sim lets it
+        (placement recall's occlusion and rack transition); a branch starts it at the
+        handoff, so a start's prefix runs without it."""
+        self.environment = self.family.make_environment(self.instance)
+        self._next_tick = math.ceil(self.t / CAMERA_PERIOD_S - 1e-6) * CAMERA_PERIOD_S
 
     def observation_identity(self) -> dict:
         """run.json's observation section for a continuation: what this world renders
@@ -59,9 +75,13 @@ class World:
         drawn for the robot), so it never pools with the graph's camera schedule."""
         settings = self.backend.render_settings
         sizes = "+".join(f"{c}@{settings.size(c)[1]}x{settings.size(c)[0]}" for c in self.cameras)
-        return {"cameras": list(self.cameras), "condition": f"rgb:{sizes}/each_observation:collision_geoms",
-                "history_protocol": f"single_delivery+last_{OBSERVATION_HISTORY_STEPS}_steps+checkpoint_prefix",
-                "step_mode": "sync"}
+        out = {"cameras": list(self.cameras), "condition": f"rgb:{sizes}/each_observation:collision_geoms",
+               "history_protocol": f"{self.family.history_protocol}+last_{OBSERVATION_HISTORY_STEPS}_steps"
+                                   "+checkpoint_prefix",
+               "step_mode": "sync"}
+        if self.family.environment_profile():  # what the cell does to the cameras on its own
+            out["environment"] = self.family.environment_profile()
+        return out
 
     @property
     def t(self) -> float:
@@ -70,6 +90,10 @@ class World:
     def advance(self, seconds: float) -> None:
         for _ in range(max(1, int(round(seconds / BALANCE_PERIOD_S)))):
             self.backend.advance(BALANCE_PERIOD_S)
+            if self.environment is not None and self.t + 1e-9 >= self._next_tick:
+                happened = self.environment.update(self.backend.measure(), self.backend.model, self.backend.data)
+                self._environment_record = happened or self._environment_record
+                self._next_tick += CAMERA_PERIOD_S
             if self.balance is not None:
                 w = self.backend.pan_wrench()
                 self.reading = self.balance.update(self.backend.sim_time, w.force, w.torque)
@@ -77,12 +101,17 @@ class World:
             self.backend.set_display(self.reading.displayed_g, self.reading.stable)
 
     def measure(self) -> WorldMeasurement:
-        return replace(self.backend.measure(), balance=self.reading)
+        """The state now; the first measurement after the environment acted carries its
+        record (as the state lab_sim publishes next does), the referee's cue."""
+        record, self._environment_record = self._environment_record, None
+        return replace(self.backend.measure(), balance=self.reading, environment=record)
 
     def sensors(self) -> tuple[dict, dict, dict]:
         """What the cell's sensors give now: images and their stamps per camera, joint positions."""
         js = self.backend.joint_state()
         images = {c: self.backend.render(c) for c in self.cameras}
+        if self.environment is not None and self.environment.occluded(self.t):
+            images = {c: np.zeros_like(pixels) for c, pixels in images.items()}  # the occluder's frames
         return images, {c: self.t for c in self.cameras}, dict(zip(js.names, js.position))
 
     def observe(self, instruction: str, evidence_version: int = 0) -> tuple[str, PolicyObservation]:

@@ -199,6 +199,11 @@ class TaskFamily:
         """Oracle state site: the decision-relevant observable state, as seen."""
         raise NotImplementedError
 
+    def checkpoint_opportunity(self, opportunities):
+        """The opportunity a checkpoint continuation is scored at (its first choice, the
+        population J's member): the first one opened from the handoff by default."""
+        return opportunities[0] if opportunities else None
+
     def decision_rule(self, legal_set):
         """Oracle decision site: the one legal operation a Replace supplies."""
         raise NotImplementedError

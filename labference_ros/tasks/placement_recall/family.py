@@ -77,6 +77,77 @@ class PlacementRecallFamily(TaskFamily):
 
         return PlacementInstance
 
+    # Checkpoints (oracle/checkpoints.py): a start places the target in a hole with the
+    # reference planner and hands off before the occluded transition, which then runs in
+    # every branch (the placement history is the start's, the recall the system's).
+    def _seated(self, instance_or_none, measurement) -> dict:
+        from labference_ros.tasks.placement_recall.instances import RACK_CENTER
+        from labference_ros.tasks.placement_recall.rack import RackPose
+        from labference_ros.tasks.placement_recall.recognisers import rack_pose, seat_check
+
+        contract = self.contract_for("basic")  # the rack and the tubes are the same in every condition
+        pose = rack_pose(measurement, RackPose(RACK_CENTER, 0.0) if instance_or_none is None
+                         else instance_or_none.rack_pose)
+        seated = {}
+        for name, o in sorted(measurement.objects.items()):
+            check = seat_check(o, pose, contract) if o.kind == "tube" else None
+            if check is not None and check.hole and {"in_hole", "deep"} <= set(check.passed):
+                seated[name] = check.hole
+        return seated
+
+    def start_state(self, instance, operations) -> dict:
+        from labference_ros.core.operations import INSERT
+
+        in_holes = dict(instance.distractors)
+        for op in operations:
+            if op.type != INSERT:
+                raise ValueError(f"placement recall's starts insert the target into a hole, not {op}")
+            in_holes[op.object] = op.destination
+        return {"in_holes": dict(sorted(in_holes.items()))}
+
+    def measured_start_state(self, measurement) -> dict:
+        return {"in_holes": self._seated(None, measurement)}
+
+    def handoff_instance(self, instance, state: dict):
+        from dataclasses import replace
+
+        from labference_ros.tasks.placement_recall.contract import contract_for
+
+        target = contract_for(instance.condition).target
+        hole = state["in_holes"].get(target)
+        if hole is None:
+            raise ValueError(f"a placement-recall start hands off with {target} placed in a hole")
+        return replace(instance, placed_hole=hole)
+
+    def checkpoint_opportunity(self, opportunities):
+        # From a placed start the first opportunity is Wait (before the occlusion); the
+        # choice the population is about is the retrieval's.
+        from labference_ros.core.operations import PICK
+
+        return next((o for o in opportunities if any(op.type == PICK for op in o.legal_set)), None)
+
+    def plan_operation(self, planner, arm_q, instance, measurement, operation):
+        import numpy as np
+
+        from labference_ros.core.action_spec import reference_joint_spec
+        from labference_ros.core.operations import INSERT
+        from labference_ros.skills.motion import PlanningError
+        from labference_ros.tasks.centrifuge.moves import open_width
+        from labference_ros.tasks.placement_recall.rack import LABELS, hole_positions
+        from labference_ros.tasks.placement_recall.recognisers import rack_pose
+        from labference_ros.tasks.placement_recall.systems import CLEARANCE_M, RELEASE_DEPTH_M
+
+        contract = self.contract_for(instance.condition)
+        if operation.type != INSERT or operation.object not in measurement.objects or \
+                operation.destination not in LABELS:
+            raise PlanningError(f"prefix operation {operation} is not an insertion of a measured tube into a hole")
+        mouth = hole_positions(contract.rack, rack_pose(measurement, instance.rack_pose))[operation.destination]
+        tube = contract.tube
+        return planner.plan_pick_insert(arm_q, np.asarray(measurement.objects[operation.object].position, float),
+                                        tube.radius_m, tube.length_m, mouth, (0.0, 0.0, -1.0),
+                                        clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
+                                        open_width=open_width(reference_joint_spec().gripper))
+
     def cell_description(self):
         from labference_ros.cell.description import placement_cell
 

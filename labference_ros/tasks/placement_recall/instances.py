@@ -23,10 +23,10 @@ import hashlib
 import json
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from labference_ros.core import instance_lists
-from labference_ros.tasks.placement_recall.rack import LABELS, RackPose
+from labference_ros.tasks.placement_recall.rack import LABELS, ROWS, RackPose, parse_label
 
 GENERATOR_VERSION = "placement-gen-v2"  # v2: the condition names setting and caps
 CONDITIONS = ("basic", "extended")
@@ -67,9 +67,15 @@ class PlacementInstance:
     distractors: dict[str, str] = field(default_factory=dict)  # tube -> hole label, seated at the start
     cap_colours: dict[str, str] = field(default_factory=dict)  # tube -> a key of CAP_COLOURS
     stratum: str = ""
+    # A checkpoint's handoff (oracle/checkpoints.py): the target already placed in this hole
+    # by the start's prefix, so the referee starts after the placement. None: an episode.
+    placed_hole: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        if data["placed_hole"] is None:  # an episode's instance reads as it always did
+            del data["placed_hole"]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "PlacementInstance":
@@ -176,6 +182,29 @@ def generate(condition: str, caps: str, n: int, task_seed: int, layout_seed: int
             task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
             movement=movement, distractors=distractors, cap_colours=cap_colours,
             stratum=f"movement:{movement}:target_cap:{target_colour}", **_layout(layout_seed + i)))
+    return out
+
+
+def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int) -> list[tuple[PlacementInstance, str]]:
+    """The balanced checkpoint population (paper 4.3): (instance, hole the target is
+    placed in by the start's prefix) for every hole of the rack under every rack movement
+    of the setting, so the denominator is fixed (12 basic starts, 24 extended). The
+    instances are the generator's (movement and target colour balanced as it balances
+    them); in extended starts the three distractors are redrawn among the holes that leave
+    the target's hole and its neighbours across the rows empty (the fingers' room)."""
+    movements = list(MOVEMENTS) if setting == "extended" else ["none"]
+    instances = generate(setting, caps, len(LABELS) * len(movements), task_seed, layout_seed, 0)
+    out = []
+    for movement in movements:
+        same = [inst for inst in instances if inst.movement == movement]
+        for inst, hole in zip(same, LABELS):
+            if inst.distractors:
+                row, col = parse_label(hole)
+                blocked = {hole} | {f"{ROWS[r]}{col + 1}" for r in (row - 1, row + 1) if 0 <= r < len(ROWS)}
+                free = [h for h in LABELS if h not in blocked]
+                random.Random(f"{GENERATOR_VERSION}:checkpoint:{inst.instance_id}:{hole}").shuffle(free)
+                inst = replace(inst, distractors=dict(zip(sorted(inst.distractors), sorted(free[:3]))))
+            out.append((replace(inst, instance_id=f"{inst.instance_id}-{hole}"), hole))
     return out
 
 

@@ -51,7 +51,8 @@ class Referee(RefereeCore):
         self.instance = instance
         self.pose = instance.rack_pose
         self.pose_at_placement = instance.rack_pose
-        self.z = ts.initial_state(instance.distractors)
+        placed = None if instance.placed_hole is None else (contract.target, instance.placed_hole)
+        self.z = ts.initial_state(instance.distractors, placed)
         self.tubes = instance.tubes
         self.trackers = {t: TubeTracker(t, contract) for t in self.tubes}
         self.seats = {t: SeatTracker(contract) for t in self.tubes}

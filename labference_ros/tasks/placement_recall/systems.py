@@ -76,6 +76,23 @@ class _Recall(PlannedMotionSystem):
         self.released_at: np.ndarray | None = None  # the tube's centre where its hand let it go (world)
         self.remembered_hole: str | None = None  # the hole label the tube stood in before the occlusion
 
+    def receive_prefix(self, prefix: list[dict]) -> None:
+        """A checkpoint's authorized history: the start's prefix placed the target (the
+        reference planner's insertion), which this system takes as its own placement; it
+        then waits for the occlusion as after one of its own."""
+        target = contract_for("basic").target
+        for step in prefix:
+            op = step["operation"]
+            if op["type"] == "insert" and op["object"] == target:
+                self.before_placement(step["observation"])
+                self.chosen_hole = op["destination"]
+                self.moved.append(target)
+                self.stage = "wait"
+                self._note(prefix_placement=op["destination"])
+
+    def before_placement(self, obs: PolicyObservation) -> None:
+        """What it keeps of the view before a placement it did not plan itself."""
+
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         if evaluator is None:
             raise ValueError(f"{self.name} is privileged: it needs the evaluator view")
@@ -121,6 +138,11 @@ class _Recall(PlannedMotionSystem):
         if evaluator is not None and not self.saw_occlusion and self.moved:
             # What it saw of its own placement, before the view was blocked.
             self.remembered_hole = evaluator.facts.get("in_holes", {}).get("tube_target") or self.remembered_hole
+            if self.released_at is None and self.chosen_hole is not None:  # a checkpoint's placement
+                rack = evaluator.facts["rack_pose"]
+                contract = contract_for("basic")
+                mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[self.chosen_hole]
+                self.released_at = mouth + np.array([0.0, 0.0, contract.tube.length_m / 2 - contract.rack.depth_m])
         return super().act(obs, evaluator)
 
     def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray | None:
@@ -212,6 +234,11 @@ class _PixelRecall(_Recall):
 
     def on_occlusion(self, obs: PolicyObservation) -> None:
         """The first blanked frame: what it keeps of the last clear one is its own affair."""
+
+    def before_placement(self, obs: PolicyObservation) -> None:
+        seen = self._sight(obs)
+        self.taken_before = set(seen.seated)
+        self.tube_colour = seen.caps.get("table:0")
 
     def retrieval_hole(self, seen, t: float) -> str | None:
         """The hole to reach into, in the rack as it is seen after the occlusion (None: give up)."""

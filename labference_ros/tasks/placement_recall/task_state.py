@@ -63,9 +63,15 @@ class TaskState:
                 "physically_complete": self.physically_complete, "evidence_version": self.evidence_version}
 
 
-def initial_state(distractors: dict[str, str]) -> TaskState:
-    """The instance's start: the distractors seated in their holes, the target outside."""
-    return TaskState(occupied={hole: tube for tube, hole in distractors.items()})
+def initial_state(distractors: dict[str, str], placed: tuple[str, str] | None = None) -> TaskState:
+    """The instance's start: the distractors seated in their holes, the target outside;
+    or, at a checkpoint's handoff, `placed` (tube, hole): the target placed there by the
+    start's prefix, the occluded transition still to come."""
+    occupied = {hole: tube for tube, hole in distractors.items()}
+    if placed is None:
+        return TaskState(occupied=occupied)
+    tube, hole = placed
+    return TaskState(phase=WITHDRAW, occupied={**occupied, hole: tube}, intended_hole=hole, placed_hole=hole)
 
 
 def legal_set(contract: PlacementContract, z: TaskState) -> tuple[Operation, ...]:

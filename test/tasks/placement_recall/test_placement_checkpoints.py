@@ -1,0 +1,102 @@
+"""Placement recall's checkpoint population (paper 4.3 and 6.1): the target placed by the
+reference planner in every hole under every rack movement, verified at the handoff
+before the occlusion; every system continues from the same placement history, the
+occluded transition runs in its branch, and the retrieval is scored against the hole
+the target was placed in. `labference diagnose-oracle` writes and runs it (base
+branches alone: this family has no Oracle sites yet) and `labference report` reads the
+branches' records."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import replace
+
+from labference_ros.core.operations import insert
+from labference_ros.oracle.checkpoints import CheckpointSpec, write_population
+from labference_ros.tasks.placement_recall.instances import (
+    LABELS,
+    TARGET,
+    PlacementInstance,
+    checkpoint_starts,
+    generate,
+)
+from labference_ros.tasks.placement_recall.rack import ROWS, parse_label
+
+LABFERENCE = os.path.join(os.path.dirname(sys.executable), "labference")
+
+
+def test_the_population_places_the_target_in_every_hole_under_every_movement():
+    basic = checkpoint_starts("basic", "same", 0, 0)
+    assert sorted(hole for _inst, hole in basic) == sorted(LABELS)  # a fixed denominator of 12
+    extended = checkpoint_starts("extended", "distinct", 3, 3)
+    assert Counter((inst.movement, hole) for inst, hole in extended) == \
+        {(m, h): 1 for m in ("none", "rotate_180") for h in LABELS}
+    for inst, hole in extended:
+        row, col = parse_label(hole)
+        neighbours = {f"{ROWS[r]}{col + 1}" for r in (row - 1, row + 1) if 0 <= r < len(ROWS)}
+        assert len(set(inst.distractors.values())) == 3
+        assert not ({hole} | neighbours) & set(inst.distractors.values()), (hole, inst.distractors)
+    colours = Counter((inst.movement, inst.cap_colours[TARGET]) for inst, _ in extended)
+    assert len(set(colours.values())) == 1  # the target's colour balanced against the movement
+    assert len({inst.instance_id for inst, _ in extended}) == 24
+
+
+def test_an_episodes_instance_reads_as_before_and_a_handoff_keeps_its_hole():
+    inst = generate("extended", "same", 1, 0, 0, 0)[0]
+    assert "placed_hole" not in json.loads(inst.to_json())
+    assert PlacementInstance.from_json(replace(inst, placed_hole="B2").to_json()).placed_hole == "B2"
+
+
+def diagnose(population, system: str, records) -> str:
+    env = {**os.environ, "MUJOCO_GL": "egl"}
+    proc = subprocess.run([LABFERENCE, "diagnose-oracle", str(population), "--system", system, "--records",
+                           str(records)], capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def branches(records, system: str) -> dict:
+    """checkpoint id -> (the hole its prefix placed the target in, the branch's scores)."""
+    out = {}
+    for episode in sorted((records / system / "base" / "episodes").iterdir()):
+        run = json.loads((episode / "run.json").read_text())
+        out[run["checkpoint"]["checkpoint_id"]] = (run["checkpoint"]["prefix"][0]["destination"],
+                                                   json.loads((episode / "scores.json").read_text()))
+    return out
+
+
+def test_from_a_common_placement_memory_follows_the_label_and_world_position_the_old_place(tmp_path):
+    # Two extended-same starts, the target placed in A2 and in C3, the rack turned half a
+    # turn in both after the handoff.
+    starts = [(inst, hole) for inst, hole in checkpoint_starts("extended", "same", 0, 0)
+              if inst.movement == "rotate_180" and hole in ("A2", "C3")]
+    population = tmp_path / "pop.jsonl"
+    write_population(population, [CheckpointSpec(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),))
+                                  for inst, hole in starts])
+    assert "2/2 checkpoints verified" in diagnose(population, "label_memory_pixels", tmp_path / "memory")
+    diagnose(population, "world_position", tmp_path / "world")
+    memory = branches(tmp_path / "memory", "label_memory_pixels")
+    world = branches(tmp_path / "world", "world_position")
+    assert sorted(hole for hole, _ in memory.values()) == ["A2", "C3"] and world.keys() == memory.keys()
+    for checkpoint, (hole, s) in memory.items():
+        (transition,) = s["environment_transitions"]
+        assert transition["valid"] is True
+        assert s["placement"]["placed_hole"] == s["retrieval"]["reference_hole"] == hole, s["placement"]
+        assert s["retrieval"]["correct"] is True and s["physically_complete"], s["retrieval"]
+        w = world[checkpoint][1]
+        # The half turn brought another hole to the placed hole's old world position: it reaches there.
+        assert w["retrieval"]["chosen_hole"] == w["retrieval"]["old_world_position_hole"] != hole, w["retrieval"]
+        assert w["retrieval"]["correct"] is False
+    run = json.loads(next((tmp_path / "memory").rglob("run.json")).read_text())
+    assert run["intervention"]["protocol"] == "checkpoint_continuation"
+    assert run["observation"]["environment"]["occluder"] == "blanked_frames"
+    assert run["observation"]["history_protocol"].startswith("online_once")
+
+    report = subprocess.run([LABFERENCE, "report", str(tmp_path / "memory")], capture_output=True, text=True,
+                            timeout=300)
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
+    assert "retrieval      reached 2/2, chosen 2/2, correct 2/2" in report.stdout
+    assert "intervention_protocol=checkpoint_continuation" in report.stdout
