@@ -58,6 +58,17 @@ class ApproachThresholds:
 
 
 @dataclass(frozen=True)
+class GuideHandoff:
+    """A controller's handoff to a hole's passive guides (paper 8.2): the tube's bottom,
+    where it passes the rack's top face, within lateral_m of the hole's axis (the
+    physical clearance between tube and guides) and within max_tilt_deg of upright. It
+    describes the entry; the seating predicate alone decides whether the placement held."""
+
+    lateral_m: float
+    max_tilt_deg: float = 5.0
+
+
+@dataclass(frozen=True)
 class ReleaseRegion:
     center: tuple[float, float] = RELEASE_REGION[0]
     half_size: tuple[float, float] = RELEASE_REGION[1]
@@ -96,6 +107,7 @@ class PlacementContract(HashedContract):
     tube: TubeGeometry
     seating: SeatingThresholds
     approach: ApproachThresholds
+    guide_handoff: GuideHandoff
     release_region: ReleaseRegion
     terminal: TerminalConditions
     opportunities: OpportunityRules
@@ -127,13 +139,15 @@ def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
         raise ValueError(f"unknown placement-recall condition {condition!r}")
     if caps not in CAPS:
         raise ValueError(f"unknown cap condition {caps!r}; caps: {', '.join(CAPS)}")
+    rack, tube = RackGeometry(), TubeGeometry()
     contract = PlacementContract(
-        task=TASK, condition=f"{condition}-{caps}", setting=condition, caps=caps, version="0.1.0",
+        task=TASK, condition=f"{condition}-{caps}", setting=condition, caps=caps, version="0.2.0",
         state_variables=_STATE_VARIABLES,
         authorized_evidence=_EVIDENCE, history_protocol=HISTORY_PROTOCOL,
         operation_types=("insert", "pick", "remove", "wait", "stop"), exposes_wait=True, exposes_stop=True,
-        stop_requires_completion=True, rack=RackGeometry(), tube=TubeGeometry(), seating=SeatingThresholds(),
-        approach=ApproachThresholds(), release_region=ReleaseRegion(), terminal=TerminalConditions(),
+        stop_requires_completion=True, rack=rack, tube=tube, seating=SeatingThresholds(),
+        approach=ApproachThresholds(), guide_handoff=GuideHandoff(lateral_m=round(rack.hole_half_m - tube.radius_m, 6)),
+        release_region=ReleaseRegion(), terminal=TerminalConditions(),
         opportunities=OpportunityRules())
     if contract.rack.hole_half_m <= contract.tube.radius_m:
         raise ValueError("the tube does not fit the rack's holes")

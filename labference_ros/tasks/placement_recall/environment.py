@@ -46,6 +46,7 @@ class PlacementEnvironment:
         self.placed_hole: str | None = None
         self.retracted_since: float | None = None
         self.transition_t: float | None = None  # when it ran (None: not yet)
+        self.generations: dict[str, int] = {}  # object -> generation, where it is past the first
 
     def occluded(self, t: float) -> bool:
         """The cameras show nothing useful at t."""
@@ -102,4 +103,13 @@ class PlacementEnvironment:
             "stable": record.stable, "valid": record.valid,
             "max_position_error_m": float(np.max([e[0] for e in errors])),
             "max_rotation_error_deg": float(np.max([e[1] for e in errors])),
-            "occluded_from": t, "occluded_until": t + OCCLUDED_S, "occluder": OCCLUSION["occluder"]}}
+            "occluded_from": t, "occluded_until": t + OCCLUDED_S, "occluder": OCCLUSION["occluder"],
+            "object_generations": self._next_generations(record.moved)}}
+
+    def _next_generations(self, rebuilt) -> dict[str, int]:
+        """Object generation identifiers (paper 8.3): every object starts an episode as
+        generation 1; the rack the transition moved and each tube it rebuilt on the moved
+        rack become the next generation (same logical identity, a new body)."""
+        for name in ("rack", *rebuilt):
+            self.generations[name] = self.generations.get(name, 1) + 1
+        return {name: self.generations.get(name, 1) for name in ("rack", *self.instance.tubes)}

@@ -54,9 +54,12 @@ def report_lines(scores: list[dict]) -> dict[str, str]:
                        and r.get("chosen_hole") != r.get("reference_hole"))
     share = f"{100.0 * correct / len(chosen):.1f}%" if chosen else "n/a"
     elsewhere = sum(1 for p in placed if p.get("deviation"))
+    entries = [p["guide_entry"] for p in placements if p.get("guide_entry")]
+    within = sum(1 for e in entries if e.get("within_tolerance"))
     return {
         "placement": f"placed {len(placed)}/{n}, settled elsewhere than intended {elsewhere}/{len(placed)}; "
-                     f"holes {_counts(p.get('placed_hole') for p in placed)}",
+                     f"holes {_counts(p.get('placed_hole') for p in placed)}; "
+                     f"entered the guides within the handoff tolerance {within}/{len(entries)}",
         "retrieval": f"reached {len(reached)}/{n}, chosen {len(chosen)}/{len(reached)}, correct {correct}/{len(chosen)}"
                      f" ({share} of chosen); holes {_counts(r.get('chosen_hole') for r in chosen)}; "
                      f"wrong at the placed hole's old world position {old_position}",

@@ -113,11 +113,10 @@ class PlacementRecallFamily(TaskFamily):
 
         from labference_ros.tasks.placement_recall.contract import contract_for
 
-        target = contract_for(instance.condition).target
-        hole = state["in_holes"].get(target)
-        if hole is None:
-            raise ValueError(f"a placement-recall start hands off with {target} placed in a hole")
-        return replace(instance, placed_hole=hole)
+        # The target in a hole: the referee starts after the placement; else (a start at the
+        # reset) the episode's own beginning.
+        hole = state.get("in_holes", {}).get(contract_for(instance.condition).target)
+        return instance if hole is None else replace(instance, placed_hole=hole)
 
     def checkpoint_opportunity(self, opportunities):
         # From a placed start the first opportunity is Wait (before the occlusion); the

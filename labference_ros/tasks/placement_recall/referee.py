@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from labference_ros.core.measurements import TABLE, WorldMeasurement
 from labference_ros.core.operations import PICK, REMOVE, Operation, insert, remove
 from labference_ros.core.referee_core import RefereeCore
@@ -31,7 +33,7 @@ from labference_ros.tasks.grasping import ROBOT_CONTACTS
 from labference_ros.tasks.placement_recall import task_state as ts
 from labference_ros.tasks.placement_recall.contract import PlacementContract
 from labference_ros.tasks.placement_recall.instances import PlacementInstance
-from labference_ros.tasks.placement_recall.rack import hole_positions, hole_under, to_local
+from labference_ros.tasks.placement_recall.rack import LABELS, hole_positions, hole_under, to_local
 from labference_ros.tasks.placement_recall.recognisers import (
     RetrievalTracker,
     SeatTracker,
@@ -62,6 +64,8 @@ class Referee(RefereeCore):
                                  "old_world_position_hole": None}
         self._wrong_tubes: set[str] = set()  # distractors grasped while retrieving
         self._transitions: list[dict] = []  # the environment transitions announced, and whether they count
+        self._bottom_above: bool | None = None  # the target's bottom above the rack's top face, last measured
+        self._guide_entry: dict | None = None  # where the target's bottom first entered the rack's top face
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -90,6 +94,8 @@ class Referee(RefereeCore):
                 continue
             for r in self.trackers[tube].step(m, o, self.pose):
                 self._recognition(r, tube)
+            if tube == self.contract.target and self.z.phase == ts.PLACE:
+                self._note_guide_entry(o, m.t)
             check = seat_check(o, self.pose, self.contract)
             hole = self.seats[tube].update(m.t, check)
             if hole is not None and tube == self.contract.target and self.z.phase == ts.PLACE:
@@ -133,7 +139,8 @@ class Referee(RefereeCore):
             reasons.append(f"transition in phase {z0.phase}, not after a confirmed placement")
         if reasons:
             self._event("validity", t, detail={"reasons": reasons, "transition": (detail or {}).get("id")})
-        self._transitions.append({"id": (detail or {}).get("id"), "t": t, "valid": not reasons})
+        self._transitions.append({"id": (detail or {}).get("id"), "t": t, "valid": not reasons,
+                                  "object_generations": (detail or {}).get("object_generations")})
         if self.z.evidence_version != z0.evidence_version:
             # Retrieval starts afresh: what the hand did before the occlusion (a premature
             # approach, already scored against Wait) neither blocks nor stands in for its choice.
@@ -157,13 +164,31 @@ class Referee(RefereeCore):
     def _scores_extra(self, scores: dict) -> None:
         state = self.z.to_dict()
         scores["placement"] = {"intended_hole": state["intended_hole"], "placed_hole": state["placed_hole"],
-                               "deviation": state["placement_deviation"]}
+                               "deviation": state["placement_deviation"], "guide_entry": self._guide_entry}
         scores["retrieval"] = {**self._retrieval, "reference_hole": state["placed_hole"],
                                "retrieved": state["retrieved"]}
         scores["environment_transitions"] = list(self._transitions)
         scores["history_protocol"] = self.contract.history_protocol
 
     # ---------------------------------------------------------------- internals
+    def _note_guide_entry(self, o, t: float) -> None:
+        """The placement's handoff to the guides: the first time the target's bottom passes
+        the rack's top face, how far it was from the nearest hole's axis and how upright,
+        against the contract's guide tolerances (placement assistance, never a choice)."""
+        bottom, tilt = tube_bottom(o, self.contract.tube.length_m)
+        local = to_local(bottom, self.pose)
+        above = bool(local[2] > 0.0)
+        if self._bottom_above and not above and self._guide_entry is None:
+            rack = self.contract.rack
+            offsets = {h: float(np.max(np.abs(local[:2] - rack.local_hole(h)[:2]))) for h in LABELS}
+            hole = min(offsets, key=offsets.get)
+            tolerance = self.contract.guide_handoff
+            self._guide_entry = {"t": t, "hole": hole, "lateral_offset_m": round(offsets[hole], 6),
+                                 "tilt_deg": round(tilt, 3),
+                                 "within_tolerance": offsets[hole] <= tolerance.lateral_m
+                                 and tilt <= tolerance.max_tilt_deg}
+        self._bottom_above = above
+
     def _recognition(self, r: dict, tube: str) -> None:
         cat, t = r["category"], r["t"]
         if cat == "placement_attempt" and tube == self.contract.target and self.z.phase == ts.PLACE:

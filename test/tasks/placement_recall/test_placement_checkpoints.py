@@ -84,6 +84,8 @@ def test_from_a_common_placement_memory_follows_the_label_and_world_position_the
     for checkpoint, (hole, s) in memory.items():
         (transition,) = s["environment_transitions"]
         assert transition["valid"] is True
+        # The rack and every tube it carried were rebuilt: each is its second generation.
+        assert transition["object_generations"] == {"rack": 2, TARGET: 2, "tube_d1": 2, "tube_d2": 2, "tube_d3": 2}
         assert s["placement"]["placed_hole"] == s["retrieval"]["reference_hole"] == hole, s["placement"]
         assert s["retrieval"]["correct"] is True and s["physically_complete"], s["retrieval"]
         w = world[checkpoint][1]

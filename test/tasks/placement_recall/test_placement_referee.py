@@ -159,7 +159,9 @@ def test_a_tube_that_settles_in_b2_when_b3_was_intended_is_retrieved_from_b2():
         s.observe()
         s.hand_descends_over(hole_positions(s.contract.rack, s.pose)[approached][:2])
         scores = s.scores()
+        entry = scores["placement"].pop("guide_entry")
         assert scores["placement"] == {"intended_hole": "B3", "placed_hole": "B2", "deviation": True}
+        assert entry["hole"] == "B2"  # where its bottom passed the top face (this stream: at the release)
         r = scores["retrieval"]
         assert (r["reached"], r["reference_hole"], r["chosen_hole"], r["correct"]) == (True, "B2", approached, correct)
         legal = [e for e in s.events("choice") if e["operation"]["type"] == "pick"]
@@ -329,7 +331,8 @@ def test_an_invalid_or_premature_transition_is_a_validity_event():
     s.turn_rack(0.0, in_stream=True, valid=False)
     (invalid,) = s.events("validity")
     assert invalid["detail"]["reasons"] == ["transition did not keep every tube's pose relative to the rack"]
-    assert s.scores()["environment_transitions"] == [{"id": "tr-1", "t": invalid["t"], "valid": False}]
+    assert s.scores()["environment_transitions"] == [{"id": "tr-1", "t": invalid["t"], "valid": False,
+                                                  "object_generations": None}]
 
 
 def test_an_environment_event_the_family_does_not_know_is_recorded_not_lost():
@@ -338,3 +341,31 @@ def test_an_environment_event_the_family_does_not_know_is_recorded_not_lost():
     s.step()
     (unknown,) = s.events("validity")
     assert unknown["detail"] == {"reason": "unknown environment event", "environment": {"lights": "off"}}
+
+
+@pytest.mark.parametrize("offset_m, within", [(0.002, True), (0.005, False)])
+def test_the_placements_entry_into_the_guides_is_measured_against_the_handoff_tolerance(offset_m, within):
+    s = Stream(_basic())
+    s.step(2)
+    s.observe()
+    s.grasp_target()
+    mouth = hole_positions(s.contract.rack, s.pose)["B2"]
+    beside = s.pose.rotation() @ np.array([offset_m, 0.0, 0.0])  # along the rack's rows, off the hole's axis
+    for height in (0.012, 0.006, -0.002, -0.010):  # the tube's bottom above, then below, the top face
+        s.target = mouth + beside + [0.0, 0.0, height + LENGTH / 2]
+        s.step(speed=0.2)
+    entry = s.scores()["placement"]["guide_entry"]
+    assert s.contract.guide_handoff.lateral_m == pytest.approx(0.0035)  # the guides' clearance around the tube
+    assert entry["hole"] == "B2" and entry["lateral_offset_m"] == pytest.approx(offset_m, abs=1e-6)
+    assert entry["within_tolerance"] is within and entry["t"] == pytest.approx(s.t - DT)
+
+
+def test_the_report_counts_guide_entries_within_the_tolerance():
+    from labference_ros.tasks.placement_recall.evaluation import report_lines
+
+    entry = {"hole": "B2", "lateral_offset_m": 0.002, "tilt_deg": 0.3, "within_tolerance": True}
+    scores = [{"placement": {"placed_hole": "B2", "guide_entry": entry}},
+              {"placement": {"placed_hole": None, "guide_entry": {**entry, "within_tolerance": False}}},
+              {"placement": {"placed_hole": "A1", "guide_entry": None}}]  # a checkpoint's: placed by its prefix
+    line = report_lines(scores)["placement"]
+    assert line.startswith("placed 2/3,") and line.endswith("within the handoff tolerance 1/2"), line
