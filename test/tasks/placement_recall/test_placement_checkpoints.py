@@ -68,19 +68,20 @@ def branches(records, system: str) -> dict:
     return out
 
 
-def test_from_a_common_placement_memory_follows_the_label_and_world_position_the_old_place(tmp_path):
-    # Two extended-same starts, the target placed in A2 and in C3, the rack turned half a
-    # turn in both after the handoff.
+def test_from_common_placements_memory_follows_the_label_and_world_position_fails_exactly_where_the_rack_moved(
+        tmp_path):
+    # Three extended-same starts: the target placed in A2 and in C3 with the rack turned half
+    # a turn after the handoff, and in B4 with the rack left where it stood.
     starts = [(inst, hole) for inst, hole in checkpoint_starts("extended", "same", 0, 0)
-              if inst.movement == "rotate_180" and hole in ("A2", "C3")]
+              if (inst.movement, hole) in (("rotate_180", "A2"), ("rotate_180", "C3"), ("none", "B4"))]
     population = tmp_path / "pop.jsonl"
     write_population(population, [CheckpointSpec(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),))
                                   for inst, hole in starts])
-    assert "2/2 checkpoints verified" in diagnose(population, "label_memory_pixels", tmp_path / "memory")
+    assert "3/3 checkpoints verified" in diagnose(population, "label_memory_pixels", tmp_path / "memory")
     diagnose(population, "world_position", tmp_path / "world")
     memory = branches(tmp_path / "memory", "label_memory_pixels")
     world = branches(tmp_path / "world", "world_position")
-    assert sorted(hole for hole, _ in memory.values()) == ["A2", "C3"] and world.keys() == memory.keys()
+    assert sorted(hole for hole, _ in memory.values()) == ["A2", "B4", "C3"] and world.keys() == memory.keys()
     for checkpoint, (hole, s) in memory.items():
         (transition,) = s["environment_transitions"]
         assert transition["valid"] is True
@@ -89,6 +90,9 @@ def test_from_a_common_placement_memory_follows_the_label_and_world_position_the
         assert s["placement"]["placed_hole"] == s["retrieval"]["reference_hole"] == hole, s["placement"]
         assert s["retrieval"]["correct"] is True and s["physically_complete"], s["retrieval"]
         w = world[checkpoint][1]
+        if hole == "B4":  # the rack stayed: its old place is the right one
+            assert w["retrieval"]["correct"] is True and w["physically_complete"], w["retrieval"]
+            continue
         # The half turn brought another hole to the placed hole's old world position: it reaches there.
         assert w["retrieval"]["chosen_hole"] == w["retrieval"]["old_world_position_hole"] != hole, w["retrieval"]
         assert w["retrieval"]["correct"] is False
@@ -100,5 +104,5 @@ def test_from_a_common_placement_memory_follows_the_label_and_world_position_the
     report = subprocess.run([LABFERENCE, "report", str(tmp_path / "memory")], capture_output=True, text=True,
                             timeout=300)
     assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
-    assert "retrieval      reached 2/2, chosen 2/2, correct 2/2" in report.stdout
+    assert "retrieval      reached 3/3, chosen 3/3, correct 3/3" in report.stdout
     assert "intervention_protocol=checkpoint_continuation" in report.stdout

@@ -4,9 +4,9 @@ each, the rack stays in one instance and turns 180 degrees in the other).
 
 Expectations, per system: the scripted expert and the pixel-based memory system
 (label_memory_pixels, not privileged) retrieve the tube they placed in both episodes, also
-after the half turn; the world-position system
-is right where the rack stayed and wrong exactly where it moved, reaching into the hole
-that now stands at the placed hole's old world position; the pixel-based cap-colour system
+after the half turn (the world-position system, right where the rack stayed and wrong
+exactly where it moved, runs from common placements in test_placement_checkpoints.py);
+the pixel-based cap-colour system
 (cap_colour_pixels) is right in distinct-cap episodes (at chance in same-cap ones:
 test_placement_systems.py). The
 occluder's frames are blank, no observation after the transition carries an older
@@ -119,28 +119,22 @@ def test_the_audit_agrees_and_finds_a_bag_without_its_transition(expert_run, tmp
     assert "DISAGREE" in res.stdout and "Traceback" not in res.stdout + res.stderr
 
 
-def test_the_pixel_memory_system_is_right_after_the_half_turn_and_world_position_wrong_exactly_there(tmp_path):
+def test_the_pixel_memory_system_is_right_whether_or_not_the_rack_turned(tmp_path):
     # label_memory_pixels sees the rack and the caps in the front camera's pixels alone. From
     # 320 x 240 frames its insertion is off by about 2 mm, and a tube has 3.5 mm of play in a
     # hole: about one insertion in ten misses (seed 0's first instance is one), so this seed
     # list (seed 4: a still rack, then a half turn) is one where both insertions land, with
-    # errors under 1 mm (docs/placement_recall.md).
+    # errors under 1 mm (docs/placement_recall.md). world_position against it, from common
+    # placements with and without the turn: test_placement_checkpoints.py.
     memory = launch(tmp_path / "memory", "condition:=extended-same", "system:=label_memory_pixels", "record:=false",
                     seed=4)
-    world = launch(tmp_path / "world", "condition:=extended-same", "system:=world_position", "record:=false", seed=4)
-    assert len(memory) == len(world) == 2
+    assert len(memory) == 2
     movements = []
-    for m, w in zip(memory, world):
+    for m in memory:
         sm, run, _ = episode_files(tmp_path / "memory", m)
-        sw, _, _ = episode_files(tmp_path / "world", w)
         assert run["policy"]["privileged"] is False
         assert sm["retrieval"]["correct"] is True and sm["physically_complete"], sm
-        moved = run["instance"]["movement"] != "none"
         movements.append(run["instance"]["movement"])
-        assert sw["retrieval"]["correct"] is (not moved), sw
-        if moved:  # the behavioural error: the hole now standing where the tube was released
-            assert sw["retrieval"]["chosen_hole"] == sw["retrieval"]["old_world_position_hole"] != \
-                sw["placement"]["placed_hole"]
     assert sorted(movements) == ["none", "rotate_180"]  # the seed list holds one of each
 
 

@@ -8,7 +8,13 @@ from labference_ros.tasks.placement_recall.contract import contract_for
 from labference_ros.tasks.placement_recall.instances import generate
 from labference_ros.tasks.placement_recall.rack import COLUMNS, ROWS, hole_positions, hole_under, parse_label
 from labference_ros.tasks.placement_recall.perception import RackSighting
-from labference_ros.tasks.placement_recall.systems import CapColour, CapColourPixels, LabelMemory, WorldPosition, free_holes
+from labference_ros.tasks.placement_recall.systems import (
+    CapColour,
+    CapColourPixels,
+    LabelMemory,
+    WorldPosition,
+    free_holes,
+)
 
 
 def turned_instance(caps: str):
