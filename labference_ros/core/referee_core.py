@@ -15,6 +15,7 @@ from collections import Counter
 from labference_ros.core.operations import STOP, Operation, as_operation
 from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
 from labference_ros.core.scoring import episode_scores
+from labference_ros.core.system import COMMITMENT_SOURCE
 
 STOP_REASONS_EARLY = ("policy_stop", "policy_done")
 # Status of a receipt, and reason of a report, received after episode_end: it
@@ -31,6 +32,9 @@ class RefereeCore:
         self.events: list[dict] = []
         self.receipts: list[dict] = []
         self.reports: list[dict] = []
+        # The symbolic-commitment track (reports whose source starts with COMMITMENT_SOURCE):
+        # opportunity id -> (first committed operation, its time), scored apart from reports.
+        self.commitments: dict[int, tuple[Operation, float]] = {}
         self.counts: Counter = Counter()
         self.violations: list[str] = []
         self.errors_outstanding = 0
@@ -91,8 +95,11 @@ class RefereeCore:
 
     def report_operation(self, operation: Operation | dict, t: float, opportunity_id: int | None = None,
                          evidence_version: int | None = None, source: str = "") -> list[dict]:
-        """Explicit operation report (separate track). First record returned is the report."""
+        """Explicit operation report (separate track). First record returned is the report.
+        A source starting with COMMITMENT_SOURCE registers it on the symbolic-commitment
+        track instead: the same binding to the current opportunity, its own first."""
         op = as_operation(operation)
+        commitment = source.startswith(COMMITMENT_SOURCE)
         if self.finished:
             return [self._late_report(op, t, source)]
         opp = self.book.current
@@ -105,12 +112,15 @@ class RefereeCore:
             reason = "stale_evidence"
         elif not opp.accepts_choice_at(t):
             reason = "window_closed"
-        elif opp.first_report is not None:
+        elif (opp.id in self.commitments) if commitment else (opp.first_report is not None):
             reason = "not_first_report"
         scored = reason == ""
         correct = None
         if scored:
-            opp.first_report, opp.first_report_t = op, t
+            if commitment:
+                self.commitments[opp.id] = (op, t)
+            else:
+                opp.first_report, opp.first_report_t = op, t
             correct = op in opp.legal_set
         report = {
             "record": "report", "episode_id": self.episode_id,
@@ -121,6 +131,8 @@ class RefereeCore:
             "requested_opportunity_id": opportunity_id, "requested_evidence_version": evidence_version,
             "accepted": True, "scored": scored, "correct": correct, "reason": reason,
         }
+        if commitment:
+            report["track"] = "commitment"
         self.reports.append(report)
         self._out.append(report)
         current_legal = self.legal_set()

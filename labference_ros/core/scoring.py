@@ -95,3 +95,15 @@ def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict,
 def tri(value: bool | None) -> int:
     """int8 convention of ScoreSnapshot.msg: -1 unknown, 0 no, 1 yes."""
     return -1 if value is None else int(bool(value))
+
+
+def commitment_track(opportunities, commitments: dict) -> dict:
+    """The symbolic-commitment track, scored apart from native choices and explicit
+    reports: the first commitment at each opportunity (commitments: opportunity id ->
+    (operation, t)) against its legal set over the opportunities closed or committed at
+    (empty for a system that never commits), and its agreement with the native choice."""
+    population = [o for o in opportunities if commitments and (o.status == "closed" or o.id in commitments)]
+    rates = choice_rates((commitments[o.id][0] if o.id in commitments else None, o.legal_set) for o in population)
+    both = [o for o in opportunities if o.id in commitments and o.first_choice is not None]
+    agree = sum(1 for o in both if commitments[o.id][0] == o.first_choice)
+    return {**rates, "agreement": rate(agree, len(both)), "agreement_n": len(both)}

@@ -16,6 +16,10 @@ import numpy as np
 from labference_ros.core.action_spec import ActionSpec, reference_joint_spec
 from labference_ros.core.observation import PolicyObservation
 
+# A report whose source starts with this is a symbolic commitment (paper 4.3: a track
+# registered apart from explicit reports), e.g. "commitment:label_memory_pixels".
+COMMITMENT_SOURCE = "commitment:"
+
 
 class EvaluationValidityError(RuntimeError):
     """The evaluation itself failed (transport, server, protocol), not the
@@ -73,7 +77,9 @@ class TestedSystem:
         """Episode start: where the system may write its own records."""
 
     def drain_reports(self) -> list[dict]:
-        """Explicit operation reports made since the last call (separately scored track)."""
+        """Explicit operation reports made since the last call (separately scored track):
+        {"operation": {...}, "source": ...}; a source starting with COMMITMENT_SOURCE makes
+        it a symbolic commitment, scored on a track of its own."""
         return []
 
     def stop_dispatch(self, reason: str) -> None:

@@ -56,7 +56,14 @@ def report_lines(scores: list[dict]) -> dict[str, str]:
     elsewhere = sum(1 for p in placed if p.get("deviation"))
     entries = [p["guide_entry"] for p in placements if p.get("guide_entry")]
     within = sum(1 for e in entries if e.get("within_tolerance"))
+    tracks = [s.get("commitment") or {} for s in scores]
+    committed = sum(c.get("identified") or 0 for c in tracks)
+    right = sum(c.get("correct") or 0 for c in tracks)
+    agreeing = sum(round((c.get("agreement") or 0.0) * (c.get("agreement_n") or 0)) for c in tracks)
+    compared = sum(c.get("agreement_n") or 0 for c in tracks)
     return {
+        "commitment": f"symbolic commitments {committed} in {sum(1 for c in tracks if c.get('identified'))}/{n} "
+                      f"episodes, correct {right}/{committed}; agreeing with where the hand went {agreeing}/{compared}",
         "placement": f"placed {len(placed)}/{n}, settled elsewhere than intended {elsewhere}/{len(placed)}; "
                      f"holes {_counts(p.get('placed_hole') for p in placed)}; "
                      f"entered the guides within the handoff tolerance {within}/{len(entries)}",

@@ -29,6 +29,7 @@ import numpy as np
 from labference_ros.core.measurements import TABLE, WorldMeasurement
 from labference_ros.core.operations import PICK, REMOVE, Operation, insert, remove
 from labference_ros.core.referee_core import RefereeCore
+from labference_ros.core.scoring import commitment_track
 from labference_ros.tasks.grasping import ROBOT_CONTACTS
 from labference_ros.tasks.placement_recall import task_state as ts
 from labference_ros.tasks.placement_recall.contract import PlacementContract
@@ -167,6 +168,7 @@ class Referee(RefereeCore):
                                "deviation": state["placement_deviation"], "guide_entry": self._guide_entry}
         scores["retrieval"] = {**self._retrieval, "reference_hole": state["placed_hole"],
                                "retrieved": state["retrieved"]}
+        scores["commitment"] = commitment_track(self.opportunities, self.commitments)
         scores["environment_transitions"] = list(self._transitions)
         scores["history_protocol"] = self.contract.history_protocol
 

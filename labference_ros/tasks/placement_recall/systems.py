@@ -34,7 +34,7 @@ import random
 import numpy as np
 
 from labference_ros.core.observation import PolicyObservation
-from labference_ros.core.system import EvaluatorView
+from labference_ros.core.system import COMMITMENT_SOURCE, EvaluatorView
 from labference_ros.tasks.centrifuge.moves import open_width
 from labference_ros.tasks.placement_recall.contract import contract_for
 from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_positions, parse_label
@@ -75,6 +75,7 @@ class _Recall(PlannedMotionSystem):
         self.chosen_hole: str | None = None
         self.released_at: np.ndarray | None = None  # the tube's centre where its hand let it go (world)
         self.remembered_hole: str | None = None  # the hole label the tube stood in before the occlusion
+        self.commitments: list[dict] = []  # symbolic retrieval commitments not yet sent
 
     def receive_prefix(self, prefix: list[dict]) -> None:
         """A checkpoint's authorized history: the start's prefix placed the target (the
@@ -127,6 +128,7 @@ class _Recall(PlannedMotionSystem):
                 self._note(t=t, gave_up="no retrieval point")
                 self.finished = True
                 return None
+            self.commit(self.committed_hole(evaluator))
             self._note(t=t, retrieve_at=where.tolist())
             return "retrieval", where, ("set_down", contract.release_region.center)
         self.finished = True
@@ -149,6 +151,17 @@ class _Recall(PlannedMotionSystem):
         """Where the tube to retrieve stands (its centre, world), or None to give up."""
         raise NotImplementedError
 
+    def commit(self, hole: str | None) -> None:
+        """The hole label it means to retrieve from, committed symbolically (the separately
+        scored commitment track); where its hand goes is the native choice."""
+        if hole is not None:
+            operation = {"type": "pick", "object": contract_for("basic").target, "destination": hole}
+            self.commitments.append({"operation": operation, "source": f"{COMMITMENT_SOURCE}{self.name}"})
+
+    def drain_reports(self) -> list[dict]:
+        out, self.commitments = self.commitments, []
+        return out
+
     def plan_move(self, obs: PolicyObservation, move: tuple):
         _name, centre, (kind, where) = move
         contract = contract_for("basic")  # the tubes and the rack are the same in every condition
@@ -163,11 +176,19 @@ class _Recall(PlannedMotionSystem):
                                                TABLE_Z, open_width=width)
 
 
+    def committed_hole(self, evaluator: EvaluatorView) -> str | None:
+        """The hole label it commits to for the retrieval (None: it names none)."""
+        return None
+
+
 class ScriptedExpert(_Recall):
     name = "scripted_expert"
 
     def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
         return np.asarray(evaluator.positions["tube_target"], float)
+
+    def committed_hole(self, evaluator: EvaluatorView) -> str | None:
+        return evaluator.facts.get("in_holes", {}).get("tube_target")
 
 
 class WorldPosition(_Recall):
@@ -175,6 +196,10 @@ class WorldPosition(_Recall):
 
     def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray:
         return self.released_at
+
+    def committed_hole(self, evaluator: EvaluatorView) -> str | None:
+        # It names the hole it placed into, rightly; its hand goes to where that hole was.
+        return self.chosen_hole
 
 
 class CapColour(_Recall):
@@ -196,7 +221,11 @@ class CapColour(_Recall):
             return None
         pick = random.Random(f"cap-colour:{self.policy_seed}").choice(alike)
         self._note(same_cap_tubes=alike, reached_for=pick)
+        self.picked_hole = in_holes.get(pick)
         return np.asarray(evaluator.positions[pick], float)
+
+    def committed_hole(self, evaluator: EvaluatorView) -> str | None:
+        return getattr(self, "picked_hole", None)
 
 
 class _PixelRecall(_Recall):
@@ -281,6 +310,7 @@ class _PixelRecall(_Recall):
                     self._note(t=t, gave_up="no rack seen after the occlusion")
                 self.finished = True
                 return None
+            self.commit(hole)
             cap = seen.seated.get(hole)
             # The cap it sees in that hole says where the tube stands; without one, the hole's middle.
             where = seen.tube_centre(hole) if cap is None else np.array([cap[0], cap[1], seen.tube_centre(hole)[2]])
@@ -352,3 +382,6 @@ class LabelMemory(_Recall):
         mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[self.remembered_hole]
         self._note(remembered_hole=self.remembered_hole)
         return mouth + np.array([0.0, 0.0, contract.tube.length_m / 2 - contract.rack.depth_m])
+
+    def committed_hole(self, evaluator: EvaluatorView) -> str | None:
+        return self.remembered_hole

@@ -89,6 +89,7 @@ def test_from_common_placements_memory_follows_the_label_and_world_position_fail
         assert transition["object_generations"] == {"rack": 2, TARGET: 2, "tube_d1": 2, "tube_d2": 2, "tube_d3": 2}
         assert s["placement"]["placed_hole"] == s["retrieval"]["reference_hole"] == hole, s["placement"]
         assert s["retrieval"]["correct"] is True and s["physically_complete"], s["retrieval"]
+        assert (s["commitment"]["correct"], s["commitment"]["agreement"]) == (1, 1.0)  # named and reached there
         w = world[checkpoint][1]
         if hole == "B4":  # the rack stayed: its old place is the right one
             assert w["retrieval"]["correct"] is True and w["physically_complete"], w["retrieval"]
@@ -96,6 +97,9 @@ def test_from_common_placements_memory_follows_the_label_and_world_position_fail
         # The half turn brought another hole to the placed hole's old world position: it reaches there.
         assert w["retrieval"]["chosen_hole"] == w["retrieval"]["old_world_position_hole"] != hole, w["retrieval"]
         assert w["retrieval"]["correct"] is False
+        # Its symbolic commitment names the right label (the one it placed into): the paper's
+        # behavioural error, apart from reporting a wrong local label.
+        assert (w["commitment"]["correct"], w["commitment"]["agreement"]) == (1, 0.0), w["commitment"]
     run = json.loads(next((tmp_path / "memory").rglob("run.json")).read_text())
     assert run["intervention"]["protocol"] == "checkpoint_continuation"
     assert run["observation"]["environment"]["occluder"] == "blanked_frames"

@@ -369,3 +369,27 @@ def test_the_report_counts_guide_entries_within_the_tolerance():
               {"placement": {"placed_hole": "A1", "guide_entry": None}}]  # a checkpoint's: placed by its prefix
     line = report_lines(scores)["placement"]
     assert line.startswith("placed 2/3,") and line.endswith("within the handoff tolerance 1/2"), line
+    scores[0]["commitment"] = {"identified": 1, "correct": 1, "agreement": 0.0, "agreement_n": 1}
+    scores[1]["commitment"] = {"identified": 1, "correct": 0, "agreement": 1.0, "agreement_n": 1}
+    assert report_lines(scores)["commitment"] == \
+        "symbolic commitments 2 in 2/3 episodes, correct 1/2; agreeing with where the hand went 1/2"
+
+
+def test_symbolic_commitments_and_slot_reports_are_scored_on_separate_tracks():
+    s = placed_and_occluded("B2")
+    ref = s.referee
+    commit = [r for r in ref.report_operation(retrieve(TARGET, "B2"), s.t, source="commitment:memory")
+              if r["record"] == "report"]
+    report = [r for r in ref.report_operation(retrieve(TARGET, "C4"), s.t, source="memory")
+              if r["record"] == "report"]
+    again = [r for r in ref.report_operation(retrieve(TARGET, "A1"), s.t, source="commitment:memory")
+             if r["record"] == "report"]
+    assert commit[0]["track"] == "commitment" and commit[0]["scored"] and commit[0]["correct"] is True
+    assert "track" not in report[0] and report[0]["scored"] and report[0]["correct"] is False
+    assert again[0]["scored"] is False and again[0]["reason"] == "not_first_report"  # the first one stands
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["A1"][:2])  # the hand goes elsewhere
+    scores = s.scores()
+    assert (scores["commitment"]["correct"], scores["commitment"]["identified"]) == (1, 1)
+    assert scores["commitment"]["agreement"] == 0.0  # named B2, reached over A1
+    assert scores["explicit"]["correct"] == 0 and scores["explicit"]["identified"] == 1
+    assert scores["retrieval"]["chosen_hole"] == "A1" and scores["retrieval"]["correct"] is False
