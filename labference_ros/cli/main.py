@@ -369,7 +369,7 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
                             safety: str) -> None:
     """Matched Oracle continuations from a checkpoint POPULATION: the base system and the
     same system with each registered support; prints gains (eq. 3) with counts,
-    delivery and agreement rates."""
+    delivery and agreement rates. Without --support: the base branches alone."""
     import os
 
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede the first mujoco import
@@ -423,8 +423,7 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
         from labference_ros.tasks.placement_recall.instances import TARGET, checkpoint_starts, split_condition
 
         setting, caps = split_condition(task_condition)  # a bare setting: same caps
-        starts = [start for block in range(new_instances)
-                  for start in checkpoint_starts(setting, caps, seed + block, seed + block)]
+        starts = checkpoint_starts(setting, caps, seed, seed, blocks=new_instances)
         write_population(population, [CheckpointSpec(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),))
                                       for inst, hole in starts])
     elif new_instances:

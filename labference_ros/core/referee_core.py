@@ -96,10 +96,12 @@ class RefereeCore:
     def report_operation(self, operation: Operation | dict, t: float, opportunity_id: int | None = None,
                          evidence_version: int | None = None, source: str = "") -> list[dict]:
         """Explicit operation report (separate track). First record returned is the report.
-        A source starting with COMMITMENT_SOURCE registers it on the symbolic-commitment
-        track instead: the same binding to the current opportunity, its own first."""
+        Where the contract registers a symbolic-commitment track (report_tracks), a source
+        starting with COMMITMENT_SOURCE puts it there instead: the same binding to the
+        current opportunity, its own first, scored by the family."""
         op = as_operation(operation)
-        commitment = source.startswith(COMMITMENT_SOURCE)
+        commitment = source.startswith(COMMITMENT_SOURCE) and "commitment" in getattr(self.contract,
+                                                                                     "report_tracks", ())
         if self.finished:
             return [self._late_report(op, t, source)]
         opp = self.book.current

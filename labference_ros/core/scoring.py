@@ -21,13 +21,9 @@ def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict,
     native = [o for o in opportunities if o.native_scorable]
     closed_or_chosen = [o for o in native if o.status == "closed" or o.first_choice is not None]
     native_rates = choice_rates((o.first_choice, o.legal_set) for o in closed_or_chosen)
-    # The explicit track exists only for systems that report; otherwise its population is empty.
-    reporting = any(o.first_report is not None for o in opportunities)
-    explicit = [o for o in opportunities if reporting and (o.status == "closed" or o.first_report is not None)]
-    explicit_rates = choice_rates((o.first_report, o.legal_set) for o in explicit)
-    both = [o for o in opportunities if o.first_report is not None and o.first_choice is not None
-            and o.first_report.physical]
-    agree = sum(1 for o in both if o.first_report == o.first_choice)
+    explicit_rates, agree, both = _track(opportunities, {o.id: o.first_report for o in opportunities
+                                                         if o.first_report is not None},
+                                         lambda op: op.physical)
 
     first = native[0] if native else None
     first_correct = first.choice_correct if first is not None else None
@@ -68,7 +64,7 @@ def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict,
         "finished": finished,
         "opportunities": len(opportunities),
         "native": {**native_rates, "open": len(native) - len(closed_or_chosen)},
-        "explicit": {**explicit_rates, "agreement": rate(agree, len(both)), "agreement_n": len(both)},
+        "explicit": {**explicit_rates, "agreement": rate(agree, both), "agreement_n": both},
         "identified_choices": native_rates["identified"],
         "correct_choices": native_rates["correct"],
         "first_choice_correct": first_correct,
@@ -97,13 +93,21 @@ def tri(value: bool | None) -> int:
     return -1 if value is None else int(bool(value))
 
 
+def _track(opportunities, firsts: dict, comparable=lambda op: True) -> tuple[dict, int, int]:
+    """A reporting track (explicit reports, symbolic commitments): firsts maps opportunity
+    id -> the first operation on the track there. Its population is the opportunities
+    closed or answered on it (empty for a system that never uses the track); the rates of
+    eqs. 4-5 over it; and (agreeing, compared): how often it names the native first choice
+    where both exist and the operation is comparable with a physical choice."""
+    population = [o for o in opportunities if firsts and (o.status == "closed" or o.id in firsts)]
+    rates = choice_rates((firsts.get(o.id), o.legal_set) for o in population)
+    both = [o for o in opportunities if o.id in firsts and o.first_choice is not None and comparable(firsts[o.id])]
+    return rates, sum(1 for o in both if firsts[o.id] == o.first_choice), len(both)
+
+
 def commitment_track(opportunities, commitments: dict) -> dict:
     """The symbolic-commitment track, scored apart from native choices and explicit
-    reports: the first commitment at each opportunity (commitments: opportunity id ->
-    (operation, t)) against its legal set over the opportunities closed or committed at
-    (empty for a system that never commits), and its agreement with the native choice."""
-    population = [o for o in opportunities if commitments and (o.status == "closed" or o.id in commitments)]
-    rates = choice_rates((commitments[o.id][0] if o.id in commitments else None, o.legal_set) for o in population)
-    both = [o for o in opportunities if o.id in commitments and o.first_choice is not None]
-    agree = sum(1 for o in both if commitments[o.id][0] == o.first_choice)
-    return {**rates, "agreement": rate(agree, len(both)), "agreement_n": len(both)}
+    reports, over the opportunities given (a family passes those its commitments are
+    about): commitments maps opportunity id -> (first committed operation, its time)."""
+    rates, agree, both = _track(opportunities, {k: op for k, (op, _t) in commitments.items()})
+    return {**rates, "agreement": rate(agree, both), "agreement_n": both, "agreeing": agree}

@@ -112,6 +112,9 @@ class PlacementContract(HashedContract):
     terminal: TerminalConditions
     opportunities: OpportunityRules
     target: str = TARGET
+    # The scored reporting tracks besides the native choices (paper 4.3): explicit slot
+    # reports and symbolic retrieval commitments (core.system.COMMITMENT_SOURCE).
+    report_tracks: tuple[str, ...] = ("explicit", "commitment")
 
     @property
     def contract_id(self) -> str:

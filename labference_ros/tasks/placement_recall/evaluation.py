@@ -59,7 +59,7 @@ def report_lines(scores: list[dict]) -> dict[str, str]:
     tracks = [s.get("commitment") or {} for s in scores]
     committed = sum(c.get("identified") or 0 for c in tracks)
     right = sum(c.get("correct") or 0 for c in tracks)
-    agreeing = sum(round((c.get("agreement") or 0.0) * (c.get("agreement_n") or 0)) for c in tracks)
+    agreeing = sum(c.get("agreeing") or 0 for c in tracks)
     compared = sum(c.get("agreement_n") or 0 for c in tracks)
     return {
         "commitment": f"symbolic commitments {committed} in {sum(1 for c in tracks if c.get('identified'))}/{n} "

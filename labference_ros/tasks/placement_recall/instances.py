@@ -26,7 +26,7 @@ import random
 from dataclasses import asdict, dataclass, field, replace
 
 from labference_ros.core import instance_lists
-from labference_ros.tasks.placement_recall.rack import LABELS, ROWS, RackPose, parse_label
+from labference_ros.tasks.placement_recall.rack import COLUMNS, LABELS, ROWS, RackPose, parse_label
 
 GENERATOR_VERSION = "placement-gen-v2"  # v2: the condition names setting and caps
 CONDITIONS = ("basic", "extended")
@@ -185,27 +185,54 @@ def generate(condition: str, caps: str, n: int, task_seed: int, layout_seed: int
     return out
 
 
-def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int) -> list[tuple[PlacementInstance, str]]:
+def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int,
+                      blocks: int = 1) -> list[tuple[PlacementInstance, str]]:
     """The balanced checkpoint population (paper 4.3): (instance, hole the target is
     placed in by the start's prefix) for every hole of the rack under every rack movement
-    of the setting, so the denominator is fixed (12 basic starts, 24 extended). The
-    instances are the generator's (movement and target colour balanced as it balances
-    them); in extended starts the three distractors are redrawn among the holes that leave
-    the target's hole and its neighbours across the rows empty (the fingers' room)."""
+    of the setting, per block, so the denominator is fixed (12 basic starts, 24 extended,
+    per block). The instances are the generator's, drawn as one list (movement and target
+    colour balanced as it balances them). In distinct-cap starts every target colour takes
+    one hole in each row and a different column in each, the columns shifting with the
+    movement and the block (`_holes_by_colour`), so that colour is balanced against the
+    row and spread over the columns. In extended starts the three distractors are redrawn
+    among the holes that leave the target's hole and its neighbours across the rows empty
+    (the fingers' room)."""
     movements = list(MOVEMENTS) if setting == "extended" else ["none"]
-    instances = generate(setting, caps, len(LABELS) * len(movements), task_seed, layout_seed, 0)
+    per_block = len(LABELS) * len(movements)
+    instances = generate(setting, caps, per_block * blocks, task_seed, layout_seed, 0)
     out = []
-    for movement in movements:
-        same = [inst for inst in instances if inst.movement == movement]
-        for inst, hole in zip(same, LABELS):
-            if inst.distractors:
-                row, col = parse_label(hole)
-                blocked = {hole} | {f"{ROWS[r]}{col + 1}" for r in (row - 1, row + 1) if 0 <= r < len(ROWS)}
-                free = [h for h in LABELS if h not in blocked]
-                random.Random(f"{GENERATOR_VERSION}:checkpoint:{inst.instance_id}:{hole}").shuffle(free)
-                inst = replace(inst, distractors=dict(zip(sorted(inst.distractors), sorted(free[:3]))))
-            out.append((replace(inst, instance_id=f"{inst.instance_id}-{hole}"), hole))
+    for block in range(blocks):
+        drawn = instances[block * per_block:(block + 1) * per_block]
+        for shift, movement in enumerate(movements):
+            same = [inst for inst in drawn if inst.movement == movement]
+            for inst, hole in zip(same, _holes_by_colour(same, 2 * shift + block)):
+                if inst.distractors:
+                    row, col = parse_label(hole)
+                    blocked = {hole} | {f"{ROWS[r]}{col + 1}" for r in (row - 1, row + 1) if 0 <= r < len(ROWS)}
+                    free = [h for h in LABELS if h not in blocked]
+                    random.Random(f"{GENERATOR_VERSION}:checkpoint:{inst.instance_id}:{hole}").shuffle(free)
+                    inst = replace(inst, distractors=dict(zip(sorted(inst.distractors), sorted(free[:3]))))
+                out.append((replace(inst, instance_id=f"{inst.instance_id}-{hole}"), hole))
     return out
+
+
+def _holes_by_colour(instances: list[PlacementInstance], shift: int) -> list[str]:
+    """One hole per instance, every hole once: with one target colour, the holes in order;
+    with four (three instances each), colour k's r-th instance takes row r, column
+    (k + r + shift) mod 4 (a Latin arrangement: each colour once per row)."""
+    colours = [inst.cap_colours[TARGET] for inst in instances]
+    if len(set(colours)) == 1:
+        return list(LABELS[:len(instances)])
+    order = list(CAP_COLOURS)
+    if any(colours.count(c) != len(ROWS) for c in order):
+        raise ValueError(f"a distinct-cap block needs each target colour {len(ROWS)} times, got {colours}")
+    seen: dict[str, int] = {}
+    holes = []
+    for colour in colours:
+        row = seen.get(colour, 0)
+        seen[colour] = row + 1
+        holes.append(f"{ROWS[row]}{(order.index(colour) + row + shift) % COLUMNS + 1}")
+    return holes
 
 
 def write_instance_list(path, instances, meta: dict | None = None) -> None:

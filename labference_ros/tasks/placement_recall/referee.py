@@ -168,20 +168,24 @@ class Referee(RefereeCore):
                                "deviation": state["placement_deviation"], "guide_entry": self._guide_entry}
         scores["retrieval"] = {**self._retrieval, "reference_hole": state["placed_hole"],
                                "retrieved": state["retrieved"]}
-        scores["commitment"] = commitment_track(self.opportunities, self.commitments)
+        # Retrieval commitments: scored where retrieval is the choice (its opportunities).
+        retrieval = [o for o in self.opportunities if any(op.type == PICK for op in o.legal_set)]
+        scores["commitment"] = commitment_track(retrieval, self.commitments)
         scores["environment_transitions"] = list(self._transitions)
         scores["history_protocol"] = self.contract.history_protocol
 
     # ---------------------------------------------------------------- internals
     def _note_guide_entry(self, o, t: float) -> None:
         """The placement's handoff to the guides: the first time the target's bottom passes
-        the rack's top face, how far it was from the nearest hole's axis and how upright,
+        the rack's top face within its outline, how far it was from the nearest hole's axis
+        and how upright,
         against the contract's guide tolerances (placement assistance, never a choice)."""
         bottom, tilt = tube_bottom(o, self.contract.tube.length_m)
         local = to_local(bottom, self.pose)
         above = bool(local[2] > 0.0)
-        if self._bottom_above and not above and self._guide_entry is None:
-            rack = self.contract.rack
+        rack = self.contract.rack
+        over_rack = abs(local[0]) <= rack.half_size[0] and abs(local[1]) <= rack.half_size[1]
+        if self._bottom_above and not above and over_rack and self._guide_entry is None:
             offsets = {h: float(np.max(np.abs(local[:2] - rack.local_hole(h)[:2]))) for h in LABELS}
             hole = min(offsets, key=offsets.get)
             tolerance = self.contract.guide_handoff

@@ -76,6 +76,7 @@ class _Recall(PlannedMotionSystem):
         self.released_at: np.ndarray | None = None  # the tube's centre where its hand let it go (world)
         self.remembered_hole: str | None = None  # the hole label the tube stood in before the occlusion
         self.commitments: list[dict] = []  # symbolic retrieval commitments not yet sent
+        self.picked_hole: str | None = None  # cap_colour: the hole of the tube it reached for
 
     def receive_prefix(self, prefix: list[dict]) -> None:
         """A checkpoint's authorized history: the start's prefix placed the target (the
@@ -198,7 +199,8 @@ class WorldPosition(_Recall):
         return self.released_at
 
     def committed_hole(self, evaluator: EvaluatorView) -> str | None:
-        # It names the hole it placed into, rightly; its hand goes to where that hole was.
+        # It names the hole it aimed at when placing (right whenever the tube settled there);
+        # its hand goes to where that hole was.
         return self.chosen_hole
 
 
@@ -225,7 +227,7 @@ class CapColour(_Recall):
         return np.asarray(evaluator.positions[pick], float)
 
     def committed_hole(self, evaluator: EvaluatorView) -> str | None:
-        return getattr(self, "picked_hole", None)
+        return self.picked_hole
 
 
 class _PixelRecall(_Recall):

@@ -40,8 +40,17 @@ def test_the_population_places_the_target_in_every_hole_under_every_movement():
         assert len(set(inst.distractors.values())) == 3
         assert not ({hole} | neighbours) & set(inst.distractors.values()), (hole, inst.distractors)
     colours = Counter((inst.movement, inst.cap_colours[TARGET]) for inst, _ in extended)
-    assert len(set(colours.values())) == 1  # the target's colour balanced against the movement
+    assert len(set(colours.values())) == 1  # the target's colour balanced against the movement ...
+    rows = Counter((inst.movement, inst.cap_colours[TARGET], hole[0]) for inst, hole in extended)
+    assert set(rows.values()) == {1} and len(rows) == 2 * 4 * 3  # ... and against the row
+    for movement in ("none", "rotate_180"):  # and no column holds one colour only
+        for column in "1234":
+            assert len({inst.cap_colours[TARGET] for inst, hole in extended
+                        if inst.movement == movement and hole[1] == column}) == 3
     assert len({inst.instance_id for inst, _ in extended}) == 24
+    two = checkpoint_starts("extended", "distinct", 3, 3, blocks=2)
+    assert two[:24] == extended  # a second block extends the first, never redraws it
+    assert len({inst.instance_id for inst, _ in two}) == 48
 
 
 def test_an_episodes_instance_reads_as_before_and_a_handoff_keeps_its_hole():

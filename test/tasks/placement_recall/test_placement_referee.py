@@ -369,8 +369,8 @@ def test_the_report_counts_guide_entries_within_the_tolerance():
               {"placement": {"placed_hole": "A1", "guide_entry": None}}]  # a checkpoint's: placed by its prefix
     line = report_lines(scores)["placement"]
     assert line.startswith("placed 2/3,") and line.endswith("within the handoff tolerance 1/2"), line
-    scores[0]["commitment"] = {"identified": 1, "correct": 1, "agreement": 0.0, "agreement_n": 1}
-    scores[1]["commitment"] = {"identified": 1, "correct": 0, "agreement": 1.0, "agreement_n": 1}
+    scores[0]["commitment"] = {"identified": 1, "correct": 1, "agreement": 0.0, "agreement_n": 1, "agreeing": 0}
+    scores[1]["commitment"] = {"identified": 1, "correct": 0, "agreement": 1.0, "agreement_n": 1, "agreeing": 1}
     assert report_lines(scores)["commitment"] == \
         "symbolic commitments 2 in 2/3 episodes, correct 1/2; agreeing with where the hand went 1/2"
 
@@ -389,7 +389,20 @@ def test_symbolic_commitments_and_slot_reports_are_scored_on_separate_tracks():
     assert again[0]["scored"] is False and again[0]["reason"] == "not_first_report"  # the first one stands
     s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["A1"][:2])  # the hand goes elsewhere
     scores = s.scores()
-    assert (scores["commitment"]["correct"], scores["commitment"]["identified"]) == (1, 1)
+    # Over the retrieval's opportunity alone (the commitments are retrieval commitments).
+    assert (scores["commitment"]["population"], scores["commitment"]["B_next"]) == (1, 1.0)
     assert scores["commitment"]["agreement"] == 0.0  # named B2, reached over A1
     assert scores["explicit"]["correct"] == 0 and scores["explicit"]["identified"] == 1
     assert scores["retrieval"]["chosen_hole"] == "A1" and scores["retrieval"]["correct"] is False
+
+
+def test_a_tube_lowered_beside_the_rack_makes_no_guide_entry():
+    s = Stream(_basic())
+    s.step(2)
+    s.observe()
+    s.grasp_target()
+    beside = np.asarray(s.pose.center) + s.pose.rotation() @ np.array([s.contract.rack.half_size[0] + 0.03, 0, 0])
+    for height in (0.012, -0.002, -0.010):  # its bottom below the top face's height, off the rack
+        s.target = beside + [0.0, 0.0, height + LENGTH / 2]
+        s.step(speed=0.2)
+    assert s.scores()["placement"]["guide_entry"] is None
