@@ -80,21 +80,6 @@ class PlacementRecallFamily(TaskFamily):
     # Checkpoints (oracle/checkpoints.py): a start places the target in a hole with the
     # reference planner and hands off before the occluded transition, which then runs in
     # every branch (the placement history is the start's, the recall the system's).
-    def _seated(self, instance_or_none, measurement) -> dict:
-        from labference_ros.tasks.placement_recall.instances import RACK_CENTER
-        from labference_ros.tasks.placement_recall.rack import RackPose
-        from labference_ros.tasks.placement_recall.recognisers import rack_pose, seat_check
-
-        contract = self.contract_for("basic")  # the rack and the tubes are the same in every condition
-        pose = rack_pose(measurement, RackPose(RACK_CENTER, 0.0) if instance_or_none is None
-                         else instance_or_none.rack_pose)
-        seated = {}
-        for name, o in sorted(measurement.objects.items()):
-            check = seat_check(o, pose, contract) if o.kind == "tube" else None
-            if check is not None and check.hole and {"in_hole", "deep"} <= set(check.passed):
-                seated[name] = check.hole
-        return seated
-
     def start_state(self, instance, operations) -> dict:
         from labference_ros.core.operations import INSERT
 
@@ -106,7 +91,13 @@ class PlacementRecallFamily(TaskFamily):
         return {"in_holes": dict(sorted(in_holes.items()))}
 
     def measured_start_state(self, measurement) -> dict:
-        return {"in_holes": self._seated(None, measurement)}
+        from labference_ros.tasks.placement_recall.instances import RACK_CENTER
+        from labference_ros.tasks.placement_recall.rack import RackPose
+        from labference_ros.tasks.placement_recall.recognisers import rack_pose, seated_holes
+
+        pose = rack_pose(measurement, RackPose(RACK_CENTER, 0.0))  # the rack is measured; this never serves
+        tubes = sorted(n for n, o in measurement.objects.items() if o.kind == "tube")
+        return {"in_holes": seated_holes(measurement, pose, self.contract_for("basic"), tubes)}
 
     def handoff_instance(self, instance, state: dict):
         from dataclasses import replace
@@ -126,26 +117,21 @@ class PlacementRecallFamily(TaskFamily):
         return next((o for o in opportunities if any(op.type == PICK for op in o.legal_set)), None)
 
     def plan_operation(self, planner, arm_q, instance, measurement, operation):
-        import numpy as np
-
         from labference_ros.core.action_spec import reference_joint_spec
         from labference_ros.core.operations import INSERT
         from labference_ros.skills.motion import PlanningError
         from labference_ros.tasks.centrifuge.moves import open_width
         from labference_ros.tasks.placement_recall.rack import LABELS, hole_positions
         from labference_ros.tasks.placement_recall.recognisers import rack_pose
-        from labference_ros.tasks.placement_recall.systems import CLEARANCE_M, RELEASE_DEPTH_M
+        from labference_ros.tasks.placement_recall.systems import plan_tube_insert
 
-        contract = self.contract_for(instance.condition)
         if operation.type != INSERT or operation.object not in measurement.objects or \
                 operation.destination not in LABELS:
             raise PlanningError(f"prefix operation {operation} is not an insertion of a measured tube into a hole")
-        mouth = hole_positions(contract.rack, rack_pose(measurement, instance.rack_pose))[operation.destination]
-        tube = contract.tube
-        return planner.plan_pick_insert(arm_q, np.asarray(measurement.objects[operation.object].position, float),
-                                        tube.radius_m, tube.length_m, mouth, (0.0, 0.0, -1.0),
-                                        clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
-                                        open_width=open_width(reference_joint_spec().gripper))
+        rack = self.contract_for(instance.condition).rack
+        mouth = hole_positions(rack, rack_pose(measurement, instance.rack_pose))[operation.destination]
+        return plan_tube_insert(planner, arm_q, measurement.objects[operation.object].position, mouth,
+                                open_width(reference_joint_spec().gripper))
 
     def cell_description(self):
         from labference_ros.cell.description import placement_cell
@@ -172,16 +158,10 @@ class PlacementRecallFamily(TaskFamily):
     def evaluator_view(self, instance, measurement):
         # What the rack shows now: its measured pose and the tubes standing in its holes.
         from labference_ros.core.system import EvaluatorView
-        from labference_ros.tasks.placement_recall.recognisers import rack_pose, seat_check
+        from labference_ros.tasks.placement_recall.recognisers import rack_pose, seated_holes
 
-        contract = self.contract_for(instance.condition)
         pose = rack_pose(measurement, instance.rack_pose)
-        seated = {}
-        for tube in instance.tubes:
-            o = measurement.objects.get(tube)
-            check = seat_check(o, pose, contract) if o is not None else None
-            if check is not None and check.hole and {"in_hole", "deep"} <= set(check.passed):
-                seated[tube] = check.hole
+        seated = seated_holes(measurement, pose, self.contract_for(instance.condition), instance.tubes)
         return EvaluatorView(instance=instance, t=measurement.t,
                              positions={n: o.position for n, o in measurement.objects.items()},
                              facts={"rack_pose": [*pose.center, pose.yaw_rad], "in_holes": seated})

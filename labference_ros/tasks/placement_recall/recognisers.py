@@ -97,6 +97,18 @@ def seat_check(obj: ObjectMeasurement, pose: RackPose, contract: PlacementContra
     return SeatCheck(hole, tilt, fraction, tuple(passed))
 
 
+def seated_holes(measurement, pose, contract, tubes) -> dict[str, str]:
+    """tube -> hole for each of `tubes` standing in a hole now (inside it and deep enough:
+    the seating predicate's shape, without its dwell)."""
+    seated = {}
+    for tube in tubes:
+        o = measurement.objects.get(tube)
+        check = seat_check(o, pose, contract) if o is not None else None
+        if check is not None and check.hole and {"in_hole", "deep"} <= set(check.passed):
+            seated[tube] = check.hole
+    return seated
+
+
 class SeatTracker:
     """One tube's seating over time: confirmed once the predicate has held in the same
     hole for the contract's dwell (0.5 s), continuously; any break restarts it."""

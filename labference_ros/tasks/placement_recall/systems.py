@@ -51,6 +51,16 @@ def occluded(obs: PolicyObservation) -> bool:
     return image is not None and image.size > 0 and not np.any(image)
 
 
+def plan_tube_insert(planner, arm_q, tube_centre, mouth, open_width_m: float):
+    """A standing tube, picked top-down, inserted bottom first into the hole with this mouth
+    (the systems' placements and a checkpoint start's prefix plan it alike)."""
+    tube = contract_for("basic").tube  # the tubes and the rack are the same in every condition
+    mouth = np.asarray(mouth, float)
+    return planner.plan_pick_insert(arm_q, np.asarray(tube_centre, float), tube.radius_m, tube.length_m, mouth,
+                                    (0.0, 0.0, -1.0), clear_z=float(mouth[2]) + CLEARANCE_M,
+                                    release_depth=RELEASE_DEPTH_M, open_width=open_width_m)
+
+
 def free_holes(occupied) -> list[str]:
     """Empty holes whose neighbours in the same column (the fingers close across the
     rows, along the rack's short edge) are empty too."""
@@ -165,14 +175,10 @@ class _Recall(PlannedMotionSystem):
 
     def plan_move(self, obs: PolicyObservation, move: tuple):
         _name, centre, (kind, where) = move
-        contract = contract_for("basic")  # the tubes and the rack are the same in every condition
-        tube = contract.tube
         width = open_width(self.spec.gripper)
         if kind == "insert":
-            mouth = np.asarray(where, float)
-            return self.planner.plan_pick_insert(obs.joint_positions, centre, tube.radius_m, tube.length_m, mouth,
-                                                 (0.0, 0.0, -1.0), clear_z=float(mouth[2]) + CLEARANCE_M,
-                                                 release_depth=RELEASE_DEPTH_M, open_width=width)
+            return plan_tube_insert(self.planner, obs.joint_positions, centre, where, width)
+        tube = contract_for("basic").tube  # the tubes are the same in every condition
         return self.planner.plan_pick_set_down(obs.joint_positions, centre, tube.radius_m, tube.length_m, where,
                                                TABLE_Z, open_width=width)
 
