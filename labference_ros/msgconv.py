@@ -23,14 +23,15 @@ def s_to_stamp(t: float, stamp) -> object:
     return stamp
 
 
-def speed(vector3) -> float:
-    return math.sqrt(vector3.x ** 2 + vector3.y ** 2 + vector3.z ** 2)
-
-
 def balance_from_msg(msg) -> BalanceMeasurement:
-    return BalanceMeasurement(raw_g=msg.raw_g, filtered_g=msg.filtered_g, displayed_g=msg.displayed_g,
-                              stable=msg.stable, overload=msg.overload, valid=msg.valid,
-                              invalid_reason=msg.invalid_reason)
+    return balance_measurement(msg.raw_g, msg.filtered_g, msg.displayed_g, msg.stable, msg.overload, msg.valid,
+                               msg.invalid_reason)
+
+
+def balance_measurement(raw_g: float, filtered_g: float, displayed_g: float, stable: bool, overload: bool,
+                        valid: bool, invalid_reason: str) -> BalanceMeasurement:
+    return BalanceMeasurement(raw_g=raw_g, filtered_g=filtered_g, displayed_g=displayed_g, stable=stable,
+                              overload=overload, valid=valid, invalid_reason=invalid_reason)
 
 
 def fill_balance_msg(msg, b: BalanceMeasurement, t: float, source: str):
@@ -45,14 +46,30 @@ def fill_balance_msg(msg, b: BalanceMeasurement, t: float, source: str):
 def world_from_msg(msg, balance: BalanceMeasurement | None = None) -> WorldMeasurement:
     objects = {}
     for o in msg.objects:
-        p, q = o.pose.position, o.pose.orientation
-        objects[o.name] = ObjectMeasurement(
-            name=o.name, kind=o.kind, position=(p.x, p.y, p.z), orientation=(q.w, q.x, q.y, q.z),
-            linear_speed=speed(o.twist.linear), angular_speed=speed(o.twist.angular),
-            contacts=tuple(o.contacts))
-    return WorldMeasurement(t=stamp_to_s(msg.header.stamp), objects=objects, gripper_width=msg.gripper_width,
-                            gripper_closing=msg.gripper_closing, pan_contacts=tuple(msg.pan_contacts),
-                            balance=balance, environment=environment_from_json(msg.environment_json))
+        p, q, lin, ang = o.pose.position, o.pose.orientation, o.twist.linear, o.twist.angular
+        objects[o.name] = object_measurement(o.name, o.kind, p.x, p.y, p.z, q.x, q.y, q.z, q.w,
+                                             lin.x, lin.y, lin.z, ang.x, ang.y, ang.z, tuple(o.contacts))
+    return world_measurement(stamp_to_s(msg.header.stamp), objects, msg.gripper_width, msg.gripper_closing,
+                             tuple(msg.pan_contacts), msg.environment_json, balance)
+
+
+def object_measurement(name: str, kind: str, px: float, py: float, pz: float, qx: float, qy: float, qz: float,
+                       qw: float, lx: float, ly: float, lz: float, ax: float, ay: float, az: float,
+                       contacts: tuple[str, ...]) -> ObjectMeasurement:
+    """One ObjectState's fields (pose, twist in message order) as the referee measures them."""
+    # Positional: the audit builds one per object per world state.
+    return ObjectMeasurement(name, kind, (px, py, pz), (qw, qx, qy, qz), math.sqrt(lx ** 2 + ly ** 2 + lz ** 2),
+                             math.sqrt(ax ** 2 + ay ** 2 + az ** 2), contacts)
+
+
+def world_measurement(t: float, objects: dict, gripper_width: float, gripper_closing: bool,
+                      pan_contacts: tuple[str, ...], environment_json: str,
+                      balance: BalanceMeasurement | None = None) -> WorldMeasurement:
+    """A WorldState's fields as one WorldMeasurement (world_from_msg and the audit's
+    direct decoder, recording/cdr_views.py, both end here)."""
+    return WorldMeasurement(t=t, objects=objects, gripper_width=gripper_width, gripper_closing=gripper_closing,
+                            pan_contacts=pan_contacts, balance=balance,
+                            environment=environment_from_json(environment_json))
 
 
 def environment_from_json(text: str) -> dict | None:

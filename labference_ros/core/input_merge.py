@@ -12,7 +12,7 @@ the referee's receipt before it lets physics advance.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .measurements import BalanceMeasurement, WorldMeasurement
 
@@ -42,6 +42,7 @@ class InputMerger:
         self._paired = readings
         self._worlds: dict[int, WorldMeasurement] = {}
         self._readings: dict[int, BalanceMeasurement] = {}
+        self._reading_keys: list[int] = []  # the keys of _readings, sorted
         self._deliveries: list[tuple[int, int, Delivery]] = []  # (t, arrival, delivery)
         self._arrivals = 0
         self._latest_reading = -1
@@ -55,6 +56,8 @@ class InputMerger:
     def add_reading(self, t: float, reading: BalanceMeasurement) -> None:
         k = key(t)
         if k > self._released:
+            if k not in self._readings:
+                bisect.insort(self._reading_keys, k)
             self._readings[k] = reading
         self._latest_reading = max(self._latest_reading, k)
 
@@ -75,12 +78,18 @@ class InputMerger:
                 break
             self._release_deliveries(out, before=k)
             m = self._worlds.pop(k)
-            out.append(("measure", replace(m, balance=self._readings.pop(k, None))))
+            out.append(("measure", m.with_balance(self._readings.pop(k, None))))
             self._released = k
-            for old in [r for r in self._readings if r <= k]:
-                del self._readings[old]
+            self._drop_readings_through(k)
         self._release_deliveries(out, before=None if final else self._released + 1)
         return out
+
+    def _drop_readings_through(self, k: int) -> None:
+        """Readings at or before a released world state can no longer pair."""
+        stale = bisect.bisect_right(self._reading_keys, k)
+        for old in self._reading_keys[:stale]:
+            self._readings.pop(old, None)
+        del self._reading_keys[:stale]
 
     def _release_deliveries(self, out, before: int | None) -> None:
         while self._deliveries and (before is None or self._deliveries[0][0] < before):

@@ -14,6 +14,7 @@ BALANCE_BODY = "balance_body"
 LEFT_FINGER = "left_finger"
 RIGHT_FINGER = "right_finger"
 ROBOT = "robot"  # any other robot link
+_ROBOT_PARTS = frozenset({LEFT_FINGER, RIGHT_FINGER, ROBOT})
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,13 @@ class WorldMeasurement:
     # that the referee and the audit see it in the same place of the same stream.
     environment: dict | None = field(default=None, compare=False)
 
+    def with_balance(self, balance: BalanceMeasurement | None) -> WorldMeasurement:
+        """This instant paired with its balance reading (dataclasses.replace, without
+        its per-call field introspection: the merger pairs every measurement)."""
+        return WorldMeasurement(t=self.t, objects=self.objects, gripper_width=self.gripper_width,
+                                gripper_closing=self.gripper_closing, pan_contacts=self.pan_contacts,
+                                balance=balance, environment=self.environment)
+
     @property
     def hand_on_pan(self) -> bool:
-        return any(c in (LEFT_FINGER, RIGHT_FINGER, ROBOT) for c in self.pan_contacts)
+        return not _ROBOT_PARTS.isdisjoint(self.pan_contacts)

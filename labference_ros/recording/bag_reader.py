@@ -186,22 +186,17 @@ class EpisodeBagReader:
             channel = summary.channels[channel_id]
             yield channel.topic, names.get(channel.schema_id, ""), log_time, data
 
-    def messages(self, topics: set[str] | None = None, decoder: str = "rclpy") -> Iterator[tuple[str, int, object]]:
+    def messages(self, topics: set[str] | None = None, decoder: str = "rclpy",
+                 direct: dict | None = None) -> Iterator[tuple[str, int, object]]:
         """(topic, log_time_ns, message). ``decoder``: 'rclpy' (the C type support: rclpy
-        message objects), 'fast' (recording/cdr_views.py's direct readers for world
-        states and balance readings, rclpy for the rest) or 'rosbags' (pure Python,
-        no ROS install needed)."""
-        if decoder in ("rclpy", "fast"):
+        message objects) or 'rosbags' (pure Python, no ROS install needed). ``direct``
+        maps type names to functions of the CDR bytes used instead (the audit's
+        decoders straight to core measurements, recording/cdr_views.py)."""
+        direct = direct or {}
+        if decoder == "rclpy":
             from rclpy.serialization import deserialize_message
 
-            from .cdr_views import READERS
-
-            direct = READERS if decoder == "fast" else {}
-
             def decode(data, msgtype):
-                reader = direct.get(msgtype)
-                if reader is not None:
-                    return reader(data)
                 return deserialize_message(data, rclpy_class(msgtype))
         else:
             store = typestore()
@@ -210,7 +205,8 @@ class EpisodeBagReader:
                 return store.deserialize_cdr(data, msgtype)
         for topic, msgtype, t, data in self.raw_messages(topics):
             try:
-                msg = decode(data, msgtype)
+                reader = direct.get(msgtype)
+                msg = reader(data) if reader is not None else decode(data, msgtype)
             except Exception as exc:  # noqa: BLE001 - undecodable bytes: name the message
                 raise BagError(f"{self.mcap}: {topic} at log time {t}: cannot decode {msgtype}: "
                                f"{type(exc).__name__}: {exc}") from None

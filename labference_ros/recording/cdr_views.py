@@ -15,8 +15,11 @@ bytes; sequences a uint32 count and the elements.
 """
 from __future__ import annotations
 
+import operator
 import struct
 from typing import NamedTuple
+
+from labference_ros.msgconv import balance_measurement, object_measurement, stamp_to_s, world_measurement
 
 
 class Vec3(NamedTuple):
@@ -86,17 +89,28 @@ class BalanceReading(NamedTuple):
 
 
 class _Reader:
-    __slots__ = ("buf", "pos", "e")
+    __slots__ = ("buf", "pos", "e", "numbers")
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, numbers: list | None = None):
         if len(data) < 4 or data[1] not in (0, 1):
             raise ValueError("not a CDR payload (bad encapsulation header)")
         self.buf = memoryview(data)
         self.pos = 4
         self.e = "<" if data[1] == 1 else ">"
+        # With a list: where each numeric field and each alignment gap sits, (offset,
+        # struct codes, count of values), for a _Layout that later reads the same shape
+        # of message with one struct call.
+        self.numbers = numbers
+
+    def _number(self, codes: str, n_values: int) -> None:
+        if self.numbers is not None:
+            self.numbers.append((self.pos, codes, n_values))
 
     def _align(self, n: int) -> None:
-        self.pos += (-(self.pos - 4)) % n
+        pad = (-(self.pos - 4)) % n
+        if pad and self.numbers is not None:  # writers leave whatever was in memory there
+            self.numbers.append((self.pos, f"{pad}x", 0))
+        self.pos += pad
 
     def u32(self) -> int:
         self._align(4)
@@ -106,17 +120,20 @@ class _Reader:
 
     def stamp(self) -> Stamp:
         self._align(4)
+        self._number("iI", 2)
         sec, nsec = struct.unpack_from(self.e + "iI", self.buf, self.pos)
         self.pos += 8
         return Stamp(sec, nsec)
 
     def f64s(self, n: int) -> tuple:
         self._align(8)
+        self._number(f"{n}d", n)
         v = struct.unpack_from(f"{self.e}{n}d", self.buf, self.pos)
         self.pos += 8 * n
         return v
 
     def bools(self, n: int) -> tuple:
+        self._number(f"{n}?", n)
         v = tuple(b != 0 for b in self.buf[self.pos:self.pos + n])
         if len(v) != n:
             raise ValueError("payload ends inside a field")
@@ -139,8 +156,8 @@ class _Reader:
         return Header(self.stamp(), self.string())
 
 
-def world_state(data: bytes) -> WorldState:
-    r = _Reader(data)
+def world_state(data: bytes, numbers: list | None = None) -> WorldState:
+    r = _Reader(data, numbers)
     header = r.header()
     objects = []
     for _ in range(r.u32()):
@@ -161,13 +178,126 @@ def world_state(data: bytes) -> WorldState:
     return WorldState(header, objects, width, closing, on_pan, pan_contacts, environment)
 
 
-def balance_reading(data: bytes) -> BalanceReading:
-    r = _Reader(data)
+def balance_reading(data: bytes, numbers: list | None = None) -> BalanceReading:
+    r = _Reader(data, numbers)
     header = r.header()
     raw_g, filtered_g, displayed_g = r.f64s(3)
     stable, overload, valid = r.bools(3)
     return BalanceReading(header, raw_g, filtered_g, displayed_g, stable, overload, valid, r.string(), r.string())
 
 
-# Type name -> reader, for the topics the audit reads in bulk.
-READERS = {"labference/msg/WorldState": world_state, "labference/msg/BalanceReading": balance_reading}
+# -- streams of one message shape: one struct call per message -------------------------
+# A recorded episode repeats the same shape (object names, contact lists, strings)
+# for long stretches: only the numbers change. A _Layout, learnt from one full
+# parse, reads a message of that shape with a single precompiled struct whose
+# non-numeric stretches (lengths, strings, padding) come back as bytes and must
+# equal the learnt ones; any other message is parsed in full and teaches a new one.
+def _tuple_getter(indexes: list[int]):
+    if len(indexes) == 1:
+        (i,) = indexes
+        return lambda values: (values[i],)
+    return operator.itemgetter(*indexes) if indexes else (lambda values: ())
+
+
+class _Layout:
+    __slots__ = ("struct", "structure", "expected", "numbers", "view")
+
+    def __init__(self, data: bytes, parse):
+        spans: list = []
+        self.view = parse(data, spans)  # raises on a malformed payload
+        fmt, structure, numbers, pos, n = ["<"], [], [], 0, 0
+        for start, codes, n_values in spans:
+            if start > pos:
+                fmt.append(f"{start - pos}s")
+                structure.append(n)
+                n += 1
+            fmt.append(codes)
+            numbers += range(n, n + n_values)
+            n += n_values
+            pos = start + struct.calcsize("<" + codes)
+        if len(data) > pos:
+            fmt.append(f"{len(data) - pos}s")
+            structure.append(n)
+        if data[1] != 1:
+            fmt[0] = ">"
+        self.struct = struct.Struct("".join(fmt))
+        self.structure = _tuple_getter(structure)
+        self.numbers = _tuple_getter(numbers)
+        self.expected = self.structure(self.struct.unpack(data))
+
+    def read(self, data: bytes) -> tuple | None:
+        """The message's numbers in field order; None when it is not of this shape."""
+        if len(data) != self.struct.size:
+            return None
+        values = self.struct.unpack(data)
+        if self.structure(values) != self.expected:
+            return None
+        return self.numbers(values)
+
+
+class _StreamDecoder:
+    """Messages of one type to core measurements, one learnt layout per size."""
+
+    MAX_LAYOUTS = 32
+
+    def __init__(self, parse):
+        self._parse = parse
+        self._layouts: dict[int, tuple[_Layout, object]] = {}
+
+    def __call__(self, data: bytes):
+        known = self._layouts.get(len(data))
+        if known is not None:
+            numbers = known[0].read(data)
+            if numbers is not None:
+                return self._build(known[1], numbers)
+        layout = _Layout(data, self._parse)
+        if len(self._layouts) >= self.MAX_LAYOUTS:
+            self._layouts.clear()
+        constants = self._constants(layout.view)
+        self._layouts[len(data)] = (layout, constants)
+        return self._build(constants, layout.read(data))
+
+    def _constants(self, view):
+        raise NotImplementedError
+
+    def _build(self, constants, numbers):
+        raise NotImplementedError
+
+
+class WorldStateDecoder(_StreamDecoder):
+    """labference/msg/WorldState bytes -> core WorldMeasurement, as msgconv.world_from_msg
+    gives it from the deserialized message (test/recording/test_cdr_views.py)."""
+
+    def __init__(self):
+        super().__init__(world_state)
+
+    def _constants(self, view: WorldState):
+        objects = tuple((o.name, o.kind, tuple(o.contacts)) for o in view.objects)
+        return objects, tuple(view.pan_contacts), view.environment_json
+
+    def _build(self, constants, numbers):
+        objects, pan_contacts, environment_json = constants
+        # numbers: stamp (sec, nanosec); per object 7 pose, 6 twist, 2 finger bools;
+        # gripper width, closing, hand on pan.
+        i = 2
+        measured = {}
+        for name, kind, contacts in objects:
+            measured[name] = object_measurement(name, kind, *numbers[i:i + 13], contacts)
+            i += 15
+        t = stamp_to_s(Stamp(numbers[0], numbers[1]))
+        return world_measurement(t, measured, numbers[i], numbers[i + 1], pan_contacts, environment_json)
+
+
+class BalanceReadingDecoder(_StreamDecoder):
+    """labference/msg/BalanceReading bytes -> (stamp in s, core BalanceMeasurement)."""
+
+    def __init__(self):
+        super().__init__(balance_reading)
+
+    def _constants(self, view: BalanceReading):
+        return view.invalid_reason
+
+    def _build(self, invalid_reason, numbers):
+        sec, nanosec, raw_g, filtered_g, displayed_g, stable, overload, valid = numbers
+        t = stamp_to_s(Stamp(sec, nanosec))
+        return t, balance_measurement(raw_g, filtered_g, displayed_g, stable, overload, valid, invalid_reason)

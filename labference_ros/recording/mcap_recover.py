@@ -31,19 +31,22 @@ class IntegrityError(Exception):
     """Bytes that are not what the writer wrote; the message names where."""
 
 
-def _chunk_messages(chunk: Chunk) -> list[tuple[int, int, int, bytes]]:
-    """(channel_id, log_time, publish_time, data) of the messages inside a chunk."""
+def _chunk_messages(chunk: Chunk, channels: set[int] | None = None) -> list[tuple[int, int, int, bytes]]:
+    """(channel_id, log_time, publish_time, data) of the messages inside a chunk, of the
+    given channels only when ``channels`` is set (the others are stepped over unread)."""
     raw = decompress(chunk)
     out = []
     pos = 0
     end = len(raw)
+    record_head = struct.Struct("<BQ")
+    message_head = struct.Struct("<HIQQ")
     while pos + 9 <= end:
-        op = raw[pos]
-        (length,) = struct.unpack_from("<Q", raw, pos + 1)
+        op, length = record_head.unpack_from(raw, pos)
         body = pos + 9
         if op == OP_MESSAGE:
-            channel_id, _seq, log_time, publish_time = struct.unpack_from("<HIQQ", raw, body)
-            out.append((channel_id, log_time, publish_time, bytes(raw[body + 22:body + length])))
+            channel_id, _seq, log_time, publish_time = message_head.unpack_from(raw, body)
+            if channels is None or channel_id in channels:
+                out.append((channel_id, log_time, publish_time, bytes(raw[body + 22:body + length])))
         pos = body + length
     return out
 
@@ -156,8 +159,7 @@ def indexed_messages(path: pathlib.Path, summary, topics: set[str] | None):
         for index in sorted(summary.chunk_indexes, key=lambda i: i.chunk_start_offset):
             if wanted is not None and index.message_index_offsets and wanted.isdisjoint(index.message_index_offsets):
                 continue
-            msgs = _chunk_messages(_read_chunk_at(f, index.chunk_start_offset))
-            out += msgs if wanted is None else [m for m in msgs if m[0] in wanted]
+            out += _chunk_messages(_read_chunk_at(f, index.chunk_start_offset), wanted)
     out.sort(key=lambda m: m[1])
     return out
 

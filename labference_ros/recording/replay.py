@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from labference_ros.core.input_merge import InputMerger, cutoff, feed, finish as finish_feed, is_late
-from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, stamp_to_s, world_from_msg
+from labference_ros.msgconv import delivery_from_receipt
 from labference_ros.tasks.base import TaskFamily
+
+from .cdr_views import BalanceReadingDecoder, WorldStateDecoder
 
 WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
                                            "/policy/action_chunks")
@@ -52,16 +54,16 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
     inp = BagInputs()
     last_world_t = None
     reading = reading_topic(reader.topics())
-    for topic, _t, msg, msgtype in _typed(reader, reading):
+    for topic, _t, msg in _decoded(reader, reading):
         if topic == WORLD:
-            w = world_from_msg(msg)
+            w = msg
             if last_world_t is not None and w.t < last_world_t:
                 inp.dropped_before_reset += len(inp.worlds)
                 inp.worlds, inp.readings, inp.deliveries = [], [], []
             last_world_t = w.t
             inp.worlds.append(w)
         elif topic == reading:
-            inp.readings.append((stamp_to_s(msg.header.stamp), balance_from_msg(msg)))
+            inp.readings.append(msg)
         elif topic == POLICY_RECEIPTS:
             inp.policy_receipts.append(msg)
             d = delivery_from_receipt(msg, episode_id)
@@ -76,12 +78,13 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
     return inp
 
 
-def _typed(reader, reading: str):
-    types = reader.topics()
-    # Only what the referee and the evidence checks read (images stay undecoded).
+def _decoded(reader, reading: str):
+    """World states and readings straight to core measurements ((t, reading) for the
+    latter), the rest as rclpy messages; images are never decoded."""
     wanted = {WORLD, reading, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
-    for topic, t, msg in reader.messages(wanted, decoder="fast"):
-        yield topic, t, msg, types.get(topic, "")
+    direct = {"labference/msg/WorldState": WorldStateDecoder(),
+              "labference/msg/BalanceReading": BalanceReadingDecoder()}
+    return reader.messages(wanted, direct=direct)
 
 
 def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, finish: tuple[float, str],

@@ -60,3 +60,33 @@ def test_world_state_waits_for_its_reading_until_a_later_reading_proves_it_missi
     merger.add_reading(0.02, reading(1.0))
     (kind, m), = merger.drain()
     assert kind == "measure" and m.t == 0.01 and m.balance is None
+
+
+def test_pairing_keeps_every_field_of_the_world_state():
+    import dataclasses
+
+    from labference_ros.core.measurements import ObjectMeasurement
+
+    world = WorldMeasurement(t=0.5, objects={"std_10": ObjectMeasurement("std_10", "standard", (0, 0, 0),
+                                                                          (1, 0, 0, 0), 0.0, 0.0, ("pan",))},
+                             gripper_width=0.03, gripper_closing=True, pan_contacts=("std_10",),
+                             environment={"transition": {"id": 1}})
+    paired = world.with_balance(reading(7.0))
+    assert paired == dataclasses.replace(world, balance=reading(7.0))
+    for f in dataclasses.fields(WorldMeasurement):  # a new field must be carried too
+        expected = reading(7.0) if f.name == "balance" else getattr(world, f.name)
+        assert getattr(paired, f.name) == expected, f.name
+
+
+def test_readings_older_than_a_released_world_state_are_dropped_however_they_arrived():
+    merger = InputMerger()
+    for t in (0.03, 0.01, 0.02, 0.05):
+        merger.add_reading(t, reading(t))
+    merger.add_world(WorldMeasurement(t=0.02))
+    [(kind, m)] = merger.drain()
+    assert kind == "measure" and m.balance == reading(0.02)
+    merger.add_world(WorldMeasurement(t=0.01))  # before the release: ignored
+    merger.add_world(WorldMeasurement(t=0.04))  # its reading never came; 0.05 proves it missing
+    merger.add_world(WorldMeasurement(t=0.05))
+    assert [(k, m.t, m.balance) for k, m in merger.drain()] == [("measure", 0.04, None),
+                                                               ("measure", 0.05, reading(0.05))]

@@ -54,18 +54,22 @@ class SeatCheck:
                 "radial_m": self.radial_m, "failures": list(self.failures)}
 
 
-def _offsets(bottom: np.ndarray, frame: SlotFrame) -> tuple[float, float]:
-    """(depth past the mouth along the axis, radial distance from the axis line)."""
-    v = bottom - frame.mouth
-    depth = float(v @ frame.axis)
-    return depth, float(np.linalg.norm(v - depth * frame.axis))
+def socket_offsets(bottom: np.ndarray, frames: list[SlotFrame]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every socket at once: (unit axes, depth past the mouth along the axis,
+    radial distance from the axis line) of the point ``bottom``."""
+    axes = np.array([f.axis for f in frames])
+    v = bottom - np.array([f.mouth for f in frames])
+    depth = np.einsum("ij,ij->i", v, axes)
+    lateral = v - depth[:, None] * axes
+    return axes, depth, np.sqrt(np.einsum("ij,ij->i", lateral, lateral))
 
 
 def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: CentrifugeContract) -> SeatCheck:
     """The predicate at one instant, for the slot whose axis the tube's bottom is nearest."""
     bottom, down = tube_bottom(obj, contract.tube.length_m)
-    near = [(_offsets(bottom, f), f) for f in frames]
-    (depth, radial), frame = min(near, key=lambda x: x[0][1])
+    _axes, depths, radials = socket_offsets(bottom, frames)
+    nearest = int(np.argmin(radials))  # the first of equals, as min() over the slots
+    frame, depth, radial = frames[nearest], float(depths[nearest]), float(radials[nearest])
     if radial > contract.rotor.mouth_radius_m:  # nowhere near any socket
         return SeatCheck(None)
     th = contract.insertion

@@ -30,7 +30,7 @@ def support_classes(m: WorldMeasurement) -> dict[str, str]:
     stacked: dict[str, tuple[str, ...]] = {}
     names = m.objects.keys()
     for name, o in m.objects.items():
-        cs = set(o.contacts)
+        cs = o.contacts  # a few names: a tuple is searched faster than a set is built
         on_pan = PAN in cs or name in m.pan_contacts
         on_table, on_body = TABLE in cs, BALANCE_BODY in cs
         if on_pan:
@@ -83,7 +83,7 @@ def touches_location(m: WorldMeasurement, name: str, location: str) -> bool:
 
 
 def robot_touching(o: ObjectMeasurement) -> bool:
-    return any(c in ROBOT_IDS for c in o.contacts)
+    return not ROBOT_IDS.isdisjoint(o.contacts)
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,10 @@ def update(contract: TaskContract, goal: Goal, z: TaskState, e: PhysicalEvidence
     version, ev_time, trigger = z.evidence_version, z.evidence_time, z.evidence_trigger
     if bump:
         version, ev_time, trigger = version + 1, e.t, bump
+    if (not bump and not notes and locations is z.locations and obligations is z.obligations
+            and attempts is z.attempts and ready == z.reading_ready and last_g == z.last_stable_reading_g
+            and holding == z.terminal_holding and dwell == z.terminal_dwell_s):
+        return z, notes  # nothing changed: most measurements (the state is immutable)
     z2 = replace(z, locations=locations, reading_ready=ready, last_stable_reading_g=last_g,
                  obligations=obligations, attempts=attempts, terminal_holding=holding,
                  terminal_dwell_s=dwell, physically_complete=complete, complete_t=complete_t,
