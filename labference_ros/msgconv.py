@@ -66,7 +66,7 @@ def world_measurement(t: float, objects: dict, gripper_width: float, gripper_clo
                       pan_contacts: tuple[str, ...], environment_json: str,
                       balance: BalanceMeasurement | None = None) -> WorldMeasurement:
     """A WorldState's fields as one WorldMeasurement (world_from_msg and the audit's
-    direct decoder, recording/cdr_views.py, both end here)."""
+    direct decoder, labference_ros/cdr_views.py, both end here)."""
     return WorldMeasurement(t=t, objects=objects, gripper_width=gripper_width, gripper_closing=gripper_closing,
                             pan_contacts=pan_contacts, balance=balance,
                             environment=environment_from_json(environment_json))

@@ -51,6 +51,13 @@ EPS = 1e-6
 # How long finish_episode waits for a model request in flight; below the episode
 # runner's service_timeout_s (30 s by default), so the finish itself never times out.
 FINISH_WAIT_S = 20.0
+# The control loop moves on events: a lab_sim reply, a message the observation waits
+# for, the referee's echo. Timers only poll what cannot call back into the executor:
+# a system's answer from the inference thread (fast, while one is awaited) and the
+# timeouts (slow).
+INFERENCE_POLL_S = 0.002
+TIMEOUT_POLL_S = 0.05
+MAX_STEPS_PER_TICK = 16
 
 
 # Deliveries and their echoes are latched: a receipt published before the peer's
@@ -117,8 +124,10 @@ class PolicyBridge(Node):
         subscribe(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, QoSProfile(depth=50))
         subscribe(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
         if self.support.awaited:
-            subscribe(Intervention, "/oracle/interventions", self.support.on_intervention, RECEIPT_QOS)
-            subscribe(DeliveryReceipt, "/oracle/receipts", self.support.on_oracle_receipt, RECEIPT_QOS)
+            subscribe(Intervention, "/oracle/interventions", self._then_tick(self.support.on_intervention),
+                      RECEIPT_QOS)
+            subscribe(DeliveryReceipt, "/oracle/receipts", self._then_tick(self.support.on_oracle_receipt),
+                      RECEIPT_QOS)
         if self.system.privileged:  # evaluator state reaches privileged systems only
             subscribe(WorldState, "/evaluator/world_state", lambda m: self._keep("world", m), QoSProfile(depth=10))
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
@@ -136,11 +145,23 @@ class PolicyBridge(Node):
         self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
         self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
         self.create_service(SetPause, "/policy_bridge/pause", self.on_pause)
-        self.create_timer(0.002, self.tick)
+        self._ticking = False
+        self._tick_again = False
+        self.create_timer(TIMEOUT_POLL_S, self.tick)
+        self.inference_poll = self.create_timer(INFERENCE_POLL_S, self.tick)
+        self.inference_poll.cancel()  # runs only while a system's answer is awaited
 
     # inputs -------------------------------------------------------------------
     def _keep(self, key, msg):
         self.latest[key] = msg
+        if self.ep is not None and self.ep["state"] in ("observe", "execute"):
+            self.tick()  # the observation may be complete now (realtime: the clock moved)
+
+    def _then_tick(self, callback):
+        def handle(msg):
+            callback(msg)
+            self.tick()
+        return handle
 
     def on_echo(self, msg: DeliveryReceipt):
         if msg.kind == "observation":
@@ -148,6 +169,7 @@ class PolicyBridge(Node):
             self._note_evidence(int(msg.evidence_version), msg.payload_id)
         elif msg.kind == "intervention":
             self.support.on_referee_receipt(msg)
+        self.tick()
 
     def on_opportunity(self, msg: DecisionOpportunity):
         self._note_evidence(int(msg.evidence_version), msg.delivered_observation_id)
@@ -256,6 +278,7 @@ class PolicyBridge(Node):
         if ep is None or ep["state"] in ("done", "error"):
             return
         ep["state"] = state
+        self.inference_poll.cancel()
         summary = self.system.end_episode(reason)
         if summary is not None:
             ep["system_summary"] = summary
@@ -284,6 +307,25 @@ class PolicyBridge(Node):
 
     # the control loop ---------------------------------------------------------
     def tick(self):
+        """Run the episode's state machine as far as it can go now. Called from timers,
+        reply callbacks and input callbacks; a call made while it runs (a reply that was
+        already there) makes it go round once more instead of nesting."""
+        if self._ticking:
+            self._tick_again = True
+            return
+        self._ticking = True
+        try:
+            for _ in range(MAX_STEPS_PER_TICK):
+                self._tick_again = False
+                ep = self.ep
+                state = ep["state"] if ep is not None else None
+                self._step()
+                if not self._tick_again and (self.ep is not ep or ep is None or ep["state"] == state):
+                    break  # waiting for something
+        finally:
+            self._ticking = False
+
+    def _step(self):
         ep = self.ep
         if ep is None or ep["state"] in ("done", "error"):
             return
@@ -310,6 +352,7 @@ class PolicyBridge(Node):
         s_to_stamp(ep["t"], req.command_stamp)
         ep["future"], ep["state"], ep["then"] = self.advance.call_async(req), "advancing", then
         ep["advance_sent"] = time.monotonic()
+        ep["future"].add_done_callback(lambda _reply: self.tick())
 
     def _state_prime(self, ep):
         # lab_sim publishes the state at a boundary when asked to advance by zero.
@@ -451,10 +494,12 @@ class PolicyBridge(Node):
             ev = self._evaluator_view(ep) if self.system.privileged else None
             ep["wall0"] = time.perf_counter()
             ep["inference"] = self.pool.submit(self.system.act, loop.obs, ev)
+            self.inference_poll.reset()
             return
         fut = ep["inference"]
         if not fut.done():
             return
+        self.inference_poll.cancel()
         ep["inference"] = None
         wall = time.perf_counter() - ep["wall0"]
         chunk = fut.result()  # EvaluationValidityError propagates to tick()

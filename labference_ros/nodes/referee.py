@@ -3,8 +3,8 @@ events, legal sets, opportunities and live scores, and writes the run records.""
 from __future__ import annotations
 
 import json
-import math
 import os
+import struct
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -16,7 +16,8 @@ from labference_ros.core.input_merge import (LATE_REPORT_ANSWER, InputMerger, fe
                                              report_answer)
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
-from labference_ros.msgconv import balance_from_msg, delivery_from_receipt, s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder
+from labference_ros.msgconv import delivery_from_receipt, s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
@@ -49,10 +50,13 @@ class RefereeNode(Node):
         # bridge waits for it before physics advances (input ordering, core/input_merge.py).
         self.pub_receipts = self.create_publisher(DeliveryReceipt, "/referee/receipts", latched)
         self.inputs = {
+            # Raw bytes, decoded by the replay audit's decoders (cdr_views): the online and the
+            # audited referee get their measurements from the same code, without rclpy's
+            # per-field Python message objects.
             "/evaluator/world_state": self.create_subscription(WorldState, "/evaluator/world_state", self.on_world,
-                                                               measurement_qos(500)),
+                                                               measurement_qos(500), raw=True),
             "/balance/reading": self.create_subscription(BalanceReading, "/balance/reading", self.on_reading,
-                                                         measurement_qos(500)),
+                                                         measurement_qos(500), raw=True),
             "/policy/receipts": self.create_subscription(DeliveryReceipt, "/policy/receipts", self.on_receipt, latched),
         }
         self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
@@ -68,6 +72,7 @@ class RefereeNode(Node):
         self.records: RunRecords | None = None
         self.records_error: OSError | None = None  # the first failed write of this episode's records
         self.merger = InputMerger(readings=self.family.reads_balance)
+        self.world_decoder, self.reading_decoder = WorldStateDecoder(), BalanceReadingDecoder()
         self.last_t = 0.0
         self.finished_episode = ""  # the episode last finished: later inputs of it are late
 
@@ -154,15 +159,28 @@ class RefereeNode(Node):
         self._close_records("referee_shutdown")
 
     # inputs -------------------------------------------------------------------
-    def on_world(self, msg: WorldState):
+    def on_world(self, data: bytes):
         if self.referee is not None:
-            self.merger.add_world(world_from_msg(msg))
-            self._pump()
+            measurement = self._decoded(self.world_decoder, data, "/evaluator/world_state")
+            if measurement is not None:
+                self.merger.add_world(measurement)
+                self._pump()
 
-    def on_reading(self, msg: BalanceReading):
+    def on_reading(self, data: bytes):
         if self.referee is not None:
-            self.merger.add_reading(stamp_to_s(msg.header.stamp), balance_from_msg(msg))
-            self._pump()
+            stamped = self._decoded(self.reading_decoder, data, "/balance/reading")
+            if stamped is not None:
+                self.merger.add_reading(*stamped)
+                self._pump()
+
+    def _decoded(self, decoder, data: bytes, topic: str):
+        try:
+            return decoder(data)
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            # Bytes that are not the message they claim to be: the measurement is lost,
+            # which the referee sees as a gap (no reading: an invalid window).
+            self.get_logger().error(f"{topic}: undecodable message ({len(data)} bytes): {exc}")
+            return None
 
     def on_receipt(self, msg: DeliveryReceipt):
         if self.referee is None:

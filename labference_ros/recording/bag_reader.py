@@ -191,7 +191,7 @@ class EpisodeBagReader:
         """(topic, log_time_ns, message). ``decoder``: 'rclpy' (the C type support: rclpy
         message objects) or 'rosbags' (pure Python, no ROS install needed). ``direct``
         maps type names to functions of the CDR bytes used instead (the audit's
-        decoders straight to core measurements, recording/cdr_views.py)."""
+        decoders straight to core measurements, labference_ros/cdr_views.py)."""
         direct = direct or {}
         if decoder == "rclpy":
             from rclpy.serialization import deserialize_message

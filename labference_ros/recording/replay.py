@@ -15,7 +15,7 @@ from labference_ros.core.input_merge import InputMerger, cutoff, feed, finish as
 from labference_ros.msgconv import delivery_from_receipt
 from labference_ros.tasks.base import TaskFamily
 
-from .cdr_views import BalanceReadingDecoder, WorldStateDecoder
+from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder
 
 WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
                                            "/policy/action_chunks")

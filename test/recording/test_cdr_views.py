@@ -6,7 +6,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from labference.msg import BalanceReading, ObjectState, WorldState
 from labference_ros.msgconv import balance_from_msg, world_from_msg
-from labference_ros.recording import cdr_views
+from labference_ros import cdr_views
 
 
 def _world(n_objects: int, text: str) -> WorldState:

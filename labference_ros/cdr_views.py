@@ -1,12 +1,15 @@
-"""Direct CDR readers for the audit's two high-volume topics.
+"""Direct CDR readers for the two high-volume evaluator topics, world states and
+balance readings, used by the online referee (raw subscriptions) and the replay
+audit alike: the same bytes become the same core measurements in both.
 
-rclpy's C deserialization still builds every nested message through its
-generated Python constructors (Pose, Twist, Vector3, ... per object per world
-state), which is where most of an audit's time went. These readers unpack
-`labference/msg/WorldState` and `labference/msg/BalanceReading` with struct
-straight into light views that carry the same field names, and the audit hands
-them to the same msgconv functions the online referee uses. A test checks
-them against rclpy's deserialization field by field.
+rclpy's C deserialization builds every nested message through its generated
+Python constructors (Pose, Twist, Vector3, ... per object per world state).
+These readers unpack `labference/msg/WorldState` and
+`labference/msg/BalanceReading` with struct instead: `world_state` and
+`balance_reading` into light views with the same field names, and the stream
+decoders (`WorldStateDecoder`, `BalanceReadingDecoder`) straight into core
+measurements through msgconv's constructors. Tests check both against rclpy's
+deserialization and msgconv.world_from_msg.
 
 CDR (XCDR1, as rmw_fastrtps writes it): a 4-byte encapsulation header (byte 1
 is 1 for little endian), then fields aligned to their own size, relative to
