@@ -159,6 +159,12 @@ class _Reader:
         return Header(self.stamp(), self.string())
 
 
+def header_stamp_s(data: bytes) -> float:
+    """The header stamp (seconds) of a message whose first field is a std_msgs/Header
+    (JointState, Image, WorldState, ...), without decoding the rest."""
+    return stamp_to_s(_Reader(data).stamp())
+
+
 def world_state(data: bytes, numbers: list | None = None) -> WorldState:
     r = _Reader(data, numbers)
     header = r.header()

@@ -86,8 +86,7 @@ def make_node():
     from std_msgs.msg import String
     from tqdm import tqdm
 
-    from labference.msg import ScoreSnapshot
-    from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
+    from labference_ros.cdr_views import header_stamp_s
     from labference_ros.core.failures import console_line
     from labference_ros.core.summary import format_rate, format_table
     from labference_ros.episodes.attempts import Attempt, AttemptLog, parse_scores
@@ -145,8 +144,9 @@ def make_node():
 
             # Best effort takes /clock from reliable and best-effort publishers alike.
             if self.setup != "operator":  # a real cell's time is the nodes' clock (tick)
+                # Raw: at 100 Hz only the stamp matters, read from the bytes (cdr_views).
                 self.create_subscription(Clock, "/clock", self.on_clock,
-                                         QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+                                         QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
             self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)
             self.create_subscription(String, "/policy_bridge/status", self.on_status, 10)
             self.reset = self.create_client(ResetEpisode, "/lab_sim/reset")
@@ -169,8 +169,8 @@ def make_node():
             self.timer = self.create_timer(TICK_S, self.tick, clock=SteadyClock(clock_type=ClockType.STEADY_TIME))
 
         # ------------------------------------------------------------ inputs
-        def on_clock(self, msg):
-            self.on_time(msg.clock.sec + msg.clock.nanosec * 1e-9)
+        def on_clock(self, data: bytes):
+            self.on_time(header_stamp_s(data))  # rosgraph_msgs/Clock starts with its Time, as a Header does
 
         def on_time(self, t: float):
             if self.sim_now is None or t != self.sim_now:

@@ -26,6 +26,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -37,7 +38,8 @@ from labference_ros.core.action_conversion import identity
 from labference_ros.core.episode_loop import STOP_HOLD_S, EpisodeLoop
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
-from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
+from labference_ros.cdr_views import WorldStateDecoder, header_stamp_s
+from labference_ros.msgconv import s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
@@ -107,7 +109,10 @@ class PolicyBridge(Node):
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
-        self.latest: dict[str, object] = {}  # newest message per channel
+        # Newest message per channel, as its serialized bytes: stamps are read from them
+        # and a message is decoded only when an observation uses it (most never are).
+        self.latest: dict[str, bytes] = {}
+        self.world_decoder = WorldStateDecoder()
         self.echoes: dict[str, DeliveryReceipt] = {}  # referee receipts by observation id
         self.ep: dict | None = None
 
@@ -115,12 +120,13 @@ class PolicyBridge(Node):
         img_qos = image_qos(str(v["image_reliability"]))
         self.inputs = {}  # topic -> subscription, awaited at each episode's start
 
-        def subscribe(msg_type, topic, callback, profile):
-            self.inputs[topic] = self.create_subscription(msg_type, topic, callback, profile)
+        def subscribe(msg_type, topic, callback, profile, raw=False):
+            self.inputs[topic] = self.create_subscription(msg_type, topic, callback, profile, raw=raw)
 
-        subscribe(JointState, "/joint_states", lambda m: self._keep("joints", m), qos)
+        subscribe(JointState, "/joint_states", lambda m: self._keep("joints", m), qos, raw=True)
         for cam in self.cameras:
-            subscribe(Image, f"/cameras/{cam}/image_raw", lambda m, c=cam: self._keep(f"image:{c}", m), img_qos)
+            subscribe(Image, f"/cameras/{cam}/image_raw", lambda m, c=cam: self._keep(f"image:{c}", m), img_qos,
+                      raw=True)
         subscribe(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, QoSProfile(depth=50))
         subscribe(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
         if self.support.awaited:
@@ -129,7 +135,8 @@ class PolicyBridge(Node):
             subscribe(DeliveryReceipt, "/oracle/receipts", self._then_tick(self.support.on_oracle_receipt),
                       RECEIPT_QOS)
         if self.system.privileged:  # evaluator state reaches privileged systems only
-            subscribe(WorldState, "/evaluator/world_state", lambda m: self._keep("world", m), QoSProfile(depth=10))
+            subscribe(WorldState, "/evaluator/world_state", lambda m: self._keep("world", m), QoSProfile(depth=10),
+                      raw=True)
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
         self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
@@ -152,8 +159,8 @@ class PolicyBridge(Node):
         self.inference_poll.cancel()  # runs only while a system's answer is awaited
 
     # inputs -------------------------------------------------------------------
-    def _keep(self, key, msg):
-        self.latest[key] = msg
+    def _keep(self, key, data: bytes):
+        self.latest[key] = data
         if self.ep is not None and self.ep["state"] in ("observe", "execute"):
             self.tick()  # the observation may be complete now (realtime: the clock moved)
 
@@ -372,23 +379,27 @@ class PolicyBridge(Node):
             raise EvaluationValidityError(f"lab_sim advance failed: {getattr(res, 'message', 'no reply')}")
         ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()
 
+    def _stamp(self, key) -> float | None:
+        data = self.latest.get(key)
+        return header_stamp_s(data) if data is not None else None
+
     def _current_time(self, ep) -> float:
         if self.v["step_mode"] == "sync":
             return ep["t"]
-        js = self.latest.get("joints")
-        return stamp_to_s(js.header.stamp) if js is not None else 0.0
+        t = self._stamp("joints")
+        return t if t is not None else 0.0
 
     def _fresh(self, ep, t) -> bool:
         """Joint state at t, each camera's newest frame at or after the last
         camera tick, and (privileged) world state at t."""
-        js = self.latest.get("joints")
-        if js is None or abs(stamp_to_s(js.header.stamp) - t) > EPS:
+        joints_t = self._stamp("joints")
+        if joints_t is None or abs(joints_t - t) > EPS:
             return False
         if not self._frames_of_the_last_tick(t):
             return False
         if self.system.privileged:
-            w = self.latest.get("world")
-            if w is None or abs(stamp_to_s(w.header.stamp) - t) > EPS:
+            world_t = self._stamp("world")
+            if world_t is None or abs(world_t - t) > EPS:
                 return False
         return True
 
@@ -397,8 +408,8 @@ class PolicyBridge(Node):
         rate = float(self.v["camera_rate"])
         tick = math.floor(t * rate + EPS) / rate
         for cam in self.cameras:
-            img = self.latest.get(f"image:{cam}")
-            if img is None or stamp_to_s(img.header.stamp) < tick - EPS:
+            frame_t = self._stamp(f"image:{cam}")
+            if frame_t is None or frame_t < tick - EPS:
                 return False
         return True
 
@@ -433,10 +444,10 @@ class PolicyBridge(Node):
             return
         images, stamps = {}, {}
         for cam in self.cameras:
-            m = self.latest[f"image:{cam}"]
+            m = deserialize_message(self.latest[f"image:{cam}"], Image)
             images[cam] = np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width, 3)
             stamps[cam] = stamp_to_s(m.header.stamp)
-        js = self.latest["joints"]
+        js = deserialize_message(self.latest["joints"], JointState)
         # What a lab tells its systems: the world camera's calibration from the cell
         # description (mount) and the delivered image (size), never from the simulator.
         front = images["front"]
@@ -525,7 +536,7 @@ class PolicyBridge(Node):
         ep["state"] = "execute"
 
     def _evaluator_view(self, ep):
-        return self.family.evaluator_view(ep["instance"], world_from_msg(self.latest["world"]))
+        return self.family.evaluator_view(ep["instance"], self.world_decoder(self.latest["world"]))
 
     def _publish_chunk(self, ep, verdict):
         loop = ep["loop"]

@@ -302,7 +302,12 @@ class MujocoBackend(SimBackend):
     def contacts(self) -> list[tuple[str, str]]:
         """Identity pairs in contact now (touching or penetrating)."""
         d, ident = self.data, self._geom_identity
-        return [(ident[c.geom1], ident[c.geom2]) for c in d.contact[:d.ncon] if c.dist <= 0.0]
+        if d.ncon == 0:
+            return []
+        # The contact list's fields as arrays: one wrapper object per contact costs ~10 us.
+        contacts = d.contact
+        touching = contacts.geom[contacts.dist <= 0.0].tolist()
+        return [(ident[a], ident[b]) for a, b in touching]
 
     def measure(self) -> WorldMeasurement:
         m, d = self.model, self.data

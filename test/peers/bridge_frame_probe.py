@@ -21,6 +21,8 @@ def main() -> int:
     rclpy = init_ros(["--ros-args", "-p", f"task:={task}", "-p", "step_mode:=realtime", "-p", f"system:={system}",
                       "-p", "camera_rate:=10.0", "-p", "match_timeout_s:=0.1", "-p", "wait_for_referee_receipt:=false"])
     from builtin_interfaces.msg import Time
+    from rclpy.serialization import serialize_message
+
     from labference.srv import StartEpisode
     from sensor_msgs.msg import Image, JointState
 
@@ -38,14 +40,14 @@ def main() -> int:
         msg = JointState(name=[f"panda_joint{k}" for k in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"],
                          position=[0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.04, 0.04])
         msg.header.stamp = s_to_stamp(t, Time())
-        bridge.latest["joints"] = msg
+        bridge.latest["joints"] = serialize_message(msg)  # the bridge keeps inputs serialized
 
     def frames_at(t):
         for cam in bridge.cameras:
             img = Image(height=24, width=32, encoding="rgb8", step=96,
                         data=np.full((24, 32, 3), 128, np.uint8).tobytes())
             img.header.stamp = s_to_stamp(t, Time())
-            bridge.latest[f"image:{cam}"] = img
+            bridge.latest[f"image:{cam}"] = serialize_message(img)
 
     def observe() -> dict | None:
         ep = bridge.ep

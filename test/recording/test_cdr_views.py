@@ -135,3 +135,18 @@ def test_a_cut_payload_is_an_error_in_the_stream_decoder_too():
     decoder(data)
     with pytest.raises(Exception):
         decoder(data[:len(data) // 2])
+
+
+def test_the_stamp_is_read_from_the_bytes_of_any_message_that_starts_with_one():
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image, JointState
+
+    image = Image(height=2, width=3, encoding="rgb8", step=9, data=bytes(range(18)))
+    image.header.stamp.sec, image.header.stamp.nanosec = 7, 250_000_000
+    joints = JointState(name=["a"], position=[0.5])
+    joints.header.stamp.sec, joints.header.stamp.nanosec = 0, 20_000_000
+    clock = Clock()
+    clock.clock.sec, clock.clock.nanosec = 12, 1
+    assert cdr_views.header_stamp_s(serialize_message(image)) == 7.25
+    assert cdr_views.header_stamp_s(serialize_message(joints)) == 0.02
+    assert cdr_views.header_stamp_s(serialize_message(clock)) == 12 + 1e-9

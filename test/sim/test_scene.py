@@ -60,3 +60,18 @@ def test_cameras_render_configured_sizes():
         assert img.dtype == np.uint8 and img.shape == ((80, 80, 3) if cam == "display" else (64, 96, 3))
         assert img.std() > 5  # not a blank frame
     b.close()
+
+
+def test_contacts_read_from_the_contact_arrays_match_the_contact_structs():
+    b = MujocoBackend()
+    b.load(make_instance())
+    ident = b._geom_identity
+    seen = 0
+    for _ in range(40):  # weights settling on the table and the pan: contacts come and go
+        b.step(5)
+        d = b.data
+        expected = [(ident[c.geom1], ident[c.geom2]) for c in d.contact[:d.ncon] if c.dist <= 0.0]
+        assert b.contacts() == expected
+        seen += len(expected)
+    assert seen > 0
+    b.close()
