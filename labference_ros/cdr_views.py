@@ -18,11 +18,12 @@ bytes; sequences a uint32 count and the elements.
 """
 from __future__ import annotations
 
+import json
 import operator
 import struct
 from typing import NamedTuple
 
-from labference_ros.msgconv import balance_measurement, object_measurement, stamp_to_s, world_measurement
+from labference_ros.msgconv import balance_measurement, object_measurement, stamp_parts, stamp_to_s, world_measurement
 
 
 class Vec3(NamedTuple):
@@ -209,7 +210,7 @@ def _tuple_getter(indexes: list[int]):
 
 
 class _Layout:
-    __slots__ = ("struct", "structure", "expected", "numbers", "view")
+    __slots__ = ("struct", "structure", "expected", "number_slots", "numbers", "view")
 
     def __init__(self, data: bytes, parse):
         spans: list = []
@@ -231,6 +232,7 @@ class _Layout:
             fmt[0] = ">"
         self.struct = struct.Struct("".join(fmt))
         self.structure = _tuple_getter(structure)
+        self.number_slots = numbers
         self.numbers = _tuple_getter(numbers)
         self.expected = self.structure(self.struct.unpack(data))
 
@@ -310,3 +312,46 @@ class BalanceReadingDecoder(_StreamDecoder):
         sec, nanosec, raw_g, filtered_g, displayed_g, stable, overload, valid = numbers
         t = stamp_to_s(Stamp(sec, nanosec))
         return t, balance_measurement(raw_g, filtered_g, displayed_g, stable, overload, valid, invalid_reason)
+
+
+class WorldStateEncoder:
+    """Core WorldMeasurement -> labference/msg/WorldState CDR bytes, for lab_sim's
+    publisher: what ``serialize(m, supports)`` (rclpy's serializer over
+    msgconv.fill_world_msg) gives, with alignment gaps zeroed. The first measurement
+    of each shape (object names, kinds, support labels, contacts, pan contacts,
+    environment record) goes through ``serialize`` and teaches the layout; the
+    others are packed into it with one struct call, without building the nested
+    rclpy message objects (test/recording/test_cdr_views.py)."""
+
+    MAX_LAYOUTS = 64
+
+    def __init__(self, serialize):
+        self._serialize = serialize
+        self._layouts: dict[tuple, tuple] = {}
+
+    def __call__(self, m, supports: dict[str, str]) -> bytes:
+        objects = [m.objects[name] for name in sorted(m.objects)]
+        environment = json.dumps(m.environment, sort_keys=True) if m.environment else ""
+        shape = (tuple((o.name, o.kind, supports.get(o.name, ""), o.contacts) for o in objects),
+                 m.pan_contacts, environment)
+        known = self._layouts.get(shape)
+        if known is None:
+            data = self._serialize(m, supports)
+            layout = _Layout(data, world_state)
+            if len(self._layouts) >= self.MAX_LAYOUTS:
+                self._layouts.clear()
+            self._layouts[shape] = (layout.struct, list(layout.struct.unpack(data)), layout.number_slots)
+            return data
+        packer, values, slots = known
+        # Field order of WorldState: stamp; per object pose (x, y, z; quaternion x, y, z, w),
+        # twist (speeds only, on x), finger contacts; gripper width, closing, hand on pan.
+        numbers = [*stamp_parts(m.t)]
+        for o in objects:
+            (px, py, pz), (qw, qx, qy, qz) = o.position, o.orientation
+            numbers += (px, py, pz, qx, qy, qz, qw, o.linear_speed, 0.0, 0.0, o.angular_speed, 0.0, 0.0,
+                        o.left_finger_contact, o.right_finger_contact)
+        numbers += (m.gripper_width, m.gripper_closing, m.hand_on_pan)
+        values = values.copy()
+        for slot, number in zip(slots, numbers, strict=True):
+            values[slot] = number
+        return packer.pack(*values)

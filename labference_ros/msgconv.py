@@ -18,9 +18,13 @@ def stamp_to_s(stamp) -> float:
 
 def s_to_stamp(t: float, stamp) -> object:
     """Fill a builtin_interfaces/Time with sim time t (nanosecond rounding)."""
-    ns = int(round(t * 1e9))
-    stamp.sec, stamp.nanosec = divmod(ns, 1_000_000_000)
+    stamp.sec, stamp.nanosec = stamp_parts(t)
     return stamp
+
+
+def stamp_parts(t: float) -> tuple[int, int]:
+    """(sec, nanosec) of sim time t, rounded to the nanosecond."""
+    return divmod(int(round(t * 1e9)), 1_000_000_000)
 
 
 def balance_from_msg(msg) -> BalanceMeasurement:

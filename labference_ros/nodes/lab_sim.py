@@ -18,6 +18,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from tf2_msgs.msg import TFMessage
@@ -25,6 +26,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
+from labference_ros.cdr_views import WorldStateEncoder
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
@@ -78,6 +80,9 @@ class LabSim(Node):
         self.pub_tare = self.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+        # Serialized by rclpy once per shape of world state, then packed (cdr_views).
+        self.world_encoder = WorldStateEncoder(
+            lambda m, supports: serialize_message(fill_world_msg(WorldState(), m, ObjectState, supports)))
         # Fixtures at this layout's poses and the cameras' optical frames (sim/frames.py).
         self.pub_tf_static = self.create_publisher(
             TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -145,7 +150,7 @@ class LabSim(Node):
             if target is not None:
                 check, ordered = validate_arm_command(ARM_JOINT_NAMES, target)
                 if check.ok:
-                    self.backend.set_arm_targets(ordered)
+                    self.backend.apply_arm_targets(ordered)
             self.backend.step(1)
             self.publish_due()
 
@@ -187,7 +192,7 @@ class LabSim(Node):
         self.pub_joints.publish(jmsg)
         if self.backend.has_load_cell:
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
-        self.pub_world.publish(fill_world_msg(WorldState(), m, ObjectState, self.family.support_labels(m)))
+        self.pub_world.publish(self.world_encoder(m, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
         stamp = s_to_stamp(t, Time())

@@ -94,6 +94,10 @@ class SimBackend(abc.ABC):
         leaves the arm holding its current position and says why."""
 
     @abc.abstractmethod
+    def apply_arm_targets(self, ordered: tuple[float, ...]) -> None:
+        """Targets of panda_joint1..7, in that order, that validate_arm_command accepted."""
+
+    @abc.abstractmethod
     def set_gripper(self, width: float, speed: float = 0.1, force: float = 0.0,
                     epsilon_inner: float = 0.005, epsilon_outer: float = 0.005,
                     grasp: bool = False) -> CommandCheck:

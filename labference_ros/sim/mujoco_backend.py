@@ -226,8 +226,12 @@ class MujocoBackend(SimBackend):
         if not check.ok:
             self.hold_arm()
             return check
-        self.data.ctrl[:7] = ordered
+        self.apply_arm_targets(ordered)
         return check
+
+    def apply_arm_targets(self, ordered: tuple[float, ...]) -> None:
+        # lab_sim checks each interpolated target once per physics step, not twice.
+        self.data.ctrl[:7] = ordered
 
     def hold_arm(self) -> None:
         """Servo to where the arm is now (used when a command is rejected)."""

@@ -150,3 +150,38 @@ def test_the_stamp_is_read_from_the_bytes_of_any_message_that_starts_with_one():
     assert cdr_views.header_stamp_s(serialize_message(image)) == 7.25
     assert cdr_views.header_stamp_s(serialize_message(joints)) == 0.02
     assert cdr_views.header_stamp_s(serialize_message(clock)) == 12 + 1e-9
+
+
+def _measurements():
+    """World measurements of one shape with changing numbers, then other shapes and back."""
+    from labference_ros.core.measurements import ObjectMeasurement, WorldMeasurement
+
+    def world(step: int, contacts=("table",), pan=(), environment=None):
+        objects = {name: ObjectMeasurement(name, kind, (0.1 * i + 0.001 * step, -0.2, 0.3), (0.99, 0.01, -0.02, 0.1),
+                                           0.5 * step, 1e-6 * i, contacts if i else ("left_finger", "right_finger"))
+                   for i, (name, kind) in enumerate((("std_10", "standard"), ("sample", "sample"),
+                                                     ("std_2", "standard")))}
+        return WorldMeasurement(t=0.01 * step + 1e-12, objects=objects, gripper_width=0.04 - 1e-4 * step,
+                                gripper_closing=bool(step % 2), pan_contacts=pan, environment=environment)
+
+    return ([world(k) for k in range(4)] + [world(4, contacts=("pan", "std_2"), pan=("sample",))]
+            + [world(5, environment={"transition": {"id": 3}})] + [world(k) for k in range(6, 9)])
+
+
+def test_the_encoder_gives_what_rclpy_serializes_from_fill_world_msg():
+    from labference_ros.msgconv import fill_world_msg
+
+    supports = {"std_10": "table", "sample": "pan"}
+
+    def reference(m, labels):
+        return serialize_message(fill_world_msg(WorldState(), m, ObjectState, labels))
+
+    encoder = cdr_views.WorldStateEncoder(reference)
+    for m in _measurements() * 2:  # the second pass packs every shape into a learnt layout
+        data = encoder(m, supports)
+        assert deserialize_message(data, WorldState) == deserialize_message(reference(m, supports), WorldState)
+        assert cdr_views.WorldStateDecoder()(data) == world_from_msg(fill_world_msg(WorldState(), m, ObjectState,
+                                                                                   supports))
+    relabelled = encoder(_measurements()[0], {"std_10": "pan"})  # a new support label is a new shape
+    labels = {o.name: o.supported_by for o in deserialize_message(relabelled, WorldState).objects}
+    assert labels == {"sample": "", "std_10": "pan", "std_2": ""}
