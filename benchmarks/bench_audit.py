@@ -65,6 +65,39 @@ def camera_bytes(bag_dir: pathlib.Path) -> dict[str, tuple[int, int, int]]:
     return out
 
 
+def stage_times(bag, episode_id: str, repeats: int) -> str:
+    """CPU time of the audit's stages (median of ``repeats``): opening the bag (metadata,
+    CRCs), reading and decoding the referee's inputs, and re-scoring them."""
+    import json
+
+    from labference_ros.core.records import episode_deadline, task_family_name
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+    from labference_ros.recording.replay import read_inputs, rebuild
+    from labference_ros.tasks import family as task_family
+
+    times: dict[str, list[float]] = {"open": [], "inputs": [], "referee": []}
+    for _ in range(repeats):
+        c0 = time.process_time()
+        reader = EpisodeBagReader(bag)
+        c1 = time.process_time()
+        inputs = read_inputs(reader, episode_id)
+        c2 = time.process_time()
+        run = json.loads((reader.dir.parent / "run.json").read_text())
+        fam = task_family(task_family_name(run))
+        instance = fam.instance_from_json(json.dumps(run["instance"]))
+        c3 = time.process_time()
+        rebuild(fam, inputs, instance, episode_id, (inputs.sim_span[1], "episode_end"), [],
+                deadline_s=episode_deadline(run))
+        c4 = time.process_time()
+        for name, dt in (("open", c1 - c0), ("inputs", c2 - c1), ("referee", c4 - c3)):
+            times[name].append(dt)
+    n = len(inputs.worlds)
+    referee = statistics.median(times["referee"])
+    return (f"stages (CPU, median): open and check the bag {statistics.median(times['open']) * 1e3:.0f} ms, "
+            f"read and decode the inputs {statistics.median(times['inputs']) * 1e3:.0f} ms, "
+            f"the referee over {n} measurements {referee * 1e3:.0f} ms ({referee / max(n, 1) * 1e6:.0f} us each)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("path", nargs="?")
@@ -91,6 +124,7 @@ def main() -> int:
                   f"{result.sim_duration_s:.2f} s of sim, {result.counts['world_states']} world states, "
                   f"bag {size_mb:.2f} MB, {result.verdict}; ratio audit/sim = {wall / sim:.4f} wall, "
                   f"{cpu / sim:.4f} CPU")
+            print("  " + stage_times(bag, result.episode_id, a.repeats))
             for cam, (n, packed, raw) in sorted(camera_bytes(result.bag).items()):
                 print(f"  camera {cam}: {n} chunks, {packed / sim / 1e3:.1f} kB per sim s in the bag "
                       f"({raw / max(packed, 1):.1f}x smaller than the raw frames)")

@@ -5,11 +5,13 @@ the same 50 Hz control rate, takes a measurement (world state, load-cell wrench,
 joints) every 10 ms of sim time, renders the three cameras at --camera-rate at
 the graph's image size, and runs on until the referee's 3 s terminal dwell
 could have completed. Graph: `labference launch weighing_sim.launch.py` running
-the same instance twice (record:=false): the first episode pays the graph's
-start-up (seven Python processes importing rclpy, MuJoCo, the planner), the
-second is what every further episode of a campaign worker costs. Wall times are
+the same instance --episodes times (record:=false): the first episode pays the
+graph's start-up (seven Python processes importing rclpy, MuJoCo, the planner),
+the others are what every further episode of a campaign worker costs (their
+median is printed; this machine's timings drift by 20 % between minutes, so
+the raw episodes run before and after the graph). Wall times are
 the episodes' as the runner reports them; CPU times are of every process of the
-launch, sampled at the episodes' boundaries. Ratios are per sim second (the
+launch from the end of the episode before (the first: from the launch on). Ratios are per sim second (the
 graph's episode ends on the referee's dwell, a little before the raw one).
 
     .venv/bin/python benchmarks/bench_episode.py
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,38 +73,43 @@ def raw_episode(instance, camera_rate: float, size: tuple[int, int], control_hz:
     return time.perf_counter() - t0, sim_s, _cpu(resource.RUSAGE_SELF) - c0
 
 
-def graph_episodes(instance, camera_rate: float, size: tuple[int, int], record: bool = False):
-    """The same instance twice through one launch: per episode (wall s, sim s, CPU s of
-    every process of the launch), the first with the start-up, and CPU s per node."""
+def graph_episodes(instance, camera_rate: float, size: tuple[int, int], episodes: int, record: bool = False):
+    """The same instance ``episodes`` times through one launch: per episode (wall s, sim s,
+    CPU s of every process of the launch; the first's from the launch on), and CPU s per node."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "instances.json")
-        write_instance_list(path, [instance, instance])
+        write_instance_list(path, [instance] * episodes)
         out = os.path.join(tmp, "run")
         exe = os.path.join(os.path.dirname(sys.executable), "labference")
         proc = subprocess.Popen([exe, "launch", "weighing_sim.launch.py", "system:=scripted_expert",
                                  f"instances:={path}", f"record:={'true' if record else 'false'}",
                                  f"camera_rate:={camera_rate}", f"image_width:={size[1]}", f"image_height:={size[0]}",
                                  f"output_dir:={out}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        marks, per_node = _watch_cpu(proc, os.path.join(out, "episodes"))
+        ends, per_node, node_ends = _watch_cpu(proc, os.path.join(out, "episodes"))
         assert proc.returncode == 0, proc.returncode
         attempts = [json.loads(line) for line in open(os.path.join(out, "attempts.jsonl"))]
-        assert [a["status"] for a in attempts] == ["ok", "ok"], attempts
-        # marks: CPU of the launch when it started, when the second episode started and
-        # when the second episode's scores were written.
-        cpu = [marks["second_start"] - marks["launch"], marks["second_end"] - marks["second_start"]]
-        return [(a["wall_s"], a["sim_s"], c) for a, c in zip(attempts, cpu)], per_node
+        assert [a["status"] for a in attempts] == ["ok"] * episodes, attempts
+        # Episode k: from the end of episode k-1 (its reset and the runner's bookkeeping
+        # included); the first from the launch on, with the graph's start-up.
+        cpu = [ends[k] - (ends[k - 1] if k else 0.0) for k in range(episodes)]
+        # CPU s of each node in every episode after the first (median over them).
+        later = [{n: node_ends[k][n] - node_ends[k - 1].get(n, 0.0) for n in node_ends[k]}
+                 for k in range(1, episodes)]
+        per_episode = {n: statistics.median(e.get(n, 0.0) for e in later) for n in per_node} if later else {}
+        return [(a["wall_s"], a["sim_s"], c) for a, c in zip(attempts, cpu)], per_node, per_episode
 
 
-def _watch_cpu(proc: subprocess.Popen, episodes_dir: str) -> tuple[dict[str, float], dict[str, float]]:
-    """CPU seconds of every process of the launch at the second episode's start and end
-    (sampled every 20 ms), and per node process (its last sample, up to 20 ms short)."""
+def _watch_cpu(proc: subprocess.Popen, episodes_dir: str):
+    """CPU seconds of every process of the launch when each episode ended (its scores.json
+    appeared), sampled every 20 ms; and the CPU seconds of each node process (its last
+    sample, up to 20 ms short)."""
     import psutil
 
     root = psutil.Process(proc.pid)
     last: dict[str, float] = {}
     seen: dict[int, float] = {}  # pid -> CPU s at its last sample (exited processes keep theirs)
-    marks = {"launch": 0.0}
-    second = None
+    ends: dict[int, float] = {}
+    node_ends: dict[int, dict[str, float]] = {}
     while proc.poll() is None:
         try:
             processes = [root, *root.children(recursive=True)]
@@ -113,20 +121,19 @@ def _watch_cpu(proc: subprocess.Popen, episodes_dir: str) -> tuple[dict[str, flo
                 t = p.cpu_times()
             except psutil.Error:
                 continue
-            seen[p.pid] = t.user + t.system + t.children_user + t.children_system
+            seen[p.pid] = t.user + t.system
             name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
             if name:
                 last[name] = t.user + t.system
         total = sum(seen.values())
         episodes = sorted(os.listdir(episodes_dir)) if os.path.isdir(episodes_dir) else []
-        if second is None and len(episodes) >= 2:
-            second = os.path.join(episodes_dir, episodes[1], "scores.json")
-            marks["second_start"] = total
-        if second is not None and "second_end" not in marks and os.path.exists(second):
-            marks["second_end"] = total
+        for k, name in enumerate(episodes):
+            if k not in ends and os.path.exists(os.path.join(episodes_dir, name, "scores.json")):
+                ends[k] = total
+                node_ends[k] = dict(last)
         time.sleep(0.02)
     proc.wait()
-    return marks, last
+    return ends, last, node_ends
 
 
 def main() -> None:
@@ -134,23 +141,41 @@ def main() -> None:
     ap.add_argument("--camera-rate", type=float, default=10.0)
     ap.add_argument("--width", type=int, default=320)
     ap.add_argument("--height", type=int, default=240)
+    ap.add_argument("--episodes", type=int, default=4,
+                    help="Episodes of the instance through one launch (the first pays the start-up)")
+    ap.add_argument("--raw-repeats", type=int, default=2)
     ap.add_argument("--record", action="store_true",
                     help="Record the graph's episodes (bags and videos, as record:=true does).")
     a = ap.parse_args()
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
     size = (a.height, a.width)
-    raw_wall, raw_sim, raw_cpu = raw_episode(instance, a.camera_rate, size)
-    (first, steady), per_node = graph_episodes(instance, a.camera_rate, size, a.record)
-    print(f"raw MuJoCo episode          : {raw_wall:6.2f} s wall, {raw_cpu:6.2f} s CPU for {raw_sim:5.2f} s sim "
-          f"(model load and planning included)")
-    for label, (wall, sim, cpu) in (("graph, first episode       ", first), ("graph, second episode      ", steady)):
-        print(f"{label}: {wall:6.2f} s wall, {cpu:6.2f} s CPU (all processes) for {sim:5.2f} s sim")
-    for label, (wall, sim, cpu) in (("first episode (start-up included)", first),
-                                    ("second episode (a campaign worker's every further episode)", steady)):
-        print(f"ratio graph/raw per sim second, {label}: wall {(wall / sim) / (raw_wall / raw_sim):.2f}, "
-              f"CPU {(cpu / sim) / (raw_cpu / raw_sim):.2f}")
-    print("CPU seconds per node over both episodes (start-up included): " +
+    # Raw runs before and after the graph: this machine's speed drifts between minutes.
+    before = (a.raw_repeats + 1) // 2
+    raws = [raw_episode(instance, a.camera_rate, size) for _ in range(before)]
+    graph, per_node, per_episode = graph_episodes(instance, a.camera_rate, size, a.episodes, a.record)
+    raws += [raw_episode(instance, a.camera_rate, size) for _ in range(a.raw_repeats - before)]
+    raw_wall, raw_sim, raw_cpu = (statistics.median(x) for x in zip(*raws))
+    print(f"raw MuJoCo episode (median of {a.raw_repeats}): {raw_wall:6.2f} s wall, {raw_cpu:6.2f} s CPU for "
+          f"{raw_sim:5.2f} s sim (model load and planning included)")
+    for k, (wall, sim, cpu) in enumerate(graph, start=1):
+        print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
+              f"(all processes) for {sim:5.2f} s sim")
+
+    def ratios(wall, sim, cpu):
+        return (wall / sim) / (raw_wall / raw_sim), (cpu / sim) / (raw_cpu / raw_sim)
+
+    first = ratios(*graph[0])
+    print(f"ratio graph/raw per sim second, first episode (start-up included): wall {first[0]:.2f}, CPU {first[1]:.2f}")
+    if len(graph) > 1:
+        later = [ratios(*e) for e in graph[1:]]
+        wall_r, cpu_r = (statistics.median(x) for x in zip(*later))
+        print(f"ratio graph/raw per sim second, episodes 2-{len(graph)} (a campaign worker's every further episode), "
+              f"median: wall {wall_r:.2f}, CPU {cpu_r:.2f}")
+    print("CPU seconds per node over the whole launch: " +
           ", ".join(f"{k} {v:.1f}" for k, v in sorted(per_node.items(), key=lambda kv: -kv[1])))
+    if per_episode:
+        print("CPU seconds per node per episode, episodes 2 on (median): " +
+              ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_episode.items(), key=lambda kv: -kv[1])))
 
 
 if __name__ == "__main__":
