@@ -133,6 +133,11 @@ def _watch_cpu(proc: subprocess.Popen, episodes_dir: str):
                 node_ends[k] = dict(last)
         time.sleep(0.02)
     proc.wait()
+    # An episode whose scores appeared after the last sample ends with the launch.
+    names = sorted(os.listdir(episodes_dir)) if os.path.isdir(episodes_dir) else []
+    for k in range(len(names)):
+        ends.setdefault(k, sum(seen.values()))
+        node_ends.setdefault(k, dict(last))
     return ends, last, node_ends
 
 

@@ -275,6 +275,16 @@ class _StreamDecoder:
         raise NotImplementedError
 
 
+def decoded_or_reason(decoder, data: bytes) -> tuple[object | None, str]:
+    """(measurement, '') or (None, why not): bytes that are not the message they claim
+    to be (cut, malformed, numbers that overflow the referee's arithmetic). The online
+    referee and the replay audit both leave such a message out (a measurement gap)."""
+    try:
+        return decoder(data), ""
+    except Exception as exc:  # noqa: BLE001 - any failure on untrusted bytes is this message's
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 class WorldStateDecoder(_StreamDecoder):
     """labference/msg/WorldState bytes -> core WorldMeasurement, as msgconv.world_from_msg
     gives it from the deserialized message (test/recording/test_cdr_views.py)."""

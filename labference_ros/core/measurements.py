@@ -14,7 +14,7 @@ BALANCE_BODY = "balance_body"
 LEFT_FINGER = "left_finger"
 RIGHT_FINGER = "right_finger"
 ROBOT = "robot"  # any other robot link
-_ROBOT_PARTS = frozenset({LEFT_FINGER, RIGHT_FINGER, ROBOT})
+ROBOT_PARTS = frozenset({LEFT_FINGER, RIGHT_FINGER, ROBOT})  # any robot contact
 
 
 @dataclass(frozen=True)
@@ -71,4 +71,4 @@ class WorldMeasurement:
 
     @property
     def hand_on_pan(self) -> bool:
-        return not _ROBOT_PARTS.isdisjoint(self.pan_contacts)
+        return not ROBOT_PARTS.isdisjoint(self.pan_contacts)

@@ -232,6 +232,8 @@ class PolicyBridge(Node):
         response.success = True
         response.message = json.dumps({"policy": {**self.system.profile(), **safety_record(self.safety)},
                                        "intervention": self.support.profile()})
+        self.inference_poll.cancel()  # nothing of an earlier episode is awaited any more
+        self.tick()  # prime: the first advance goes out now
         return response
 
     def on_finish(self, request, response):
@@ -265,6 +267,7 @@ class PolicyBridge(Node):
             loop.resume(ep["t"], request.reason)
         response.success = True
         response.message = "paused" if ep.get("paused") else "running"
+        self.tick()  # resumed: go on now, not at the next timer or input
         return response
 
     def _let_inference_finish(self, ep, reason: str):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -12,11 +11,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
 from labference.srv import FinishEpisode, ReportOperation, StartEpisode
+from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder, decoded_or_reason
 from labference_ros.core.input_merge import (LATE_REPORT_ANSWER, InputMerger, feed, finish as finish_feed, is_late,
                                              report_answer)
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
-from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder
 from labference_ros.msgconv import delivery_from_receipt, s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
@@ -174,13 +173,12 @@ class RefereeNode(Node):
                 self._pump()
 
     def _decoded(self, decoder, data: bytes, topic: str):
-        try:
-            return decoder(data)
-        except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            # Bytes that are not the message they claim to be: the measurement is lost,
-            # which the referee sees as a gap (no reading: an invalid window).
-            self.get_logger().error(f"{topic}: undecodable message ({len(data)} bytes): {exc}")
-            return None
+        value, why = decoded_or_reason(decoder, data)
+        if value is None:
+            # Lost, as the audit loses it: the referee sees a gap (no reading: an invalid window).
+            self.get_logger().error(f"{topic}: undecodable message ({len(data)} bytes) left out: {why}",
+                                    throttle_duration_sec=5.0)
+        return value
 
     def on_receipt(self, msg: DeliveryReceipt):
         if self.referee is None:

@@ -100,6 +100,9 @@ def _audit(result: AuditResult, path) -> None:
     result.findings += _identity(run, custom, instance, contract, episode_id)
 
     inputs = read_inputs(reader, episode_id)
+    if inputs.undecodable:
+        result.notes.append(f"{len(inputs.undecodable)} measurements could not be decoded and were left out, "
+                            f"as the online referee leaves them out; the first: {inputs.undecodable[0]}")
     if inputs.dropped_before_reset:
         result.notes.append(f"{inputs.dropped_before_reset} world states before the last simulator reset ignored")
     finish = _finish(custom, online["events.jsonl"], inputs, result)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder, decoded_or_reason
 from labference_ros.core.input_merge import InputMerger, cutoff, feed, finish as finish_feed, is_late
 from labference_ros.msgconv import delivery_from_receipt
 from labference_ros.tasks.base import TaskFamily
-
-from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder
 
 WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
                                            "/policy/action_chunks")
@@ -39,6 +38,7 @@ class BagInputs:
     policy_receipts: list = field(default_factory=list)   # DeliveryReceipt messages (all kinds)
     referee_events: list = field(default_factory=list)    # RefereeEvent messages as published online
     dropped_before_reset: int = 0
+    undecodable: list = field(default_factory=list)       # measurements left out, and why
 
     @property
     def sim_span(self) -> tuple[float, float]:
@@ -54,7 +54,12 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
     inp = BagInputs()
     last_world_t = None
     reading = reading_topic(reader.topics())
-    for topic, _t, msg in _decoded(reader, reading):
+    for topic, t, msg in _decoded(reader, reading):
+        if topic in (WORLD, reading):
+            msg, why = msg
+            if msg is None:  # left out, as the online referee leaves it out
+                inp.undecodable.append(f"{topic} at log time {t}: {why}")
+                continue
         if topic == WORLD:
             w = msg
             if last_world_t is not None and w.t < last_world_t:
@@ -80,10 +85,12 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
 
 def _decoded(reader, reading: str):
     """World states and readings straight to core measurements ((t, reading) for the
-    latter), the rest as rclpy messages; images are never decoded."""
+    latter), each as (value or None, why not); the rest as rclpy messages; images are
+    never decoded."""
     wanted = {WORLD, reading, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
-    direct = {"labference/msg/WorldState": WorldStateDecoder(),
-              "labference/msg/BalanceReading": BalanceReadingDecoder()}
+    worlds, readings = WorldStateDecoder(), BalanceReadingDecoder()
+    direct = {"labference/msg/WorldState": lambda data: decoded_or_reason(worlds, data),
+              "labference/msg/BalanceReading": lambda data: decoded_or_reason(readings, data)}
     return reader.messages(wanted, direct=direct)
 
 

@@ -54,22 +54,35 @@ class SeatCheck:
                 "radial_m": self.radial_m, "failures": list(self.failures)}
 
 
-def socket_offsets(bottom: np.ndarray, frames: list[SlotFrame]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For every socket at once: (unit axes, depth past the mouth along the axis,
-    radial distance from the axis line) of the point ``bottom``."""
+# The vectorised pass over all sockets only narrows them down (its sums may differ in
+# the last bit); every number a threshold sees is computed one socket at a time, as
+# the records always were. 1 nm is far beyond that rounding, far below any tolerance.
+SHORTLIST_MARGIN_M = 1e-9
+
+
+def socket_offsets(bottom: np.ndarray, frame: SlotFrame) -> tuple[float, float]:
+    """(depth past the mouth along the axis, radial distance from the axis line)."""
+    v = bottom - frame.mouth
+    depth = float(v @ frame.axis)
+    return depth, float(np.linalg.norm(v - depth * frame.axis))
+
+
+def approximate_offsets(bottom: np.ndarray, frames: list[SlotFrame]) -> tuple[np.ndarray, np.ndarray]:
+    """socket_offsets for every socket at once, to within rounding: (depths, radials)."""
     axes = np.array([f.axis for f in frames])
     v = bottom - np.array([f.mouth for f in frames])
     depth = np.einsum("ij,ij->i", v, axes)
     lateral = v - depth[:, None] * axes
-    return axes, depth, np.sqrt(np.einsum("ij,ij->i", lateral, lateral))
+    return depth, np.sqrt(np.einsum("ij,ij->i", lateral, lateral))
 
 
 def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: CentrifugeContract) -> SeatCheck:
     """The predicate at one instant, for the slot whose axis the tube's bottom is nearest."""
     bottom, down = tube_bottom(obj, contract.tube.length_m)
-    _axes, depths, radials = socket_offsets(bottom, frames)
-    nearest = int(np.argmin(radials))  # the first of equals, as min() over the slots
-    frame, depth, radial = frames[nearest], float(depths[nearest]), float(radials[nearest])
+    _depths, radials = approximate_offsets(bottom, frames)
+    shortlist = [frames[j] for j in np.flatnonzero(radials <= radials.min() + SHORTLIST_MARGIN_M)] or frames
+    near = [(socket_offsets(bottom, f), f) for f in shortlist]
+    (depth, radial), frame = min(near, key=lambda x: x[0][1])
     if radial > contract.rotor.mouth_radius_m:  # nowhere near any socket
         return SeatCheck(None)
     th = contract.insertion

@@ -13,13 +13,19 @@ from the previous sample (a position, a start time).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from labference_ros.core.measurements import ObjectMeasurement, WorldMeasurement
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
-from labference_ros.tasks.centrifuge.insertion import socket_offsets, tube_bottom
+from labference_ros.tasks.centrifuge.insertion import (
+    SHORTLIST_MARGIN_M,
+    approximate_offsets,
+    socket_offsets,
+    tube_bottom,
+)
 from labference_ros.tasks.centrifuge.rotor import SlotFrame
 from labference_ros.tasks.grasping import GraspTracker
 
@@ -75,12 +81,16 @@ class TubeTracker:
         previous, self._last_bottom = self._last_bottom, (now, bottom)
         # Above the rotor the sockets' axis lines converge: of the sockets the tube could be
         # entering, the one whose axis it is nearest to (not the first in index order).
-        axes, along, lateral = socket_offsets(bottom, frames)  # along < 0: above the mouth
-        aligned = np.degrees(np.arccos(np.clip(axes @ down, -1.0, 1.0))) <= th.max_axis_error_deg
-        entering = (lateral <= th.max_lateral_m) & (along >= -th.max_height_m) & aligned
-        candidate = None
-        if entering.any():
-            candidate = frames[int(np.argmin(np.where(entering, lateral, np.inf)))]
+        alongs, laterals = approximate_offsets(bottom, frames)  # along < 0: above the mouth
+        margin = SHORTLIST_MARGIN_M
+        shortlist = [frames[j] for j in np.flatnonzero((laterals <= th.max_lateral_m + margin)
+                                                       & (alongs >= -th.max_height_m - margin))]
+        candidate, nearest = None, math.inf
+        for f in shortlist:
+            along, lateral = socket_offsets(bottom, f)
+            aligned = math.degrees(math.acos(float(np.clip(down @ f.axis, -1.0, 1.0)))) <= th.max_axis_error_deg
+            if lateral <= th.max_lateral_m and -th.max_height_m <= along and aligned and lateral < nearest:
+                candidate, nearest = f, lateral
         descending = False
         if candidate is not None and previous is not None and now > previous[0]:
             speed = float((bottom - previous[1]) @ candidate.axis) / (now - previous[0])

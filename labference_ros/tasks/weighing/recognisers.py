@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labference_ros.tasks.weighing.contract import TaskContract
-from labference_ros.core.measurements import BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE, ObjectMeasurement, WorldMeasurement
+from labference_ros.core.measurements import (BALANCE_BODY, PAN, ROBOT_PARTS, TABLE, ObjectMeasurement,
+                                             WorldMeasurement)
 from labference_ros.tasks.weighing.task_state import ELSEWHERE, ConfirmedEvent
 
-ROBOT_IDS = frozenset({LEFT_FINGER, RIGHT_FINGER, ROBOT})
 
 # Instantaneous support classes (robot contact is tracked separately).
 S_PAN, S_TABLE, S_AMBIGUOUS, S_BODY, S_NONE = PAN, TABLE, "ambiguous", BALANCE_BODY, "none"
@@ -83,7 +83,7 @@ def touches_location(m: WorldMeasurement, name: str, location: str) -> bool:
 
 
 def robot_touching(o: ObjectMeasurement) -> bool:
-    return not ROBOT_IDS.isdisjoint(o.contacts)
+    return not ROBOT_PARTS.isdisjoint(o.contacts)
 
 
 @dataclass(frozen=True)

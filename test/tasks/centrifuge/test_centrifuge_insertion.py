@@ -122,3 +122,26 @@ def test_rotor_yaw_moves_every_slot_but_keeps_the_local_relations():
     assert [opposite(j, 12) for j in (0, 1, 2, 6, 11)] == [6, 7, 8, 0, 5]
     with pytest.raises(ValueError):
         opposite(0, 11)
+
+
+def test_the_vectorised_shortlist_gives_the_socket_and_numbers_of_the_scalar_pass():
+    """seat_check narrows the sockets down with one vectorised pass but judges with the
+    per-socket numbers: the same slot and the same floats as a scalar pass over all."""
+    from labference_ros.tasks.centrifuge.insertion import socket_offsets, tube_bottom
+
+    rng = np.random.default_rng(7)
+    judged = 0
+    for _ in range(400):
+        slot = int(rng.integers(len(FRAMES)))
+        tube = tube_in(slot, depth_fraction=float(rng.uniform(-0.5, 1.2)), axial_deg=float(rng.uniform(0, 20)),
+                       radial_m=float(rng.uniform(0, 0.004)))
+        bottom, _down = tube_bottom(tube, CONTRACT.tube.length_m)
+        (depth, radial), frame = min(((socket_offsets(bottom, f), f) for f in FRAMES), key=lambda x: x[0][1])
+        check = seat_check(tube, FRAMES, CONTRACT)
+        if check.slot is None:
+            assert radial > CONTRACT.rotor.mouth_radius_m
+            continue
+        judged += 1
+        assert (check.slot, check.radial_m, check.depth_fraction) == (frame.index, radial,
+                                                                     depth / CONTRACT.rotor.socket_depth_m)
+    assert judged > 300
