@@ -93,9 +93,9 @@ class BalanceReading(NamedTuple):
 
 
 class _Reader:
-    __slots__ = ("buf", "pos", "e", "numbers")
+    __slots__ = ("buf", "pos", "e", "spans")
 
-    def __init__(self, data: bytes, numbers: list | None = None):
+    def __init__(self, data: bytes, spans: list | None = None):
         if len(data) < 4 or data[1] not in (0, 1):
             raise ValueError("not a CDR payload (bad encapsulation header)")
         self.buf = memoryview(data)
@@ -104,16 +104,16 @@ class _Reader:
         # With a list: where each numeric field and each alignment gap sits, (offset,
         # struct codes, count of values), for a _Layout that later reads the same shape
         # of message with one struct call.
-        self.numbers = numbers
+        self.spans = spans
 
     def _number(self, codes: str, n_values: int) -> None:
-        if self.numbers is not None:
-            self.numbers.append((self.pos, codes, n_values))
+        if self.spans is not None:
+            self.spans.append((self.pos, codes, n_values))
 
     def _align(self, n: int) -> None:
         pad = (-(self.pos - 4)) % n
-        if pad and self.numbers is not None:  # writers leave whatever was in memory there
-            self.numbers.append((self.pos, f"{pad}x", 0))
+        if pad and self.spans is not None:  # writers leave whatever was in memory there
+            self.spans.append((self.pos, f"{pad}x", 0))
         self.pos += pad
 
     def u32(self) -> int:
@@ -166,8 +166,8 @@ def header_stamp_s(data: bytes) -> float:
     return stamp_to_s(_Reader(data).stamp())
 
 
-def world_state(data: bytes, numbers: list | None = None) -> WorldState:
-    r = _Reader(data, numbers)
+def world_state(data: bytes, spans: list | None = None) -> WorldState:
+    r = _Reader(data, spans)
     header = r.header()
     objects = []
     for _ in range(r.u32()):
@@ -188,8 +188,8 @@ def world_state(data: bytes, numbers: list | None = None) -> WorldState:
     return WorldState(header, objects, width, closing, on_pan, pan_contacts, environment)
 
 
-def balance_reading(data: bytes, numbers: list | None = None) -> BalanceReading:
-    r = _Reader(data, numbers)
+def balance_reading(data: bytes, spans: list | None = None) -> BalanceReading:
+    r = _Reader(data, spans)
     header = r.header()
     raw_g, filtered_g, displayed_g = r.f64s(3)
     stable, overload, valid = r.bools(3)
