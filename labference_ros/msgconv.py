@@ -9,7 +9,8 @@ import json
 import math
 
 from labference_ros.core.input_merge import Delivery
-from labference_ros.core.measurements import BalanceMeasurement, ObjectMeasurement, WorldMeasurement
+from labference_ros.core.measurements import (BalanceMeasurement, ObjectMeasurement, WorldMeasurement,
+                                             frozen_instance)
 
 
 def stamp_to_s(stamp) -> float:
@@ -34,8 +35,9 @@ def balance_from_msg(msg) -> BalanceMeasurement:
 
 def balance_measurement(raw_g: float, filtered_g: float, displayed_g: float, stable: bool, overload: bool,
                         valid: bool, invalid_reason: str) -> BalanceMeasurement:
-    return BalanceMeasurement(raw_g=raw_g, filtered_g=filtered_g, displayed_g=displayed_g, stable=stable,
-                              overload=overload, valid=valid, invalid_reason=invalid_reason)
+    return frozen_instance(BalanceMeasurement, {
+        "raw_g": raw_g, "filtered_g": filtered_g, "displayed_g": displayed_g, "stable": stable,
+        "overload": overload, "valid": valid, "invalid_reason": invalid_reason})
 
 
 def fill_balance_msg(msg, b: BalanceMeasurement, t: float, source: str):
@@ -61,9 +63,11 @@ def object_measurement(name: str, kind: str, px: float, py: float, pz: float, qx
                        qw: float, lx: float, ly: float, lz: float, ax: float, ay: float, az: float,
                        contacts: tuple[str, ...]) -> ObjectMeasurement:
     """One ObjectState's fields (pose, twist in message order) as the referee measures them."""
-    # Positional: the audit builds one per object per world state.
-    return ObjectMeasurement(name, kind, (px, py, pz), (qw, qx, qy, qz), math.sqrt(lx ** 2 + ly ** 2 + lz ** 2),
-                             math.sqrt(ax ** 2 + ay ** 2 + az ** 2), contacts)
+    # frozen_instance: the referee and the audit build one per object per world state.
+    return frozen_instance(ObjectMeasurement, {
+        "name": name, "kind": kind, "position": (px, py, pz), "orientation": (qw, qx, qy, qz),
+        "linear_speed": math.sqrt(lx ** 2 + ly ** 2 + lz ** 2), "angular_speed": math.sqrt(ax ** 2 + ay ** 2 + az ** 2),
+        "contacts": contacts})
 
 
 def world_measurement(t: float, objects: dict, gripper_width: float, gripper_closing: bool,
@@ -71,9 +75,9 @@ def world_measurement(t: float, objects: dict, gripper_width: float, gripper_clo
                       balance: BalanceMeasurement | None = None) -> WorldMeasurement:
     """A WorldState's fields as one WorldMeasurement (world_from_msg and the audit's
     direct decoder, labference_ros/cdr_views.py, both end here)."""
-    return WorldMeasurement(t=t, objects=objects, gripper_width=gripper_width, gripper_closing=gripper_closing,
-                            pan_contacts=pan_contacts, balance=balance,
-                            environment=environment_from_json(environment_json))
+    return frozen_instance(WorldMeasurement, {
+        "t": t, "objects": objects, "gripper_width": gripper_width, "gripper_closing": gripper_closing,
+        "pan_contacts": pan_contacts, "balance": balance, "environment": environment_from_json(environment_json)})
 
 
 def environment_from_json(text: str) -> dict | None:

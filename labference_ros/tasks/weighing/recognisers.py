@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labference_ros.tasks.weighing.contract import TaskContract
-from labference_ros.core.measurements import (BALANCE_BODY, PAN, ROBOT_PARTS, TABLE, ObjectMeasurement,
-                                             WorldMeasurement)
+from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT_PARTS, TABLE,
+                                             ObjectMeasurement, WorldMeasurement, frozen_instance)
 from labference_ros.tasks.weighing.task_state import ELSEWHERE, ConfirmedEvent
 
 
@@ -106,11 +106,16 @@ class MeasurementView:
 
 def view_of(m: WorldMeasurement) -> MeasurementView:
     support = support_classes(m)
-    touched = frozenset(n for n, o in m.objects.items() if robot_touching(o))
-    bilateral = [n for n, o in m.objects.items() if o.left_finger_contact and o.right_finger_contact]
+    touched_names, bilateral = [], []
+    for n, o in m.objects.items():
+        contacts = o.contacts
+        if not ROBOT_PARTS.isdisjoint(contacts):  # robot_touching(o)
+            touched_names.append(n)
+            if LEFT_FINGER in contacts and RIGHT_FINGER in contacts:
+                bilateral.append(n)
     held = bilateral[0] if (m.gripper_closing and len(bilateral) == 1) else None
     # Pressing the pan, or touching anything resting on it, loads the pan through the hand.
-    hand_pressure = m.hand_on_pan or any(support.get(n) in (S_PAN, S_AMBIGUOUS) for n in touched)
+    hand_pressure = m.hand_on_pan or any(support.get(n) in (S_PAN, S_AMBIGUOUS) for n in touched_names)
     b = m.balance
     reason = ""
     if b is None:
@@ -122,12 +127,14 @@ def view_of(m: WorldMeasurement) -> MeasurementView:
     elif hand_pressure:
         reason = "hand_pressure"
     eligible = reason == ""
-    return MeasurementView(
-        t=m.t, support=support, touched=touched, held=held, hand_pressure=hand_pressure,
-        reading_eligible=eligible, stable_eligible=eligible and bool(b and b.stable),
-        displayed_g=(b.displayed_g if b is not None else None), invalid_reason=reason,
-        contact_affects_reading=reason == "hand_pressure" and b.stable,
-    )
+    # frozen_instance: one view per measurement, several fields.
+    return frozen_instance(MeasurementView, {
+        "t": m.t, "support": support, "touched": frozenset(touched_names), "held": held,
+        "hand_pressure": hand_pressure, "reading_eligible": eligible,
+        "stable_eligible": eligible and bool(b and b.stable),
+        "displayed_g": b.displayed_g if b is not None else None, "invalid_reason": reason,
+        "contact_affects_reading": reason == "hand_pressure" and b.stable,
+    })
 
 
 def still(o: ObjectMeasurement, linear: float, angular: float) -> bool:
