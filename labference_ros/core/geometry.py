@@ -49,6 +49,13 @@ def geometry_errors(p_hat, v_hat, p_ref, v_ref) -> GeometryError:
     return GeometryError(True, e_p, e_v)
 
 
+def clip_unit(value: float) -> float:
+    """float(np.clip(value, -1.0, 1.0)) for one number (NaN stays NaN), without numpy's
+    per-call dispatch: the recognisers take an arccos at every measurement."""
+    value = float(value)
+    return -1.0 if value < -1.0 else 1.0 if value > 1.0 else value
+
+
 def body_axis(quaternion_wxyz) -> tuple[float, float, float]:
     """The body's +z axis in the world frame (a standard's directed up axis)."""
     w, x, y, z = (float(q) for q in quaternion_wxyz)

@@ -1,9 +1,10 @@
 """Eq. 2 localization errors: known answers, and invalid predictions never score 0."""
 import math
 
+import numpy as np
 import pytest
 
-from labference_ros.core.geometry import body_axis, geometry_errors
+from labference_ros.core.geometry import body_axis, clip_unit, geometry_errors
 
 
 def test_position_and_axis_errors_have_known_values():
@@ -30,3 +31,14 @@ def test_body_axis_of_a_quaternion():
     assert body_axis((1, 0, 0, 0)) == pytest.approx((0, 0, 1))
     s = math.sqrt(0.5)  # 90 degrees about x: the body's z points along -y
     assert body_axis((s, s, 0, 0)) == pytest.approx((0, -1, 0))
+
+
+@pytest.mark.parametrize("value", [0.5, -0.25, 1.0, -1.0, 1.0 + 1e-15, -1.0 - 1e-15, 3.0, -7.0, math.inf, -math.inf,
+                                   np.float64(0.75), np.float64(1.5)])
+def test_clip_unit_is_numpys_clip_to_the_unit_interval(value):
+    assert clip_unit(value) == float(np.clip(value, -1.0, 1.0))
+    assert type(clip_unit(value)) is float
+
+
+def test_clip_unit_keeps_nan_as_numpy_does():
+    assert math.isnan(clip_unit(math.nan)) and math.isnan(float(np.clip(math.nan, -1.0, 1.0)))

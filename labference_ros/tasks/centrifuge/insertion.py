@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labference_ros.core.geometry import body_axis
+from labference_ros.core.geometry import body_axis, clip_unit
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ROBOT, ObjectMeasurement
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
 from labference_ros.tasks.centrifuge.rotor import SlotFrame
@@ -67,10 +67,25 @@ def socket_offsets(bottom: np.ndarray, frame: SlotFrame) -> tuple[float, float]:
     return depth, float(np.linalg.norm(v - depth * frame.axis))
 
 
+# frames list id -> (the list, its axes, its mouths): a referee asks about the same
+# sockets at every measurement, so they are stacked into arrays once.
+_stacked: dict[int, tuple[list, np.ndarray, np.ndarray]] = {}
+
+
+def _stacked_frames(frames: list[SlotFrame]) -> tuple[np.ndarray, np.ndarray]:
+    known = _stacked.get(id(frames))
+    if known is None or known[0] is not frames or len(known[1]) != len(frames):
+        if len(_stacked) >= 64:
+            _stacked.clear()
+        known = _stacked[id(frames)] = (frames, np.array([f.axis for f in frames]),
+                                        np.array([f.mouth for f in frames]))
+    return known[1], known[2]
+
+
 def approximate_offsets(bottom: np.ndarray, frames: list[SlotFrame]) -> tuple[np.ndarray, np.ndarray]:
     """socket_offsets for every socket at once, to within rounding: (depths, radials)."""
-    axes = np.array([f.axis for f in frames])
-    v = bottom - np.array([f.mouth for f in frames])
+    axes, mouths = _stacked_frames(frames)
+    v = bottom - mouths
     depth = np.einsum("ij,ij->i", v, axes)
     lateral = v - depth[:, None] * axes
     return depth, np.sqrt(np.einsum("ij,ij->i", lateral, lateral))
@@ -80,13 +95,15 @@ def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: Centri
     """The predicate at one instant, for the slot whose axis the tube's bottom is nearest."""
     bottom, down = tube_bottom(obj, contract.tube.length_m)
     _depths, radials = approximate_offsets(bottom, frames)
-    shortlist = [frames[j] for j in np.flatnonzero(radials <= radials.min() + SHORTLIST_MARGIN_M)] or frames
+    radials = radials.tolist()  # a few sockets: plain floats compare faster than numpy's reductions
+    reach = min(radials, default=math.inf) + SHORTLIST_MARGIN_M
+    shortlist = [frames[j] for j, radial in enumerate(radials) if radial <= reach] or frames
     near = [(socket_offsets(bottom, f), f) for f in shortlist]
     (depth, radial), frame = min(near, key=lambda x: x[0][1])
     if radial > contract.rotor.mouth_radius_m:  # nowhere near any socket
         return SeatCheck(None)
     th = contract.insertion
-    axial = math.degrees(math.acos(float(np.clip(down @ frame.axis, -1.0, 1.0))))
+    axial = math.degrees(math.acos(clip_unit(down @ frame.axis)))
     fraction = depth / contract.rotor.socket_depth_m
     contacts = set(obj.contacts)
     passed = []

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from labference_ros.core.geometry import clip_unit
 from labference_ros.core.measurements import ObjectMeasurement, WorldMeasurement
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
 from labference_ros.tasks.centrifuge.insertion import (
@@ -88,7 +89,7 @@ class TubeTracker:
         candidate, nearest = None, math.inf
         for f in shortlist:
             along, lateral = socket_offsets(bottom, f)
-            aligned = math.degrees(math.acos(float(np.clip(down @ f.axis, -1.0, 1.0)))) <= th.max_axis_error_deg
+            aligned = math.degrees(math.acos(clip_unit(down @ f.axis))) <= th.max_axis_error_deg
             if lateral <= th.max_lateral_m and -th.max_height_m <= along and aligned and lateral < nearest:
                 candidate, nearest = f, lateral
         descending = False

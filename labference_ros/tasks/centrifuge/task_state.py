@@ -117,7 +117,7 @@ def terminal_update(contract: CentrifugeContract, z: TaskState, t: float, dt: fl
     if z.physically_complete:
         return z
     if not (holds and opposite_pair(contract, z)):
-        return replace(z, terminal_dwell_s=0.0)
+        return z if z.terminal_dwell_s == 0.0 else replace(z, terminal_dwell_s=0.0)
     dwell = z.terminal_dwell_s + dt
     if dwell >= contract.terminal.dwell_s - 1e-9:
         return replace(z, terminal_dwell_s=dwell, physically_complete=True, complete_t=t,

@@ -11,6 +11,7 @@ changes every hole's world coordinates and keeps the local labels.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -111,11 +112,19 @@ def hole_under(point_world, geometry: RackGeometry, pose: RackPose, margin_m: fl
     """The hole whose opening (grown by margin_m) contains the point's xy in the rack's
     frame, or "" over a guide, the rim or beside the rack."""
     local = to_local(point_world, pose)
-    for label in LABELS:
-        centre = geometry.local_hole(label)
-        if max(abs(local[0] - centre[0]), abs(local[1] - centre[1])) <= geometry.hole_half_m + margin_m:
+    x, y = local[0], local[1]
+    reach = geometry.hole_half_m + margin_m
+    for label, centre_x, centre_y in _hole_centres(geometry):
+        if max(abs(x - centre_x), abs(y - centre_y)) <= reach:
             return label
     return ""
+
+
+@functools.lru_cache(maxsize=16)
+def _hole_centres(geometry: RackGeometry) -> tuple[tuple[str, float, float], ...]:
+    """(label, x, y) of every hole's opening in the rack's frame, in LABELS order: the
+    referee asks hole_under at every measurement, always of the same rack."""
+    return tuple((label, float(c[0]), float(c[1])) for label in LABELS for c in [geometry.local_hole(label)])
 
 
 def pose_matrix(position, quat_wxyz) -> np.ndarray:

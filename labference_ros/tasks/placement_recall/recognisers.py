@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labference_ros.core.geometry import body_axis
+from labference_ros.core.geometry import body_axis, clip_unit
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, ObjectMeasurement, WorldMeasurement
 from labference_ros.tasks.grasping import ROBOT_CONTACTS, GraspTracker
 from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT, PlacementContract
@@ -49,7 +49,7 @@ def tube_bottom(obj: ObjectMeasurement, length_m: float) -> tuple[np.ndarray, fl
     """(the tube's bottom point, its tilt from vertical in degrees); body +z points to the cap."""
     up = np.asarray(body_axis(obj.orientation), dtype=float)
     up /= np.linalg.norm(up)
-    tilt = math.degrees(math.acos(float(np.clip(up[2], -1.0, 1.0))))
+    tilt = math.degrees(math.acos(clip_unit(up[2])))
     return np.asarray(obj.position, dtype=float) - up * (length_m / 2), tilt
 
 
