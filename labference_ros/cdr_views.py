@@ -350,8 +350,11 @@ class WorldStateEncoder:
             layout = _Layout(data, world_state)
             if len(self._layouts) >= self.MAX_LAYOUTS:
                 self._layouts.clear()
-            self._layouts[shape] = (layout.struct, list(layout.struct.unpack(data)), layout.number_slots)
-            return data
+            values = list(layout.struct.unpack(data))
+            self._layouts[shape] = (layout.struct, values, layout.number_slots)
+            # rclpy leaves alignment gaps as its memory held them: zeroed like every later
+            # message's, so that equal measurements give equal bytes in every run.
+            return layout.struct.pack(*values)
         packer, values, slots = known
         # Field order of WorldState: stamp; per object pose (x, y, z; quaternion x, y, z, w),
         # twist (speeds only, on x), finger contacts; gripper width, closing, hand on pan.
