@@ -10,6 +10,7 @@ import os
 import pathlib
 import time
 import uuid
+from collections import deque
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -36,6 +37,13 @@ from labference_ros.sim.command_validation import validate_arm_command
 from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
 from labference_ros.tasks import family as task_family
 
+# The balance display shows the newest reading stamped at least DISPLAY_LAG_S before
+# a frame (a display's latency: two measurement periods at the default rate). In sync
+# mode lab_sim waits for that reading before it renders, so that the same seeds give
+# the same frames in every run, whenever the balance node's answer happens to come;
+# in realtime mode a frame shows the newest such reading that has arrived.
+DISPLAY_LAG_S = 0.02
+DISPLAY_WAIT_S = 5.0  # a balance that stops answering: render with what has arrived
 
 class LabSim(Node):
     def __init__(self):
@@ -71,11 +79,19 @@ class LabSim(Node):
         self.checkpoints: dict[str, bytes] = {}
         self.command_waiter = None  # (rclpy Future, predicate) while an advance waits for commands
         self.environment = None  # the family's environment behaviour this episode (TaskFamily.make_environment)
+        # The display's inputs since the last reset or restore: the stamps of the
+        # wrenches published (each is owed a reading) and the readings received.
+        self.wrench_stamps: deque[float] = deque(maxlen=1000)
+        self.readings: deque[tuple[float, float, bool]] = deque(maxlen=1000)
+        self.reading_waiter = None  # (rclpy Future, owed stamp) while a frame waits for its reading
 
         qos = QoSProfile(depth=10)
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_clock = self.create_publisher(Clock, "/clock", qos)
-        self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
+        # 2 s of the 100 Hz streams: a reliable reader that falls behind (the recorder on
+        # a loaded machine) gets every sample, where 10 would be overwritten unread.
+        stream_qos = QoSProfile(depth=200)
+        self.pub_clock = self.create_publisher(Clock, "/clock", stream_qos)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", stream_qos)
         self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
         self.pub_tare = self.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -134,17 +150,74 @@ class LabSim(Node):
             self.command_waiter[0].set_result(True)
 
     def on_reading(self, msg: BalanceReading):
-        if self.loaded:
-            shown = msg.displayed_g if msg.valid and not msg.overload else float("nan")
-            self.backend.set_display(shown, msg.stable and msg.valid)
+        if not self.loaded:
+            return
+        shown = msg.displayed_g if msg.valid and not msg.overload else float("nan")
+        stamp = stamp_to_s(msg.header.stamp)
+        self.readings.append((stamp, shown, msg.stable and msg.valid))
+        waiter = self.reading_waiter
+        if waiter is not None and stamp >= waiter[1] - 1e-9 and not waiter[0].done():
+            waiter[0].set_result(True)
+
+    def _forget_display_inputs(self):
+        """At a reset or restore: sim time starts again, the readings owed with it."""
+        self.wrench_stamps.clear()
+        self.readings.clear()
+
+    def show_reading_for_frame(self, t: float) -> float | None:
+        """Put the reading owed to the frame at t (DISPLAY_LAG_S) on the display; the
+        stamp of the owed reading while it has not arrived, else None."""
+        if not self.backend.has_load_cell:
+            return None
+        due = t - DISPLAY_LAG_S + 1e-9
+        owed = next((stamp for stamp in reversed(self.wrench_stamps) if stamp <= due), None)
+        shown = next((r for r in reversed(self.readings) if r[0] <= due), None)
+        if shown is not None:
+            self.backend.set_display(shown[1], shown[2])
+        if owed is None or (shown is not None and shown[0] >= owed - 1e-9):
+            return None
+        return owed
+
+    async def _await_reading(self, owed: float) -> bool:
+        future = Future()
+        self.reading_waiter = (future, owed)
+        timer = self.create_timer(DISPLAY_WAIT_S, lambda: future.done() or future.set_result(False))
+        try:
+            return bool(await future)
+        finally:
+            self.destroy_timer(timer)
+            self.reading_waiter = None
 
     def _arm_targets(self):
         return tuple(float(x) for x in self.backend.data.ctrl[:7])
 
     # stepping ---------------------------------------------------------------
     def advance_by(self, duration_s: float) -> None:
+        """Realtime: frames show the newest owed reading that has arrived."""
+        for t in self.steps(duration_s):
+            self.show_reading_for_frame(t)
+            self.publish_cameras(t)
+
+    async def advance_synced(self, duration_s: float) -> None:
+        """Sync: each frame waits for the reading it is owed (DISPLAY_LAG_S)."""
+        for t in self.steps(duration_s):
+            owed = self.show_reading_for_frame(t)
+            # Without a balance on the graph (a test of lab_sim alone) nothing is coming.
+            if owed is not None and self.inputs["/balance/reading"].get_publisher_count() > 0:
+                if await self._await_reading(owed):
+                    self.show_reading_for_frame(t)
+                else:
+                    self.get_logger().warning(f"no balance reading stamped {owed:.3f} s after {DISPLAY_WAIT_S} s: "
+                                              f"the frame at {t:.3f} s shows an older one")
+            self.publish_cameras(t)
+
+    def steps(self, duration_s: float):
+        """Physics over duration_s with the measurements due on the way; yields the sim
+        time of each camera frame due, which the caller renders (after the display)."""
         dt = self.backend.timestep
-        self.publish_due()  # the state at the boundary itself (t = 0 after a reset)
+        frame = self.publish_due()  # the state at the boundary itself (t = 0 after a reset)
+        if frame is not None:
+            yield frame
         for _ in range(int(round(duration_s / dt))):
             target = self.follower.target_at(self.backend.sim_time)
             if target is not None:
@@ -152,18 +225,22 @@ class LabSim(Node):
                 if check.ok:
                     self.backend.apply_arm_targets(ordered)
             self.backend.step(1)
-            self.publish_due()
+            frame = self.publish_due()
+            if frame is not None:
+                yield frame
 
-    def publish_due(self, force: bool = False) -> None:
+    def publish_due(self) -> float | None:
+        """Publish the measurement due now; the sim time when a camera frame is due too."""
         t = self.backend.sim_time
-        camera_due = force or t + 1e-9 >= self.next_camera
+        camera_due = t + 1e-9 >= self.next_camera
         # Every camera tick has its measurement (at the default rates they coincide anyway).
         if camera_due or t + 1e-9 >= self.next_measure:
             self.publish_measurements(t, environment_may_act=camera_due)
             self.next_measure = t + self.measure_period
-        if camera_due:
-            self.publish_cameras(t)
-            self.next_camera = t + self.camera_period
+        if not camera_due:
+            return None
+        self.next_camera = t + self.camera_period
+        return t
 
     @staticmethod
     def wrench_msg(w, stamp) -> WrenchStamped:
@@ -192,6 +269,7 @@ class LabSim(Node):
         self.pub_joints.publish(jmsg)
         if self.backend.has_load_cell:
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
+            self.wrench_stamps.append(t)
         self.pub_world.publish(self.world_encoder(m, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
@@ -250,6 +328,7 @@ class LabSim(Node):
             return response
         self.loaded = True
         self.follower.clear()
+        self._forget_display_inputs()
         self.next_measure = self.next_camera = 0.0
         self.last_arm_stamp = self.last_gripper_stamp = -1.0
         if self.step_mode == "realtime":
@@ -289,7 +368,7 @@ class LabSim(Node):
         if not (math.isfinite(request.duration_s) and 0.0 <= request.duration_s <= 10.0):
             response.success, response.message = False, f"bad duration {request.duration_s}"
             return response
-        self.advance_by(request.duration_s)
+        await self.advance_synced(request.duration_s)
         response.success, response.sim_time = True, self.backend.sim_time
         return response
 
@@ -319,6 +398,7 @@ class LabSim(Node):
             sim_blob, follower = unpack_checkpoint(blob)
             self.backend.restore_state(sim_blob)
             self.follower = follower
+            self._forget_display_inputs()  # the display the checkpoint saved stays until new readings
         except ValueError as exc:
             response.success, response.message = False, str(exc)
             return response

@@ -4,6 +4,7 @@ interfaces, correct, dropped and wrong, are recorded and audited in
 test/recording/test_recording_graph.py.)"""
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 
@@ -36,3 +37,30 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     lines = probe.wait_for("RESULT", timeout=120)
     probe.stop()
     assert lines and lines[0].startswith("RESULT True"), probe.seen[-20:]
+
+
+def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answers(tmp_path):
+    """Sync mode: the display in a frame at t shows the reading stamped t - 20 ms
+    (lab_sim.DISPLAY_LAG_S), even from a balance that answers 50 ms of wall time
+    late, so the same seeds render the same frames in every run."""
+    from labference_ros.nodes.lab_sim import DISPLAY_LAG_S
+
+    sys.path.insert(0, str(REPO / "test" / "peers"))
+    from display_lag_probe import value_at
+
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        sim = Proc([sys.executable, "-m", "labference_ros.nodes.lab_sim", "--ros-args", "-p", "image_width:=320",
+                    "-p", "image_height:=240"], env=env)
+        probe = Proc([sys.executable, str(REPO / "test" / "peers" / "display_lag_probe.py")], env=env)
+        lines = probe.wait_for("FRAMES", timeout=180)
+        probe.stop()
+        assert sim.popen.poll() is None, sim.seen[-20:]
+        sim.stop()
+    assert lines, probe.seen[-20:]
+    frames = json.loads(lines[0].removeprefix("FRAMES "))
+    assert [t for t, _ in frames] == pytest.approx([0.1 * k for k in range(7)])
+    assert frames[0][1] is None  # no reading is owed to the first frame: the display is blank
+    for t, shown in frames[1:]:
+        assert shown == value_at(round(t - DISPLAY_LAG_S, 6)), (t, shown)
