@@ -28,7 +28,7 @@ from trajectory_msgs.msg import JointTrajectory
 from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.cdr_views import WorldStateEncoder
-from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_to_s
+from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES
@@ -38,12 +38,16 @@ from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, u
 from labference_ros.tasks import family as task_family
 
 # The balance display shows the newest reading stamped at least DISPLAY_LAG_S before
-# a frame (a display's latency: two measurement periods at the default rate). In sync
-# mode lab_sim waits for that reading before it renders, so that the same seeds give
-# the same frames in every run, whenever the balance node's answer happens to come;
-# in realtime mode a frame shows the newest such reading that has arrived.
+# a frame (a display's latency: two measurement periods at the default rate). The
+# balance node answers every wrench with a reading of the wrench's stamp; in sync mode
+# lab_sim waits for the reading of the last wrench so stamped before it renders, so
+# that the same seeds give the same frames in every run, whenever the balance node's
+# answer comes. In realtime mode a frame shows the newest such reading that has arrived.
 DISPLAY_LAG_S = 0.02
-DISPLAY_WAIT_S = 5.0  # a balance that stops answering: render with what has arrived
+# A balance that answers none within this (gone, or one that is polled on its own
+# clock): the frame shows what has arrived, and lab_sim stops waiting until the next
+# reset or restore.
+DISPLAY_WAIT_S = 5.0
 
 class LabSim(Node):
     def __init__(self):
@@ -79,11 +83,16 @@ class LabSim(Node):
         self.checkpoints: dict[str, bytes] = {}
         self.command_waiter = None  # (rclpy Future, predicate) while an advance waits for commands
         self.environment = None  # the family's environment behaviour this episode (TaskFamily.make_environment)
-        # The display's inputs since the last reset or restore: the stamps of the
-        # wrenches published (each is owed a reading) and the readings received.
-        self.wrench_stamps: deque[float] = deque(maxlen=1000)
-        self.readings: deque[tuple[float, float, bool]] = deque(maxlen=1000)
+        # The display's inputs since the last reset or restore (one timeline of sim
+        # time), stamps in nanoseconds: the wrenches published, each owed a reading,
+        # and the readings received, stamp -> (shown grams, stable).
+        self.timeline = 0
+        self.timeline_start_ns = 0
+        self.wrench_stamps: deque[int] = deque(maxlen=1000)
+        self.readings: dict[int, tuple[float, bool]] = {}
+        self.display_waits = True  # False after a wait timed out in this timeline
         self.reading_waiter = None  # (rclpy Future, owed stamp) while a frame waits for its reading
+        self.advancing = False
 
         qos = QoSProfile(depth=10)
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
@@ -152,33 +161,42 @@ class LabSim(Node):
     def on_reading(self, msg: BalanceReading):
         if not self.loaded:
             return
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        # Stamped outside this timeline: in flight from before a reset or restore.
+        if not self.timeline_start_ns <= stamp <= _ns(self.backend.sim_time):
+            return
         shown = msg.displayed_g if msg.valid and not msg.overload else float("nan")
-        stamp = stamp_to_s(msg.header.stamp)
-        self.readings.append((stamp, shown, msg.stable and msg.valid))
+        self.readings[stamp] = (shown, msg.stable and msg.valid)
+        if len(self.readings) > 1000:
+            del self.readings[next(iter(self.readings))]
         waiter = self.reading_waiter
-        if waiter is not None and stamp >= waiter[1] - 1e-9 and not waiter[0].done():
+        if waiter is not None and stamp == waiter[1] and not waiter[0].done():
             waiter[0].set_result(True)
 
-    def _forget_display_inputs(self):
-        """At a reset or restore: sim time starts again, the readings owed with it."""
+    def _new_timeline(self):
+        """At a reset or restore: sim time starts again, the readings owed with it; an
+        advance still waiting for a reading of the old timeline gives up."""
+        self.timeline += 1
+        self.timeline_start_ns = _ns(self.backend.sim_time)
         self.wrench_stamps.clear()
         self.readings.clear()
+        self.display_waits = True
+        if self.reading_waiter is not None and not self.reading_waiter[0].done():
+            self.reading_waiter[0].set_result(False)
 
-    def show_reading_for_frame(self, t: float) -> float | None:
-        """Put the reading owed to the frame at t (DISPLAY_LAG_S) on the display; the
-        stamp of the owed reading while it has not arrived, else None."""
+    def show_reading_for_frame(self, t: float) -> int | None:
+        """Put the newest reading stamped at least DISPLAY_LAG_S before t on the display;
+        the stamp (ns) of the reading the frame is owed while it has not arrived."""
         if not self.backend.has_load_cell:
             return None
-        due = t - DISPLAY_LAG_S + 1e-9
+        due = _ns(t - DISPLAY_LAG_S) + 1000  # 1 us: rounding of sim time sums
         owed = next((stamp for stamp in reversed(self.wrench_stamps) if stamp <= due), None)
-        shown = next((r for r in reversed(self.readings) if r[0] <= due), None)
+        shown = next((stamp for stamp in reversed(self.readings) if stamp <= due), None)
         if shown is not None:
-            self.backend.set_display(shown[1], shown[2])
-        if owed is None or (shown is not None and shown[0] >= owed - 1e-9):
-            return None
-        return owed
+            self.backend.set_display(*self.readings[shown])
+        return None if owed is None or owed in self.readings else owed
 
-    async def _await_reading(self, owed: float) -> bool:
+    async def _await_reading(self, owed: int) -> bool:
         future = Future()
         self.reading_waiter = (future, owed)
         timer = self.create_timer(DISPLAY_WAIT_S, lambda: future.done() or future.set_result(False))
@@ -198,18 +216,25 @@ class LabSim(Node):
             self.show_reading_for_frame(t)
             self.publish_cameras(t)
 
-    async def advance_synced(self, duration_s: float) -> None:
-        """Sync: each frame waits for the reading it is owed (DISPLAY_LAG_S)."""
+    async def advance_synced(self, duration_s: float) -> str:
+        """Sync: each frame waits for the reading it is owed (DISPLAY_LAG_S). Returns ''
+        or why the advance stopped (a reset or restore while it waited)."""
+        timeline = self.timeline
         for t in self.steps(duration_s):
             owed = self.show_reading_for_frame(t)
             # Without a balance on the graph (a test of lab_sim alone) nothing is coming.
-            if owed is not None and self.inputs["/balance/reading"].get_publisher_count() > 0:
-                if await self._await_reading(owed):
-                    self.show_reading_for_frame(t)
-                else:
-                    self.get_logger().warning(f"no balance reading stamped {owed:.3f} s after {DISPLAY_WAIT_S} s: "
-                                              f"the frame at {t:.3f} s shows an older one")
+            if owed is not None and self.display_waits and self.inputs["/balance/reading"].get_publisher_count():
+                arrived = await self._await_reading(owed)
+                if self.timeline != timeline:
+                    return "the scene was reset or restored during the advance"
+                self.show_reading_for_frame(t)
+                if not arrived:
+                    self.display_waits = False
+                    self.get_logger().warning(
+                        f"no balance reading stamped {owed * 1e-9:.3f} s within {DISPLAY_WAIT_S} s: the frame at "
+                        f"{t:.3f} s shows an older one, and frames no longer wait until the next reset")
             self.publish_cameras(t)
+        return ""
 
     def steps(self, duration_s: float):
         """Physics over duration_s with the measurements due on the way; yields the sim
@@ -269,7 +294,7 @@ class LabSim(Node):
         self.pub_joints.publish(jmsg)
         if self.backend.has_load_cell:
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
-            self.wrench_stamps.append(t)
+            self.wrench_stamps.append(_ns(t))
         self.pub_world.publish(self.world_encoder(m, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
@@ -328,7 +353,7 @@ class LabSim(Node):
             return response
         self.loaded = True
         self.follower.clear()
-        self._forget_display_inputs()
+        self._new_timeline()
         self.next_measure = self.next_camera = 0.0
         self.last_arm_stamp = self.last_gripper_stamp = -1.0
         if self.step_mode == "realtime":
@@ -343,9 +368,11 @@ class LabSim(Node):
         return response
 
     async def on_advance(self, request, response):
-        if not self.loaded or self.step_mode != "sync":
-            response.success = False
-            response.message = "no scene loaded" if not self.loaded else "advance is only served in sync mode"
+        refused = ("no scene loaded" if not self.loaded
+                   else "advance is only served in sync mode" if self.step_mode != "sync"
+                   else "another advance is running" if self.advancing else "")
+        if refused:
+            response.success, response.message = False, refused
             return response
         want = stamp_to_s(request.command_stamp)
 
@@ -368,13 +395,18 @@ class LabSim(Node):
         if not (math.isfinite(request.duration_s) and 0.0 <= request.duration_s <= 10.0):
             response.success, response.message = False, f"bad duration {request.duration_s}"
             return response
-        await self.advance_synced(request.duration_s)
-        response.success, response.sim_time = True, self.backend.sim_time
+        self.advancing = True
+        try:
+            stopped = await self.advance_synced(request.duration_s)
+        finally:
+            self.advancing = False
+        response.success, response.message, response.sim_time = not stopped, stopped, self.backend.sim_time
         return response
 
     def on_save(self, request, response):
-        if not self.loaded:
-            response.success, response.message = False, "no scene loaded"
+        if not self.loaded or self.advancing:
+            response.success = False
+            response.message = "no scene loaded" if not self.loaded else "an advance is running"
             return response
         blob = pack_checkpoint(self.backend.save_state(), self.follower)
         cid = request.label or uuid.uuid4().hex[:12]
@@ -398,7 +430,7 @@ class LabSim(Node):
             sim_blob, follower = unpack_checkpoint(blob)
             self.backend.restore_state(sim_blob)
             self.follower = follower
-            self._forget_display_inputs()  # the display the checkpoint saved stays until new readings
+            self._new_timeline()  # the display the checkpoint saved stays until new readings
         except ValueError as exc:
             response.success, response.message = False, str(exc)
             return response
@@ -408,6 +440,12 @@ class LabSim(Node):
 
     def close(self):
         self.backend.close()
+
+
+def _ns(t: float) -> int:
+    """Sim time as a message stamp's nanoseconds (msgconv.s_to_stamp's rounding)."""
+    sec, nanosec = stamp_parts(t)
+    return sec * 1_000_000_000 + nanosec
 
 
 def main(args=None):

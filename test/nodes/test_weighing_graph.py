@@ -64,3 +64,25 @@ def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answer
     assert frames[0][1] is None  # no reading is owed to the first frame: the display is blank
     for t, shown in frames[1:]:
         assert shown == value_at(round(t - DISPLAY_LAG_S, 6)), (t, shown)
+
+
+def test_a_reset_ends_an_advance_waiting_for_a_reading_and_a_silent_balance_stops_the_waits():
+    """A balance on the graph that never answers: the frame's wait is ended by a
+    reset (the advance fails and says why, nothing of the old episode goes on), then
+    times out once; lab_sim warns once and later frames no longer wait."""
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        sim = Proc([sys.executable, "-m", "labference_ros.nodes.lab_sim"], env=env)
+        probe = Proc([sys.executable, str(REPO / "test" / "peers" / "display_lag_probe.py"), "silent"], env=env)
+        done = probe.wait_for("SILENT_DONE", timeout=180)
+        probe.stop()
+        assert sim.popen.poll() is None, sim.seen[-20:]
+        sim.wait_for("\0", timeout=2)  # collects what lab_sim printed
+        sim.stop()
+    assert done, probe.seen[-20:]
+    (interrupted,) = [line for line in probe.seen if line.startswith("INTERRUPTED")]
+    assert interrupted == "INTERRUPTED False the scene was reset or restored during the advance"
+    assert done[0] == "SILENT_DONE True 0.60"
+    warnings = [line for line in sim.seen if "no balance reading stamped" in line]
+    assert len(warnings) == 1 and "frames no longer wait" in warnings[0], sim.seen[-20:]

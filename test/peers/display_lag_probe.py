@@ -5,6 +5,11 @@ value_at(stamp) grams, but only DELAY_S of wall time after the wrench arrived
 (a loaded machine's balance node). Resets lab_sim, advances it in 20 ms steps (as
 the policy bridge does) to END_S, decodes the display camera's frames and prints
 "FRAMES <json list of [frame stamp, decoded grams or null]>".
+
+With "silent" on the command line the balance never answers: the advance to the
+frame at 0.1 s waits, a reset meanwhile ends it ("INTERRUPTED <success> <message>"),
+and after the reset the same advance waits out lab_sim's limit once and then
+carries on to END_S ("SILENT_DONE <success of every advance> <sim time>").
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ def value_at(t: float) -> float:
 
 
 def main() -> int:
+    silent = "silent" in sys.argv[1:]
     peer = PeerSession("display_lag_probe")
     from geometry_msgs.msg import WrenchStamped
     from sensor_msgs.msg import Image
@@ -45,7 +51,7 @@ def main() -> int:
                              measurement_qos(200))
 
     def answer():
-        while owed and owed[0][0] <= time.monotonic():
+        while owed and owed[0][0] <= time.monotonic() and not silent:
             _due, t = owed.pop(0)
             reading = BalanceMeasurement(raw_g=value_at(t), filtered_g=value_at(t), displayed_g=value_at(t),
                                          stable=True)
@@ -61,11 +67,14 @@ def main() -> int:
     node.create_subscription(Image, "/cameras/display/image_raw", on_frame, 10)
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
     deadline = time.monotonic() + 30
-    while node.count_subscribers("/balance/reading") == 0 and time.monotonic() < deadline:
+    while readings.get_subscription_count() == 0 and time.monotonic() < deadline:  # lab_sim has matched it
         time.sleep(0.01)
-    assert peer.call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(instance_json=instance.to_json())).success
+    reset = ResetEpisode.Request(instance_json=instance.to_json())
+    assert peer.call(ResetEpisode, "/lab_sim/reset", reset).success
     t = 0.0
     assert peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.0)).success
+    if silent:
+        return silent_run(peer, reset, Advance, ResetEpisode)
     while t < END_S - 1e-9:
         res = peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.02))
         assert res.success, res.message
@@ -74,6 +83,24 @@ def main() -> int:
     while len(frames) < round(END_S * 10) + 1 and time.monotonic() < deadline:
         time.sleep(0.01)
     print("FRAMES " + json.dumps(sorted(frames.items())), flush=True)
+    peer.close()
+    return 0
+
+
+def silent_run(peer, reset, Advance, ResetEpisode) -> int:
+    for _ in range(4):  # to 0.08 s: no frame is owed a reading yet
+        assert peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.02)).success
+    pending = peer.client(Advance, "/lab_sim/advance").call_async(Advance.Request(duration_s=0.02))
+    time.sleep(1.0)  # the frame at 0.1 s is waiting for the reading stamped 0.08 s
+    assert peer.call(ResetEpisode, "/lab_sim/reset", reset).success
+    res = peer.wait(pending, 20)
+    print(f"INTERRUPTED {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
+    ok = peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.0)).success
+    t = 0.0
+    while t < END_S - 1e-9:
+        res = peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.02))
+        ok, t = ok and res.success, res.sim_time
+    print(f"SILENT_DONE {ok} {t:.2f}", flush=True)
     peer.close()
     return 0
 

@@ -96,7 +96,8 @@ def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: Centri
     bottom, down = tube_bottom(obj, contract.tube.length_m)
     _depths, radials = approximate_offsets(bottom, frames)
     radials = radials.tolist()  # a few sockets: plain floats compare faster than numpy's reductions
-    reach = min(radials, default=math.inf) + SHORTLIST_MARGIN_M
+    # numpy's min: NaN when any radial is NaN (then no socket is near and all are judged).
+    reach = (math.nan if any(map(math.isnan, radials)) else min(radials, default=math.inf)) + SHORTLIST_MARGIN_M
     shortlist = [frames[j] for j, radial in enumerate(radials) if radial <= reach] or frames
     near = [(socket_offsets(bottom, f), f) for f in shortlist]
     (depth, radial), frame = min(near, key=lambda x: x[0][1])
