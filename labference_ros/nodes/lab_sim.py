@@ -96,11 +96,8 @@ class LabSim(Node):
 
         qos = QoSProfile(depth=10)
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        # 2 s of the 100 Hz streams: a reliable reader that falls behind (the recorder on
-        # a loaded machine) gets every sample, where 10 would be overwritten unread.
-        stream_qos = QoSProfile(depth=200)
-        self.pub_clock = self.create_publisher(Clock, "/clock", stream_qos)
-        self.pub_joints = self.create_publisher(JointState, "/joint_states", stream_qos)
+        self.pub_clock = self.create_publisher(Clock, "/clock", qos)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
         self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
         self.pub_tare = self.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
