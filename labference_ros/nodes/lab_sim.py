@@ -49,6 +49,7 @@ DISPLAY_LAG_S = 0.02
 # reset or restore.
 DISPLAY_WAIT_S = 5.0
 
+
 class LabSim(Node):
     def __init__(self):
         super().__init__("lab_sim")

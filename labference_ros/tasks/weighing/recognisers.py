@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labference_ros.tasks.weighing.contract import TaskContract
-from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT_PARTS, TABLE,
-                                             ObjectMeasurement, WorldMeasurement, frozen_instance)
+from labference_ros.core.measurements import (BALANCE_BODY, PAN, ROBOT_PARTS, TABLE, ObjectMeasurement,
+                                             WorldMeasurement, frozen_instance)
 from labference_ros.tasks.weighing.task_state import ELSEWHERE, ConfirmedEvent
 
 
@@ -108,10 +108,9 @@ def view_of(m: WorldMeasurement) -> MeasurementView:
     support = support_classes(m)
     touched_names, bilateral = [], []
     for n, o in m.objects.items():
-        contacts = o.contacts
-        if not ROBOT_PARTS.isdisjoint(contacts):  # robot_touching(o)
+        if robot_touching(o):  # a bilateral grasp touches too: one pass finds both
             touched_names.append(n)
-            if LEFT_FINGER in contacts and RIGHT_FINGER in contacts:
+            if o.left_finger_contact and o.right_finger_contact:
                 bilateral.append(n)
     held = bilateral[0] if (m.gripper_closing and len(bilateral) == 1) else None
     # Pressing the pan, or touching anything resting on it, loads the pan through the hand.
