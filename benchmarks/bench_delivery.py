@@ -1,0 +1,141 @@
+"""What one ROS message delivery costs between two processes on this machine, and the
+floor it puts under the graph / raw MuJoCo CPU ratio (issue 19).
+
+A publisher process sends sensor_msgs/JointState (the Panda's 9 joints) at 100 Hz
+for --messages messages; a subscriber process takes them with the project's raw
+subscriptions and rclpy's events executor, spun either one callback per return to
+Python (``spin_once``, run_node's loop before) or as run_node spins now
+(``nodes.runtime.spin_for``: every ready callback in one turn). Both in one domain
+of their own, on loopback. Printed per delivery: the publisher's CPU beyond the same
+loop with no subscriber, and the subscriber's CPU from its first message to its last.
+
+    .venv/bin/python benchmarks/bench_delivery.py [--messages 1500] [--deliveries-per-sim-s 880]
+
+--deliveries-per-sim-s: the weighing graph's count (benchmarks/BENCHMARKS.md,
+"Where the graph's overhead goes": 7 per 10 ms measurement, 3 per 20 ms control
+row, 30 frames).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+RATE_HZ = 100.0
+TOPIC = "/bench_delivery/joint_states"
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def publisher(messages: int, settle_s: float) -> dict:
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+
+    from labference_ros.nodes.runtime import init_ros
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("bench_delivery_publisher")
+    pub = node.create_publisher(JointState, TOPIC, QoSProfile(depth=10))
+    time.sleep(settle_s)  # discovery
+    msg = JointState(name=[f"panda_joint{i}" for i in range(1, 10)], position=[0.1] * 9, velocity=[0.0] * 9,
+                     effort=[0.0] * 9)
+    c0, t0 = _cpu(), time.perf_counter()
+    for i in range(messages):
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i * 10_000_000, 1_000_000_000)
+        pub.publish(msg)
+        time.sleep(max(0.0, t0 + (i + 1) / RATE_HZ - time.perf_counter()))
+    cpu = _cpu() - c0
+    subscribers = pub.get_subscription_count()
+    time.sleep(0.5)  # let the last ones arrive before the participant goes
+    node.destroy_node()
+    rclpy.shutdown()
+    return {"cpu_s": cpu, "subscribers": subscribers}
+
+
+def subscriber(messages: int, spin: str, deadline_s: float) -> dict:
+    from rclpy.experimental import EventsExecutor
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+
+    from labference_ros.nodes.runtime import init_ros, spin_for
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("bench_delivery_subscriber")
+    got: list[float] = []
+
+    def on_message(data: bytes) -> None:
+        got.append(_cpu())
+
+    node.create_subscription(JointState, TOPIC, on_message, QoSProfile(depth=10), raw=True)
+    executor = EventsExecutor()
+    executor.add_node(node)
+    turn = spin_for(executor, 0.1) if spin == "run_node" else (lambda: executor.spin_once(timeout_sec=0.1))
+    end = time.monotonic() + deadline_s
+    while len(got) < messages and time.monotonic() < end:
+        turn()
+    executor.shutdown(timeout_sec=1.0)
+    node.destroy_node()
+    rclpy.shutdown()
+    return {"received": len(got), "cpu_s": got[-1] - got[0] if len(got) > 1 else 0.0}
+
+
+def run_pair(messages: int, spin: str | None, env: dict) -> tuple[dict, dict | None]:
+    """The publisher, with a subscriber spun as ``spin`` (None: no subscriber)."""
+    me = [sys.executable, os.path.abspath(__file__)]
+    sub = None
+    if spin is not None:
+        sub = subprocess.Popen(me + ["--role", "subscriber", "--spin", spin, "--messages", str(messages)], env=env,
+                               stdout=subprocess.PIPE, text=True)
+    pub = subprocess.run(me + ["--role", "publisher", "--messages", str(messages)], env=env,
+                         stdout=subprocess.PIPE, text=True, check=True)
+    sub_out = json.loads(sub.communicate(timeout=120)[0]) if sub is not None else None
+    return json.loads(pub.stdout), sub_out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=1500)
+    ap.add_argument("--deliveries-per-sim-s", type=float, default=880.0)
+    ap.add_argument("--role", choices=("publisher", "subscriber"), help=argparse.SUPPRESS)
+    ap.add_argument("--spin", choices=("spin_once", "run_node"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.role == "publisher":
+        print(json.dumps(publisher(a.messages, settle_s=3.0)))
+        return 0
+    if a.role == "subscriber":
+        print(json.dumps(subscriber(a.messages, a.spin, deadline_s=a.messages / RATE_HZ + 30.0)))
+        return 0
+
+    from labference_ros.launcher.domains import claim_domain
+    from labference_ros.rosenv import loopback_environ
+
+    claim = claim_domain(None)
+    env = loopback_environ()
+    env["ROS_DOMAIN_ID"] = str(claim.domain_id)
+    try:
+        alone, _ = run_pair(a.messages, None, env)
+        results = {spin: run_pair(a.messages, spin, env) for spin in ("spin_once", "run_node")}
+    finally:
+        claim.release()
+    n = a.messages
+    print(f"{n} JointState messages at {RATE_HZ:.0f} Hz, domain {claim.domain_id}; publisher alone "
+          f"{alone['cpu_s'] / n * 1e6:.0f} us CPU per message (its loop, sleeps included)")
+    for spin, (pub, sub) in results.items():
+        writer = (pub["cpu_s"] - alone["cpu_s"]) / n
+        reader = sub["cpu_s"] / max(sub["received"] - 1, 1)
+        floor = a.deliveries_per_sim_s * (writer + reader)
+        print(f"subscriber spun by {spin:9s}: received {sub['received']}/{n}; per delivery {writer * 1e6:4.0f} us "
+              f"publisher + {reader * 1e6:4.0f} us subscriber = {(writer + reader) * 1e6:4.0f} us CPU; "
+              f"x {a.deliveries_per_sim_s:.0f} deliveries per sim s = {floor:.2f} CPU s per sim s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
