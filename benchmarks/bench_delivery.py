@@ -1,15 +1,16 @@
 """What one ROS message delivery costs between two processes on this machine, and the
 floor it puts under the graph / raw MuJoCo CPU ratio (issue 19).
 
-A publisher process sends sensor_msgs/JointState (the Panda's 9 joints) at 100 Hz
-for --messages messages; a subscriber process takes them with the project's raw
+A publisher process sends sensor_msgs/JointState (the Panda's 9 joints), --burst
+messages back to back every 10 ms (lab_sim publishes a measurement's topics so), for
+--ticks ticks; a subscriber process takes them with the project's raw
 subscriptions and rclpy's events executor, spun either one callback per return to
 Python (``spin_once``, run_node's loop before) or as run_node spins now
 (``nodes.runtime.spin_for``: every ready callback in one turn). Both in one domain
 of their own, on loopback. Printed per delivery: the publisher's CPU beyond the same
 loop with no subscriber, and the subscriber's CPU from its first message to its last.
 
-    .venv/bin/python benchmarks/bench_delivery.py [--messages 1500] [--deliveries-per-sim-s 880]
+    .venv/bin/python benchmarks/bench_delivery.py [--ticks 1500] [--burst 1] [--deliveries-per-sim-s 880]
 
 --deliveries-per-sim-s: the weighing graph's count (benchmarks/BENCHMARKS.md,
 "Where the graph's overhead goes": 7 per 10 ms measurement, 3 per 20 ms control
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import time
 
-RATE_HZ = 100.0
+RATE_HZ = 100.0  # publishing ticks per second
 TOPIC = "/bench_delivery/joint_states"
 
 
@@ -34,7 +35,7 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def publisher(messages: int, settle_s: float) -> dict:
+def publisher(ticks: int, burst: int, settle_s: float) -> dict:
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
 
@@ -47,9 +48,10 @@ def publisher(messages: int, settle_s: float) -> dict:
     msg = JointState(name=[f"panda_joint{i}" for i in range(1, 10)], position=[0.1] * 9, velocity=[0.0] * 9,
                      effort=[0.0] * 9)
     c0, t0 = _cpu(), time.perf_counter()
-    for i in range(messages):
+    for i in range(ticks):
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i * 10_000_000, 1_000_000_000)
-        pub.publish(msg)
+        for _ in range(burst):
+            pub.publish(msg)
         time.sleep(max(0.0, t0 + (i + 1) / RATE_HZ - time.perf_counter()))
     cpu = _cpu() - c0
     subscribers = pub.get_subscription_count()
@@ -86,14 +88,14 @@ def subscriber(messages: int, spin: str, deadline_s: float) -> dict:
     return {"received": len(got), "cpu_s": got[-1] - got[0] if len(got) > 1 else 0.0}
 
 
-def run_pair(messages: int, spin: str | None, env: dict) -> tuple[dict, dict | None]:
+def run_pair(ticks: int, burst: int, spin: str | None, env: dict) -> tuple[dict, dict | None]:
     """The publisher, with a subscriber spun as ``spin`` (None: no subscriber)."""
     me = [sys.executable, os.path.abspath(__file__)]
     sub = None
     if spin is not None:
-        sub = subprocess.Popen(me + ["--role", "subscriber", "--spin", spin, "--messages", str(messages)], env=env,
-                               stdout=subprocess.PIPE, text=True)
-    pub = subprocess.run(me + ["--role", "publisher", "--messages", str(messages)], env=env,
+        sub = subprocess.Popen(me + ["--role", "subscriber", "--spin", spin, "--messages", str(ticks * burst)],
+                               env=env, stdout=subprocess.PIPE, text=True)
+    pub = subprocess.run(me + ["--role", "publisher", "--ticks", str(ticks), "--burst", str(burst)], env=env,
                          stdout=subprocess.PIPE, text=True, check=True)
     sub_out = json.loads(sub.communicate(timeout=120)[0]) if sub is not None else None
     return json.loads(pub.stdout), sub_out
@@ -101,16 +103,18 @@ def run_pair(messages: int, spin: str | None, env: dict) -> tuple[dict, dict | N
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--messages", type=int, default=1500)
+    ap.add_argument("--ticks", type=int, default=1500, help="10 ms publishing ticks")
+    ap.add_argument("--burst", type=int, default=1, help="messages back to back per tick")
+    ap.add_argument("--messages", type=int, help=argparse.SUPPRESS)  # the subscriber's count
     ap.add_argument("--deliveries-per-sim-s", type=float, default=880.0)
     ap.add_argument("--role", choices=("publisher", "subscriber"), help=argparse.SUPPRESS)
     ap.add_argument("--spin", choices=("spin_once", "run_node"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.role == "publisher":
-        print(json.dumps(publisher(a.messages, settle_s=3.0)))
+        print(json.dumps(publisher(a.ticks, a.burst, settle_s=3.0)))
         return 0
     if a.role == "subscriber":
-        print(json.dumps(subscriber(a.messages, a.spin, deadline_s=a.messages / RATE_HZ + 30.0)))
+        print(json.dumps(subscriber(a.messages, a.spin, deadline_s=a.messages / RATE_HZ + 60.0)))
         return 0
 
     from labference_ros.launcher.domains import claim_domain
@@ -120,12 +124,12 @@ def main() -> int:
     env = loopback_environ()
     env["ROS_DOMAIN_ID"] = str(claim.domain_id)
     try:
-        alone, _ = run_pair(a.messages, None, env)
-        results = {spin: run_pair(a.messages, spin, env) for spin in ("spin_once", "run_node")}
+        alone, _ = run_pair(a.ticks, a.burst, None, env)
+        results = {spin: run_pair(a.ticks, a.burst, spin, env) for spin in ("spin_once", "run_node")}
     finally:
         claim.release()
-    n = a.messages
-    print(f"{n} JointState messages at {RATE_HZ:.0f} Hz, domain {claim.domain_id}; publisher alone "
+    n = a.ticks * a.burst
+    print(f"{n} JointState messages, {a.burst} every 10 ms, domain {claim.domain_id}; publisher alone "
           f"{alone['cpu_s'] / n * 1e6:.0f} us CPU per message (its loop, sleeps included)")
     for spin, (pub, sub) in results.items():
         writer = (pub["cpu_s"] - alone["cpu_s"]) / n

@@ -61,8 +61,8 @@ STOP_CHECK_S = 0.1
 
 def spin_for(executor, period_s: float) -> Callable[[], None]:
     """One turn of the node's spin loop: the events executor runs every callback that
-    is ready for ``period_s`` without returning to Python between them (a return per
-    callback cost about a fifth of a delivery's CPU, benchmarks/bench_delivery.py); the
+    is ready for ``period_s`` without returning to Python between them (returning after
+    each cost the weighing graph 6-10 % of its CPU, benchmarks/bench_episode.py); the
     Python executors run one callback, or wait up to ``period_s`` for one."""
     from rclpy.executors import Executor
     from rclpy.task import Future
