@@ -2,17 +2,17 @@
 floor it puts under the graph / raw MuJoCo CPU ratio (issue 19).
 
 A publisher process sends sensor_msgs/JointState (the Panda's 9 joints), --burst
-messages back to back every 10 ms (lab_sim publishes a measurement's topics so), for
---ticks ticks; a subscriber process takes them with the project's raw
-subscriptions and rclpy's events executor, spun either one callback per return to
-Python (``spin_once``, run_node's loop before) or as run_node spins now
-(``nodes.runtime.spin_for``: every ready callback in one turn). Both in one domain
-of their own, on loopback. Printed per delivery: the publisher's CPU beyond the same
-loop with no subscriber, and the subscriber's CPU from its first message to its last.
+messages back to back every 10 ms, for --ticks ticks; a subscriber process takes
+them as the project's nodes do (a raw subscription, rclpy's events executor spun by
+``spin_once`` as nodes.runtime.run_node spins it). Both in a domain of their own, on
+loopback. Printed per delivery: the publisher's CPU beyond the same loop with no
+subscriber, and the subscriber's CPU from its first message to its last. A burst is
+one topic's messages back to back: they share the subscriber's wake-ups more than
+lab_sim's back-to-back messages on several topics do, so --burst 3 gives a lower bound.
 
     .venv/bin/python benchmarks/bench_delivery.py [--ticks 1500] [--burst 1] [--deliveries-per-sim-s 880]
 
---deliveries-per-sim-s: the weighing graph's count (benchmarks/BENCHMARKS.md,
+--deliveries-per-sim-s: the weighing graph's count (BENCHMARKS.md,
 "Where the graph's overhead goes": 7 per 10 ms measurement, 3 per 20 ms control
 row, 30 frames).
 """
@@ -27,6 +27,7 @@ import sys
 import time
 
 RATE_HZ = 100.0  # publishing ticks per second
+SUBSCRIBER_SPARE_S = 30.0  # the subscriber's wait beyond the publishing (start-up, discovery)
 TOPIC = "/bench_delivery/joint_states"
 
 
@@ -45,6 +46,7 @@ def publisher(ticks: int, burst: int, settle_s: float) -> dict:
     node = rclpy.create_node("bench_delivery_publisher")
     pub = node.create_publisher(JointState, TOPIC, QoSProfile(depth=10))
     time.sleep(settle_s)  # discovery
+    subscribers = pub.get_subscription_count()  # before the subscriber, done, leaves
     msg = JointState(name=[f"panda_joint{i}" for i in range(1, 10)], position=[0.1] * 9, velocity=[0.0] * 9,
                      effort=[0.0] * 9)
     c0, t0 = _cpu(), time.perf_counter()
@@ -54,19 +56,18 @@ def publisher(ticks: int, burst: int, settle_s: float) -> dict:
             pub.publish(msg)
         time.sleep(max(0.0, t0 + (i + 1) / RATE_HZ - time.perf_counter()))
     cpu = _cpu() - c0
-    subscribers = pub.get_subscription_count()
     time.sleep(0.5)  # let the last ones arrive before the participant goes
     node.destroy_node()
     rclpy.shutdown()
     return {"cpu_s": cpu, "subscribers": subscribers}
 
 
-def subscriber(messages: int, spin: str, deadline_s: float) -> dict:
+def subscriber(messages: int, deadline_s: float) -> dict:
     from rclpy.experimental import EventsExecutor
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
 
-    from labference_ros.nodes.runtime import init_ros, spin_for
+    from labference_ros.nodes.runtime import init_ros
 
     rclpy = init_ros([])
     node = rclpy.create_node("bench_delivery_subscriber")
@@ -78,27 +79,33 @@ def subscriber(messages: int, spin: str, deadline_s: float) -> dict:
     node.create_subscription(JointState, TOPIC, on_message, QoSProfile(depth=10), raw=True)
     executor = EventsExecutor()
     executor.add_node(node)
-    turn = spin_for(executor, 0.1) if spin == "run_node" else (lambda: executor.spin_once(timeout_sec=0.1))
     end = time.monotonic() + deadline_s
     while len(got) < messages and time.monotonic() < end:
-        turn()
+        executor.spin_once(timeout_sec=0.1)  # as run_node spins
     executor.shutdown(timeout_sec=1.0)
     node.destroy_node()
     rclpy.shutdown()
     return {"received": len(got), "cpu_s": got[-1] - got[0] if len(got) > 1 else 0.0}
 
 
-def run_pair(ticks: int, burst: int, spin: str | None, env: dict) -> tuple[dict, dict | None]:
-    """The publisher, with a subscriber spun as ``spin`` (None: no subscriber)."""
+def run_pair(ticks: int, burst: int, subscribed: bool, env: dict) -> tuple[dict, dict | None]:
+    """The publisher, with or without a subscriber."""
     me = [sys.executable, os.path.abspath(__file__)]
     sub = None
-    if spin is not None:
-        sub = subprocess.Popen(me + ["--role", "subscriber", "--spin", spin, "--messages", str(ticks * burst)],
-                               env=env, stdout=subprocess.PIPE, text=True)
-    pub = subprocess.run(me + ["--role", "publisher", "--ticks", str(ticks), "--burst", str(burst)], env=env,
-                         stdout=subprocess.PIPE, text=True, check=True)
-    sub_out = json.loads(sub.communicate(timeout=120)[0]) if sub is not None else None
-    return json.loads(pub.stdout), sub_out
+    if subscribed:
+        sub = subprocess.Popen(me + ["--role", "subscriber", "--messages", str(ticks * burst),
+                                     "--ticks", str(ticks)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        pub = json.loads(subprocess.run(me + ["--role", "publisher", "--ticks", str(ticks), "--burst", str(burst)],
+                                        env=env, stdout=subprocess.PIPE, text=True, check=True).stdout)
+        sub_out = json.loads(sub.communicate(timeout=SUBSCRIBER_SPARE_S + 30)[0]) if sub is not None else None
+    finally:
+        if sub is not None and sub.poll() is None:
+            sub.kill()
+            sub.wait()
+    if pub["subscribers"] != int(subscribed):
+        raise SystemExit(f"the publisher saw {pub['subscribers']} subscribers, not {int(subscribed)}")
+    return pub, sub_out
 
 
 def main() -> int:
@@ -108,13 +115,12 @@ def main() -> int:
     ap.add_argument("--messages", type=int, help=argparse.SUPPRESS)  # the subscriber's count
     ap.add_argument("--deliveries-per-sim-s", type=float, default=880.0)
     ap.add_argument("--role", choices=("publisher", "subscriber"), help=argparse.SUPPRESS)
-    ap.add_argument("--spin", choices=("spin_once", "run_node"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.role == "publisher":
         print(json.dumps(publisher(a.ticks, a.burst, settle_s=3.0)))
         return 0
     if a.role == "subscriber":
-        print(json.dumps(subscriber(a.messages, a.spin, deadline_s=a.messages / RATE_HZ + 60.0)))
+        print(json.dumps(subscriber(a.messages, deadline_s=a.ticks / RATE_HZ + SUBSCRIBER_SPARE_S)))
         return 0
 
     from labference_ros.launcher.domains import claim_domain
@@ -124,20 +130,19 @@ def main() -> int:
     env = loopback_environ()
     env["ROS_DOMAIN_ID"] = str(claim.domain_id)
     try:
-        alone, _ = run_pair(a.ticks, a.burst, None, env)
-        results = {spin: run_pair(a.ticks, a.burst, spin, env) for spin in ("spin_once", "run_node")}
+        alone, _ = run_pair(a.ticks, a.burst, False, env)
+        pub, sub = run_pair(a.ticks, a.burst, True, env)
     finally:
         claim.release()
     n = a.ticks * a.burst
     print(f"{n} JointState messages, {a.burst} every 10 ms, domain {claim.domain_id}; publisher alone "
           f"{alone['cpu_s'] / n * 1e6:.0f} us CPU per message (its loop, sleeps included)")
-    for spin, (pub, sub) in results.items():
-        writer = (pub["cpu_s"] - alone["cpu_s"]) / n
-        reader = sub["cpu_s"] / max(sub["received"] - 1, 1)
-        floor = a.deliveries_per_sim_s * (writer + reader)
-        print(f"subscriber spun by {spin:9s}: received {sub['received']}/{n}; per delivery {writer * 1e6:4.0f} us "
-              f"publisher + {reader * 1e6:4.0f} us subscriber = {(writer + reader) * 1e6:4.0f} us CPU; "
-              f"x {a.deliveries_per_sim_s:.0f} deliveries per sim s = {floor:.2f} CPU s per sim s")
+    writer = (pub["cpu_s"] - alone["cpu_s"]) / n
+    reader = sub["cpu_s"] / max(sub["received"] - 1, 1)
+    floor = a.deliveries_per_sim_s * (writer + reader)
+    print(f"received {sub['received']}/{n}; per delivery {writer * 1e6:.0f} us publisher + {reader * 1e6:.0f} us "
+          f"subscriber = {(writer + reader) * 1e6:.0f} us CPU; x {a.deliveries_per_sim_s:.0f} deliveries per sim s "
+          f"= {floor:.2f} CPU s per sim s")
     return 0
 
 

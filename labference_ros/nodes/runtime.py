@@ -55,24 +55,6 @@ def make_executor(single_threaded):
     return EventsExecutor()
 
 
-# How often the spin loop returns to Python to see whether the node is done or asked to stop.
-STOP_CHECK_S = 0.1
-
-
-def spin_for(executor, period_s: float) -> Callable[[], None]:
-    """One turn of the node's spin loop: the events executor runs every callback that
-    is ready for ``period_s`` without returning to Python between them (returning after
-    each cost the weighing graph 6-10 % of its CPU, benchmarks/bench_episode.py); the
-    Python executors run one callback, or wait up to ``period_s`` for one."""
-    from rclpy.executors import Executor
-    from rclpy.task import Future
-
-    if isinstance(executor, Executor):  # the Python executors (the events executor is C++)
-        return lambda: executor.spin_once(timeout_sec=period_s)
-    # A future that never completes: the spin ends when the period does.
-    return lambda: executor.spin_until_future_complete(Future(), timeout_sec=period_s)
-
-
 def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None) -> int:
     """Create the node with ``make_node`` and spin it until SIGINT/SIGTERM or ``node.done``.
 
@@ -119,11 +101,10 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
     stop["constructing"] = False
     executor = make_executor(SingleThreadedExecutor)
     executor.add_node(node)
-    spin = spin_for(executor, STOP_CHECK_S)
     code = 0
     try:
         while rclpy.ok() and not getattr(node, "done", False) and not stop["asked"]:
-            spin()
+            executor.spin_once(timeout_sec=0.1)
         code = int(getattr(node, "exit_code", 0))
     except (_Stop, KeyboardInterrupt, ExternalShutdownException):
         code = int(getattr(node, "exit_code", 0))
