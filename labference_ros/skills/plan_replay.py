@@ -43,6 +43,8 @@ OFF_PLAN_RAD = 0.2
 # While moving the arm trails its targets (the servos' lag: 0.15 rad and more at speed, seen
 # in realtime runs); a plan that ran leaves the arm near one of its rows this far back.
 SERVO_LAG_S = 0.5
+# An arm at rest on its target (a pause brought the setpoint to rest on it) is this close.
+AT_ROW_RAD = 0.01
 
 
 class PlanCursor:
@@ -79,13 +81,19 @@ class PlanCursor:
         self.resume_at(t, arm_q, smooth)
 
     def resync(self, t: float, arm_q, smooth) -> None:
-        """Before taking the next chunk: if the arm is further than OFF_PLAN_RAD from
-        every row of the last SERVO_LAG_S up to where the plan has got to (time passed
-        without the rows running: an operator's pause), go on from where the arm
-        stands (resume_at)."""
+        """Before taking the next chunk: if the rows up to where the plan has got to did
+        not run (time passed without them: an operator's pause), go on from where the
+        arm stands (resume_at). They did not if the arm is further than OFF_PLAN_RAD
+        from every row of the last SERVO_LAG_S, or if it stands on an earlier row of the
+        last chunk and off those recent ones: where the plan moves slowly, the recent
+        rows can all lie within OFF_PLAN_RAD of where a pause stopped the arm."""
+        arm = np.asarray(arm_q, float)
         upto = min(max(0, self.index(t)), len(self.rows) - 1)
-        recent = self.rows[max(0, upto - int(round(SERVO_LAG_S / self.dt))):upto + 1, :7]
-        if float(np.abs(recent - np.asarray(arm_q, float)).max(axis=1).min()) > OFF_PLAN_RAD:
+        window_start = max(0, upto - int(round(SERVO_LAG_S / self.dt)))
+        off_recent = float(np.abs(self.rows[window_start:upto + 1, :7] - arm).max(axis=1).min())
+        earlier = self.rows[min(self.handed_from, window_start):window_start, :7]
+        off_earlier = float(np.abs(earlier - arm).max(axis=1).min()) if len(earlier) else np.inf
+        if off_recent > OFF_PLAN_RAD or (off_earlier <= AT_ROW_RAD and off_recent > 2 * AT_ROW_RAD):
             self.resume_at(t, arm_q, smooth)
 
     def resume_at(self, t: float, arm_q, smooth) -> None:

@@ -110,6 +110,27 @@ def test_an_arm_trailing_its_targets_is_on_plan_and_one_stopped_early_is_not():
     assert np.abs(cursor.chunk(end * dt + 0.1, 5)[0, :7] - stopped).max() < 0.01
 
 
+def test_an_arm_paused_where_the_plan_moves_slowly_resumes_where_it_stands():
+    """A pause two rows into a chunk at the start of a move: the plan's last 0.5 s of
+    rows handed out all lie within OFF_PLAN_RAD of the stopped arm, yet going on after
+    them would jump the arm; it resumes from where it stands instead."""
+    from labference_ros.skills.plan_replay import OFF_PLAN_RAD, SERVO_LAG_S
+
+    planner, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, 50)
+    stopped = rows[2, :7]
+    recent = rows[50 - int(round(SERVO_LAG_S / dt)):51, :7]
+    assert np.abs(recent - stopped).max(axis=1).min() <= OFF_PLAN_RAD  # "near" by that test alone
+    assert ANYWHERE.violations(rows[50:100], stopped, None, dt, tips)  # going on there is refused
+    later = 50 * dt + 1.0  # one second paused
+    cursor.resync(later, stopped, planner.retime)
+    restarted = cursor.chunk(later, 50)
+    assert np.abs(restarted[0, :7] - stopped).max() < 0.01
+    assert ANYWHERE.violations(restarted, stopped, None, dt, tips) == []
+
+
 def test_after_a_refused_chunk_the_move_restarts_from_rest_where_the_arm_holds():
     """The runtime refused a chunk mid-move (the arm holds the row before it, and has come
     to rest there); going on where time says would be refused again at every try, the
