@@ -3,8 +3,8 @@ floor it puts under the graph / raw MuJoCo CPU ratio (issue 19).
 
 A publisher process sends sensor_msgs/JointState (the Panda's 9 joints), --burst
 messages back to back every 10 ms, for --ticks ticks; a subscriber process takes
-them as the project's nodes do (a raw subscription, rclpy's events executor spun by
-``spin_once`` as nodes.runtime.run_node spins it). Both in a domain of their own, on
+them as the project's nodes do (a raw subscription, the executor of
+nodes.runtime.make_executor spun by ``spin_once`` as run_node spins it). Both in a domain of their own, on
 loopback. Printed per delivery: the publisher's CPU beyond the same loop with no
 subscriber, and the subscriber's CPU from its first message to its last. A burst is
 one topic's messages back to back: they share the subscriber's wake-ups more than
@@ -63,11 +63,11 @@ def publisher(ticks: int, burst: int, settle_s: float) -> dict:
 
 
 def subscriber(messages: int, deadline_s: float) -> dict:
-    from rclpy.experimental import EventsExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
 
-    from labference_ros.nodes.runtime import init_ros
+    from labference_ros.nodes.runtime import init_ros, make_executor
 
     rclpy = init_ros([])
     node = rclpy.create_node("bench_delivery_subscriber")
@@ -77,7 +77,7 @@ def subscriber(messages: int, deadline_s: float) -> dict:
         got.append(_cpu())
 
     node.create_subscription(JointState, TOPIC, on_message, QoSProfile(depth=10), raw=True)
-    executor = EventsExecutor()
+    executor = make_executor(SingleThreadedExecutor)  # the nodes' executor
     executor.add_node(node)
     end = time.monotonic() + deadline_s
     while len(got) < messages and time.monotonic() < end:
