@@ -1,0 +1,40 @@
+"""Inputs a node reads when it needs them, not whenever a message arrives.
+
+A subscription on a node that no executor spins is never dispatched: DDS still
+receives its messages into the reader's history (its QoS depth, newest kept) and
+the node takes them with ``newest()``. For a 100 Hz stream read a few times a
+second this spares the process a wake-up and a Python callback per message
+(benchmarks/bench_delivery.py measures both ways)."""
+from __future__ import annotations
+
+NEVER_CALLED = "SampledInput's subscription is not spun; its callback cannot run"
+
+
+def _never_called(_data) -> None:
+    raise RuntimeError(NEVER_CALLED)
+
+
+class SampledInput:
+    """One subscription read on demand: messages as their serialized bytes (raw) or
+    as messages. ``reader`` must be a node that no executor spins (an executor would
+    take the messages first)."""
+
+    def __init__(self, reader, msg_type, topic: str, qos, raw: bool = True):
+        self.subscription = reader.create_subscription(msg_type, topic, _never_called, qos, raw=raw)
+
+    def take_all(self) -> list:
+        """Every message received since the last call, oldest first (at most the QoS depth)."""
+        sub = self.subscription
+        taken_messages = []
+        with sub.handle:
+            while True:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                if taken is None:
+                    return taken_messages
+                taken_messages.append(taken[0])
+
+    def newest(self):
+        """The newest message received since the last call, or None when none arrived;
+        older ones are dropped."""
+        taken = self.take_all()
+        return taken[-1] if taken else None
