@@ -99,7 +99,7 @@ def make_node():
         run_json,
         write_plan,
     )
-    from labference_ros.nodes.sampled import SampledInput
+    from labference_ros.nodes.sampled import SampledInput, reader_node
     from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
     from labference_ros.tasks import family as task_family
 
@@ -148,10 +148,7 @@ def make_node():
             if self.setup != "operator":  # a real cell's time is the nodes' clock (tick)
                 # Read at each tick, the newest only: a node no executor spins holds the
                 # subscription, so 100 Hz of /clock costs no callback (nodes/sampled.py).
-                self.clock_reader = Node(f"{self.get_name()}_clock", context=self.context,
-                                         namespace=self.get_namespace(), enable_rosout=False,
-                                         start_parameter_services=False,
-                                         cli_args=["--ros-args", "-r", f"__node:={self.get_name()}_clock"])
+                self.clock_reader = reader_node(self, "clock")
                 self.clock_input = SampledInput(self.clock_reader, Clock, "/clock",
                                           QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
             self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)

@@ -43,7 +43,7 @@ from labference_ros.msgconv import s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
-from labference_ros.nodes.sampled import SampledInput
+from labference_ros.nodes.sampled import SampledInput, reader_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import EvaluationValidityError, make
@@ -129,10 +129,7 @@ class PolicyBridge(Node):
         self.sampled: dict[str, SampledInput] = {}  # key of self.latest -> input
         self.input_reader = None
         if v["step_mode"] == "sync":
-            self.input_reader = Node(f"{self.get_name()}_inputs", context=self.context,
-                                     namespace=self.get_namespace(), enable_rosout=False,
-                                     start_parameter_services=False,
-                                     cli_args=["--ros-args", "-r", f"__node:={self.get_name()}_inputs"])
+            self.input_reader = reader_node(self)
 
         def subscribe(msg_type, topic, callback, profile, raw=False):
             self.inputs[topic] = self.create_subscription(msg_type, topic, callback, profile, raw=raw)
@@ -453,6 +450,7 @@ class PolicyBridge(Node):
 
     def _state_observe(self, ep):
         if ep.get("paused"):  # nothing is asked of the system until the operator resumes
+            self.input_poll.cancel()
             ep["state"] = "execute"
             return
         t = self._current_time(ep)

@@ -10,6 +10,21 @@ from __future__ import annotations
 NEVER_CALLED = "SampledInput's subscription is not spun; its callback cannot run"
 
 
+def reader_node(owner, suffix: str = "inputs"):
+    """A second node in ``owner``'s process and namespace, named ``<owner>_<suffix>``,
+    for SampledInputs: never add it to an executor. It serves nothing (no parameter or
+    type description services, which nothing would answer) and logs nothing. Its own
+    name remap wins over the process-wide ``__node:=`` the launcher passes; the
+    process-wide topic remaps apply to it as to ``owner``."""
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    name = f"{owner.get_name()}_{suffix}"
+    return Node(name, context=owner.context, namespace=owner.get_namespace(), enable_rosout=False,
+                start_parameter_services=False, cli_args=["--ros-args", "-r", f"__node:={name}"],
+                parameter_overrides=[Parameter("start_type_description_service", value=False)])
+
+
 def _never_called(_data) -> None:
     raise RuntimeError(NEVER_CALLED)
 
@@ -22,8 +37,9 @@ class SampledInput:
     def __init__(self, reader, msg_type, topic: str, qos, raw: bool = True):
         self.subscription = reader.create_subscription(msg_type, topic, _never_called, qos, raw=raw)
 
-    def take_all(self) -> list:
-        """Every message received since the last call, oldest first (at most the QoS depth)."""
+    def take_all_with_info(self) -> list[tuple]:
+        """Every message received since the last call with its rclpy MessageInfo
+        (source and reception timestamps), oldest first (at most the QoS depth)."""
         sub = self.subscription
         taken_messages = []
         with sub.handle:
@@ -31,10 +47,14 @@ class SampledInput:
                 taken = sub.handle.take_message(sub.msg_type, sub.raw)
                 if taken is None:
                     return taken_messages
-                taken_messages.append(taken[0])
+                taken_messages.append(taken)
+
+    def take_all(self) -> list:
+        """Every message received since the last call, oldest first (at most the QoS depth)."""
+        return [message for message, _info in self.take_all_with_info()]
 
     def newest(self):
         """The newest message received since the last call, or None when none arrived;
         older ones are dropped."""
-        taken = self.take_all()
-        return taken[-1] if taken else None
+        taken = self.take_all_with_info()
+        return taken[-1][0] if taken else None

@@ -46,14 +46,33 @@ publish(26, 26)
 time.sleep(0.5)
 taken.append(take())
 print("TAKEN " + json.dumps(taken))
+
+# take_all: messages (raw=False), oldest first, the newest `depth` of them, with their
+# publication times; the reader node as reader_node names it.
+from labference_ros.nodes.sampled import reader_node
+second = reader_node(writer)
+messages = SampledInput(second, JointState, "/sampled_probe", QoSProfile(depth=10), raw=False)
+while messages.subscription.get_publisher_count() < 1 and time.monotonic() < deadline + 30:
+    time.sleep(0.01)
+before = time.time_ns()
+publish(27, 40)
+time.sleep(0.5)
+with_info = messages.take_all_with_info()
+print("ALL " + json.dumps({"stamps": [m.header.stamp.sec for m, _info in with_info],
+                           "published_in_order": all(before <= a["source_timestamp"] <= b["source_timestamp"]
+                                                     for (_m, a), (_n, b) in zip(with_info, with_info[1:])),
+                           "after_take": messages.take_all(), "name": second.get_name()}))
 rclpy.shutdown()
 """
 
 
-def test_a_sampled_input_gives_the_newest_message_once_and_none_until_another_arrives():
+def test_a_sampled_input_gives_the_newest_message_once_and_all_of_them_in_order():
     out = subprocess.run([sys.executable, "-c", PROBE], env=loopback_environ(), capture_output=True, text=True,
                          timeout=90)
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("TAKEN "))
     # Nothing yet; of 25 (more than the depth) the newest; nothing new; the next one.
     assert json.loads(line[len("TAKEN "):]) == [None, 25, None, 26]
+    line = next(x for x in out.stdout.splitlines() if x.startswith("ALL "))
+    assert json.loads(line[len("ALL "):]) == {"stamps": list(range(31, 41)), "published_in_order": True,
+                                              "after_take": [], "name": "sampled_probe_writer_inputs"}
