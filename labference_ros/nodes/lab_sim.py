@@ -31,7 +31,7 @@ from labference_ros.cdr_views import WorldStateEncoder
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
-from labference_ros.nodes.sampled import SampledInput
+from labference_ros.nodes.sampled import SampledInput, reader_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import validate_arm_command
@@ -93,6 +93,9 @@ class LabSim(Node):
         self.timeline = 0
         self.timeline_start_ns = 0
         self.wrench_stamps: deque[int] = deque(maxlen=1000)
+        # Wall time (ns) each wrench of this timeline went out, by stamp: a reading of that
+        # stamp published before then answers an earlier timeline's wrench (after a restore).
+        self.wrench_sent_ns: dict[int, int] = {}
         self.readings: dict[int, tuple[float, bool]] = {}
         self.display_waits = True  # False after a wait timed out in this timeline
         self.advancing = False
@@ -116,10 +119,7 @@ class LabSim(Node):
         arm_topic = f"/{v['controller']}/joint_trajectory"
         # The display needs readings only at camera frames (10 Hz of a 100 Hz stream): they
         # are taken then, from a subscription on a node no executor spins (nodes/sampled.py).
-        self.input_reader = Node(f"{self.get_name()}_inputs", context=self.context,
-                                 namespace=self.get_namespace(), enable_rosout=False,
-                                 start_parameter_services=False,
-                                 cli_args=["--ros-args", "-r", f"__node:={self.get_name()}_inputs"])
+        self.input_reader = reader_node(self)
         self.reading_input = SampledInput(self.input_reader, BalanceReading, "/balance/reading",
                                           measurement_qos(50), raw=False)
         self.inputs = {  # awaited at each reset: commands and the display's reading from the first step
@@ -167,15 +167,21 @@ class LabSim(Node):
 
     def take_readings(self):
         """The balance readings that arrived since the last look, into this timeline's."""
-        for msg in self.reading_input.take_all():
-            self.note_reading(msg)
+        for msg, info in self.reading_input.take_all_with_info():
+            self.note_reading(msg, info["source_timestamp"])
 
-    def note_reading(self, msg: BalanceReading):
+    def note_reading(self, msg: BalanceReading, published_ns: int = 0):
+        """One reading, published (wall ns, 0: unknown) by the balance."""
         if not self.loaded:
             return
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         # Stamped outside this timeline: in flight from before a reset or restore.
         if not self.timeline_start_ns <= stamp <= _ns(self.backend.sim_time):
+            return
+        # Taken at a frame, not on arrival: one in flight at a restore can carry a stamp
+        # this timeline has reached again since; it was published before this one's wrench.
+        sent = self.wrench_sent_ns.get(stamp)
+        if published_ns and sent is not None and published_ns < sent:
             return
         shown = msg.displayed_g if msg.valid and not msg.overload else float("nan")
         self.readings[stamp] = (shown, msg.stable and msg.valid)
@@ -188,6 +194,7 @@ class LabSim(Node):
         self.timeline += 1
         self.timeline_start_ns = _ns(self.backend.sim_time)
         self.wrench_stamps.clear()
+        self.wrench_sent_ns.clear()
         self.reading_input.take_all()  # all of the old timeline: nothing of the new one is out yet
         self.readings.clear()
         self.display_waits = True
@@ -315,8 +322,12 @@ class LabSim(Node):
         jmsg.header.stamp = stamp
         self.pub_joints.publish(jmsg)
         if self.backend.has_load_cell:
+            stamp_ns = _ns(t)
+            self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
+            if len(self.wrench_sent_ns) > 1000:
+                del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
-            self.wrench_stamps.append(_ns(t))
+            self.wrench_stamps.append(stamp_ns)
         self.pub_world.publish(self.world_encoder(m, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
