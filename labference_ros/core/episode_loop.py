@@ -83,7 +83,6 @@ class EpisodeLoop:
         self.chunk_ev = 0  # evidence version the queued rows answer
         self.k = 0
         self.obs: PolicyObservation | None = None
-        self._receipt: dict = {}
         self.obs_id = ""
         self.queue: list = []
         self.gripper: float | None = None
@@ -129,8 +128,6 @@ class EpisodeLoop:
             "instruction": self.instance.public_instruction(), "camera_calibration": dict(camera_calibration),
             "history": self.history[-OBSERVATION_HISTORY_STEPS:]}, cameras=tuple(images))
         self.obs, self.obs_id, self.obs_ev = obs, obs.observation_id, self.latest_ev
-        # Hashing the payload serializes every image: once per observation, not per use.
-        self._receipt = delivery_receipt(obs)
         self._record({"record": "receipt", **self.receipt(), **self._wall()})
         return obs
 
@@ -138,8 +135,7 @@ class EpisodeLoop:
         return {"wall_time": self._wall_clock()} if self._wall_clock is not None else {}
 
     def receipt(self) -> dict:
-        """The current observation's delivery receipt (core.observation.delivery_receipt)."""
-        return dict(self._receipt)
+        return delivery_receipt(self.obs)
 
     def reports(self, t: float, source: str) -> list[Report]:
         """The system's explicit reports since it last acted. The loop, not the
