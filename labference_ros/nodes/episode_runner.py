@@ -99,7 +99,7 @@ def make_node():
         run_json,
         write_plan,
     )
-    from labference_ros.nodes.sampled import SampledInput, reader_node
+    from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
     from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
     from labference_ros.tasks import family as task_family
 
@@ -482,11 +482,7 @@ def make_node():
 
         # ------------------------------------------------------------ ending
         def destroy_node(self):
-            # getattr: rclpy also destroys a node whose construction failed part way.
-            reader = getattr(self, "clock_reader", None)
-            if reader is not None:
-                reader.destroy_node()
-                self.clock_reader = None
+            destroy_reader(self, "clock_reader")
             return super().destroy_node()
 
         def close(self):

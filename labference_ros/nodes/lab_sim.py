@@ -31,7 +31,7 @@ from labference_ros.cdr_views import WorldStateEncoder
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
-from labference_ros.nodes.sampled import SampledInput, reader_node
+from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import validate_arm_command
@@ -475,11 +475,7 @@ class LabSim(Node):
         self.backend.close()
 
     def destroy_node(self):
-        # getattr: rclpy also destroys a node whose construction failed part way.
-        reader = getattr(self, "input_reader", None)
-        if reader is not None:
-            reader.destroy_node()
-            self.input_reader = None
+        destroy_reader(self, "input_reader")
         return super().destroy_node()
 
 

@@ -43,7 +43,7 @@ from labference_ros.msgconv import s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
-from labference_ros.nodes.sampled import SampledInput, reader_node
+from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import EvaluationValidityError, make
@@ -645,11 +645,7 @@ class PolicyBridge(Node):
         self.system.close()
 
     def destroy_node(self):
-        # getattr: rclpy also destroys a node whose construction failed part way.
-        reader = getattr(self, "input_reader", None)
-        if reader is not None:
-            reader.destroy_node()
-            self.input_reader = None
+        destroy_reader(self, "input_reader")
         return super().destroy_node()
 
 

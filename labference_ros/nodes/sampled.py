@@ -29,6 +29,15 @@ def _never_called(_data) -> None:
     raise RuntimeError(NEVER_CALLED)
 
 
+def destroy_reader(owner, attribute: str) -> None:
+    """Destroy the reader node ``owner.<attribute>``, if it was made (rclpy also
+    destroys a node whose construction failed part way)."""
+    reader = getattr(owner, attribute, None)
+    if reader is not None:
+        reader.destroy_node()
+        setattr(owner, attribute, None)
+
+
 class SampledInput:
     """One subscription read on demand: messages as their serialized bytes (raw) or
     as messages. ``reader`` must be a node that no executor spins (an executor would
