@@ -192,7 +192,7 @@ class EpisodeLoop:
         Returns the arm targets that stop it, one interval apart after the last one
         commanded (None before any was commanded)."""
         self._record({"record": "paused", "t": t, "reason": reason, "rows_dropped": len(self.queue)})
-        self.queue = []
+        self._drop_rows()
         if self.setpoint is None:
             return None
         stop = stopping_rows(self.setpoint, self.setpoint_velocity, 1.0 / self.spec.control_frequency_hz)
@@ -202,6 +202,14 @@ class EpisodeLoop:
     def drop_queue(self, t: float, reason: str) -> None:
         """Rows that must not run (a chunk answered while paused)."""
         self._record({"record": "dropped", "t": t, "reason": reason, "rows_dropped": len(self.queue)})
+        self._drop_rows()
+
+    def _drop_rows(self) -> None:
+        """The queued rows will not run; the history the system sees next says how many
+        of its last chunk's rows did not (a new dict: past observations keep theirs)."""
+        dropped = sum(row is not None for row in self.queue)
+        if dropped and self.history:
+            self.history[-1] = {**self.history[-1], "rows_dropped": dropped}
         self.queue = []
 
     def resume(self, t: float, reason: str) -> None:
@@ -218,7 +226,7 @@ class EpisodeLoop:
         if self.latest_ev > self.chunk_ev and self.queue:
             self._record({"record": "invalidated", "t": t, "rows_dropped": len(self.queue),
                           "chunk_evidence_version": self.chunk_ev, "latest": self.latest_ev})
-            self.queue = []
+            self._drop_rows()
         if not self.queue:
             return None
         row = self.queue.pop(0)

@@ -49,6 +49,14 @@ class PolicyObservation:
         return status in (None, "accepted", "clipped")
 
     @property
+    def last_chunk_ran_to_end(self) -> bool:
+        """Whether every row of the last chunk was sent to the arm (none dropped by
+        newer evidence or a pause). False before the first."""
+        if not self.history or not self.last_chunk_ran:
+            return False
+        return not self.history[-1].get("rows_dropped", 0)
+
+    @property
     def robot_state(self) -> np.ndarray:
         """(8,): seven joint positions and the gripper width."""
         return np.concatenate([self.joint_positions, [self.gripper_width]])

@@ -6,9 +6,11 @@ handoff, physics only moved over the rows that were executed, so time says
 where in the plan the robot is; but in realtime the arm holds its last target
 while the next observation is taken and answered, so time runs ahead of the
 plan by that delay, and the plan goes on from the row after the last one
-handed out (never beyond it: that would jump the arm). An operator's pause is
-the exception (time passes, the arm stands): ``resume_at`` continues from
-where the arm is.
+handed out (never beyond it: that would jump the arm). A chunk the runtime
+ran to its end goes on from the row after it even where time says less (in
+realtime the observation can come within a row's interval of its last row).
+An operator's pause is the exception (time passes, the arm stands):
+``resume_at`` continues from where the arm is.
 """
 from __future__ import annotations
 
@@ -58,6 +60,12 @@ class PlanCursor:
         by_time = int(round((t - self.start_time) / self.dt))
         return by_time if self.handed_to is None else min(by_time, self.handed_to)
 
+    def reached(self, t: float, row: int | None) -> None:
+        """The rows before `row` have all run by t: time may say fewer (never more,
+        index() is bounded by the rows handed out), so re-anchor it to say so."""
+        if row is not None and int(round((t - self.start_time) / self.dt)) < row:
+            self.start_time = t - row * self.dt
+
     def done(self, t: float) -> bool:
         return self.index(t) >= len(self.rows)
 
@@ -68,13 +76,18 @@ class PlanCursor:
         self.handed_to = i + len(rows)
         return rows
 
-    def follow(self, t: float, arm_q, smooth, last_chunk_ran: bool = True) -> None:
+    def follow(self, t: float, arm_q, smooth, last_chunk_ran: bool = True,
+               ran_to_end: bool = False) -> None:
         """Before taking the next chunk: where the plan goes on. A refused chunk (none of
         its rows ran) leaves the arm holding its last target, so the move restarts from
         rest where the arm stands (a jump to where time has got to would be refused
         again; should the arm still be settling, the next restart is closer still);
-        otherwise as resync."""
+        otherwise as resync. A chunk the runtime says ran to its end goes on from the
+        row after it, even where time says less (realtime: the observation is taken
+        as soon as the last row is sent, so a row's interval can still be under way)."""
         if last_chunk_ran:
+            if ran_to_end:
+                self.reached(t, self.handed_to)
             self.resync(t, arm_q, smooth)
             return
         self.handed_to = self.handed_from

@@ -61,7 +61,8 @@ class PlannedMotionSystem(TestedSystem):
             self.last_row = self.held_row.copy()
             self.last_row[:7] = obs.joint_positions
         if self.cursor is not None:
-            self.cursor.follow(t, obs.joint_positions, self.planner.retime, obs.last_chunk_ran)
+            self.cursor.follow(t, obs.joint_positions, self.planner.retime, obs.last_chunk_ran,
+                               obs.last_chunk_ran_to_end)
             if not self.cursor.done(t):
                 return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
             self.cursor = None

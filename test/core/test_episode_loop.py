@@ -74,6 +74,25 @@ def test_newer_evidence_drops_the_queued_rows():
     assert loop.next_command(0.02) is None  # observe again, do not finish the old plan
     dropped = records[-1]
     assert dropped["record"] == "invalidated" and dropped["rows_dropped"] == 4 and dropped["latest"] == 2
+    # The system is told its chunk did not run to its end (its plan goes on from the rows that ran).
+    after = observe(loop, 0.02)
+    assert after.history[-1]["rows_dropped"] == 4
+    assert after.last_chunk_ran and not after.last_chunk_ran_to_end
+
+
+def test_a_chunk_whose_rows_were_all_sent_ran_to_its_end():
+    loop, _ = make_loop()
+    assert not observe(loop, 0.0).last_chunk_ran_to_end  # no chunk yet
+    loop.take_chunk(rows(3), 0.0)
+    sent = [loop.next_command(0.02 * k) for k in range(4)]
+    assert [c is None for c in sent] == [False, False, False, True]
+    assert observe(loop, 0.06).last_chunk_ran_to_end
+    loop.take_chunk(rows(3), 0.06)
+    loop.next_command(0.06)
+    loop.pause(0.08, "operator")  # two rows never sent
+    paused = observe(loop, 1.0)
+    assert paused.history[-1]["rows_dropped"] == 2 and not paused.last_chunk_ran_to_end
+    assert "rows_dropped" not in paused.history[-2]  # what an earlier observation was told stays
 
 
 def test_a_late_echo_of_the_answered_delivery_keeps_its_rows():

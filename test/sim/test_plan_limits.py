@@ -149,3 +149,38 @@ def test_after_a_refused_chunk_the_move_restarts_from_rest_where_the_arm_holds()
     assert np.abs(restarted[0, :7] - held).max() < 0.01
     assert ANYWHERE.violations(restarted, held, None, dt, tips) == []
     assert np.allclose(cursor.rows[-1], rows[-1])  # the plan still ends where it did
+
+
+def test_a_chunk_that_ran_to_its_end_goes_on_from_the_next_row_even_where_time_says_less():
+    """Realtime: the bridge observes as soon as the last row of a chunk is sent, and the
+    system can answer within half a row's interval of sim time. By time alone the plan
+    would repeat that last row, a moving setpoint stopped for one interval, which the
+    envelope refuses; the runtime says the chunk ran to its end, so it goes on after it."""
+    _, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    mid = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))  # at speed
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, mid)  # rows 0 .. mid-1; the last one sent at (mid - 1) * dt
+    observed = (mid - 1) * dt + 0.004
+    setpoint = rows[mid - 1, :7]
+    velocity = (rows[mid - 1, :7] - rows[mid - 2, :7]) / dt
+    repeated = rows[mid - 1:mid - 1 + 50]
+    assert ANYWHERE.violations(repeated, setpoint, velocity, dt, tips)  # what time alone hands out
+    assert np.array_equal(PlanCursor(rows, 0.0, dt).chunk(observed, 50)[0], rows[mid - 1])
+    cursor.follow(observed, setpoint, None, last_chunk_ran=True, ran_to_end=True)
+    going_on = cursor.chunk(observed, 50)
+    assert np.array_equal(going_on[0], rows[mid])
+    assert ANYWHERE.violations(going_on, setpoint, velocity, dt, tips) == []
+    later = observed + 50 * dt + 0.003  # the next one too, its time anchored to the rows
+    cursor.follow(later, rows[mid + 49, :7], None, last_chunk_ran=True, ran_to_end=True)
+    assert np.array_equal(cursor.chunk(later, 50)[0], rows[mid + 50])
+
+
+def test_a_chunk_cut_short_goes_on_from_where_time_says():
+    """Sync mode: newer evidence dropped a chunk's last row; time says which rows ran."""
+    _, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, 50)
+    cursor.follow(49 * dt, rows[48, :7], None, last_chunk_ran=True, ran_to_end=False)
+    assert np.array_equal(cursor.chunk(49 * dt, 50)[0], rows[49])

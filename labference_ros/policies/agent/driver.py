@@ -317,7 +317,8 @@ class AgentSystem(TestedSystem):
             self.last_row = self.held_row.copy()
             self.last_row[:7] = obs.joint_positions
         if self.cursor is not None:
-            self.cursor.follow(obs.sim_time, obs.joint_positions, self.planner.retime, obs.last_chunk_ran)
+            self.cursor.follow(obs.sim_time, obs.joint_positions, self.planner.retime, obs.last_chunk_ran,
+                               obs.last_chunk_ran_to_end)
             if not self.cursor.done(obs.sim_time):
                 return self._emit(self.cursor.chunk(obs.sim_time, self.spec.max_chunk_length))
             self._complete_physical(obs)
