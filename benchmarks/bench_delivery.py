@@ -29,6 +29,7 @@ import time
 RATE_HZ = 100.0  # publishing ticks per second
 SUBSCRIBER_SPARE_S = 30.0  # the subscriber's wait beyond the publishing (start-up, discovery)
 TOPIC = "/bench_delivery/joint_states"
+SAMPLE_EVERY_S = 0.1  # --sampled: how often the subscriber takes the newest message
 
 
 def _cpu() -> float:
@@ -88,13 +89,44 @@ def subscriber(messages: int, deadline_s: float) -> dict:
     return {"received": len(got), "cpu_s": got[-1] - got[0] if len(got) > 1 else 0.0}
 
 
-def run_pair(ticks: int, burst: int, subscribed: bool, env: dict) -> tuple[dict, dict | None]:
+def sampling_subscriber(ticks: int, burst: int, deadline_s: float) -> dict:
+    """The same subscription read as nodes.sampled.SampledInput reads it: on no executor,
+    the newest message taken every SAMPLE_EVERY_S. DDS still receives every message;
+    the count is the publisher's between the first and the last message taken (their
+    stamps number the ticks)."""
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+
+    from labference_ros.cdr_views import header_stamp_s
+    from labference_ros.nodes.runtime import init_ros
+    from labference_ros.nodes.sampled import SampledInput
+
+    rclpy = init_ros([])
+    node = rclpy.create_node("bench_delivery_subscriber")
+    source = SampledInput(node, JointState, TOPIC, QoSProfile(depth=10))
+    first = last = None  # (tick, CPU s)
+    end = time.monotonic() + deadline_s
+    while (last is None or last[0] < ticks - 1) and time.monotonic() < end:
+        time.sleep(SAMPLE_EVERY_S)
+        data = source.newest()
+        if data is not None:
+            last = (round(header_stamp_s(data) * RATE_HZ), _cpu())
+            first = first or last
+    node.destroy_node()
+    rclpy.shutdown()
+    if first is None or last[0] == first[0]:
+        return {"received": 0, "cpu_s": 0.0}
+    return {"received": (last[0] - first[0]) * burst + 1, "cpu_s": last[1] - first[1]}
+
+
+def run_pair(ticks: int, burst: int, subscribed: bool, env: dict, sampled: bool = False) -> tuple[dict, dict | None]:
     """The publisher, with or without a subscriber."""
     me = [sys.executable, os.path.abspath(__file__)]
     sub = None
     if subscribed:
         sub = subprocess.Popen(me + ["--role", "subscriber", "--messages", str(ticks * burst),
-                                     "--ticks", str(ticks)], env=env, stdout=subprocess.PIPE, text=True)
+                                     "--ticks", str(ticks), "--burst", str(burst)]
+                               + (["--sampled"] if sampled else []), env=env, stdout=subprocess.PIPE, text=True)
     try:
         pub = json.loads(subprocess.run(me + ["--role", "publisher", "--ticks", str(ticks), "--burst", str(burst)],
                                         env=env, stdout=subprocess.PIPE, text=True, check=True).stdout)
@@ -114,10 +146,15 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=1, help="messages back to back per tick")
     ap.add_argument("--messages", type=int, help=argparse.SUPPRESS)  # the subscriber's count
     ap.add_argument("--deliveries-per-sim-s", type=float, default=880.0)
+    ap.add_argument("--sampled", action="store_true",
+                    help="the subscriber takes the newest message every 0.1 s instead of spinning (nodes.sampled)")
     ap.add_argument("--role", choices=("publisher", "subscriber"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.role == "publisher":
         print(json.dumps(publisher(a.ticks, a.burst, settle_s=3.0)))
+        return 0
+    if a.role == "subscriber" and a.sampled:
+        print(json.dumps(sampling_subscriber(a.ticks, a.burst, deadline_s=a.ticks / RATE_HZ + SUBSCRIBER_SPARE_S)))
         return 0
     if a.role == "subscriber":
         print(json.dumps(subscriber(a.messages, deadline_s=a.ticks / RATE_HZ + SUBSCRIBER_SPARE_S)))
@@ -131,7 +168,7 @@ def main() -> int:
     env["ROS_DOMAIN_ID"] = str(claim.domain_id)
     try:
         alone, _ = run_pair(a.ticks, a.burst, False, env)
-        pub, sub = run_pair(a.ticks, a.burst, True, env)
+        pub, sub = run_pair(a.ticks, a.burst, True, env, sampled=a.sampled)
     finally:
         claim.release()
     n = a.ticks * a.burst

@@ -99,6 +99,7 @@ def make_node():
         run_json,
         write_plan,
     )
+    from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
     from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
     from labference_ros.tasks import family as task_family
 
@@ -143,10 +144,13 @@ def make_node():
             self.sim_start: float | None = None  # sim time at the current episode's reset
 
             # Best effort takes /clock from reliable and best-effort publishers alike.
+            self.clock_reader = self.clock_input = None
             if self.setup != "operator":  # a real cell's time is the nodes' clock (tick)
-                # Raw: at 100 Hz only the stamp matters, read from the bytes (cdr_views).
-                self.create_subscription(Clock, "/clock", self.on_clock,
-                                         QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
+                # Read at each tick, the newest only: a node no executor spins holds the
+                # subscription, so 100 Hz of /clock costs no callback (nodes/sampled.py).
+                self.clock_reader = reader_node(self, "clock")
+                self.clock_input = SampledInput(self.clock_reader, Clock, "/clock",
+                                          QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
             self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)
             self.create_subscription(String, "/policy_bridge/status", self.on_status, 10)
             self.reset = self.create_client(ResetEpisode, "/lab_sim/reset")
@@ -169,8 +173,10 @@ def make_node():
             self.timer = self.create_timer(TICK_S, self.tick, clock=SteadyClock(clock_type=ClockType.STEADY_TIME))
 
         # ------------------------------------------------------------ inputs
-        def on_clock(self, data: bytes):
-            self.on_time(header_stamp_s(data))  # rosgraph_msgs/Clock starts with its Time, as a Header does
+        def read_clock(self):
+            data = self.clock_input.newest() if self.clock_input is not None else None
+            if data is not None:
+                self.on_time(header_stamp_s(data))  # rosgraph_msgs/Clock starts with its Time, as a Header does
 
         def on_time(self, t: float):
             if self.sim_now is None or t != self.sim_now:
@@ -195,6 +201,8 @@ def make_node():
         def tick(self):
             if self.setup == "operator":
                 self.on_time(self.get_clock().now().nanoseconds * 1e-9)
+            else:
+                self.read_clock()
             if self.script.tick():
                 self.timer.cancel()
                 self.done = True
@@ -473,6 +481,10 @@ def make_node():
             self.bar.update(1)
 
         # ------------------------------------------------------------ ending
+        def destroy_node(self):
+            destroy_reader(self, "clock_reader")
+            return super().destroy_node()
+
         def close(self):
             """Called on SIGINT/SIGTERM too: the episode in flight becomes an ERROR row."""
             if self.script.finished or self.log is None:

@@ -31,6 +31,7 @@ from labference_ros.cdr_views import WorldStateEncoder
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
+from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import validate_arm_command
@@ -48,6 +49,8 @@ DISPLAY_LAG_S = 0.02
 # clock): the frame shows what has arrived, and lab_sim stops waiting until the next
 # reset or restore.
 DISPLAY_WAIT_S = 5.0
+# A frame whose reading has not arrived looks again this often (sim time stands still).
+READING_POLL_S = 0.001
 
 
 class LabSim(Node):
@@ -90,9 +93,11 @@ class LabSim(Node):
         self.timeline = 0
         self.timeline_start_ns = 0
         self.wrench_stamps: deque[int] = deque(maxlen=1000)
+        # Wall time (ns) each wrench of this timeline went out, by stamp: a reading of that
+        # stamp published before then answers an earlier timeline's wrench (after a restore).
+        self.wrench_sent_ns: dict[int, int] = {}
         self.readings: dict[int, tuple[float, bool]] = {}
         self.display_waits = True  # False after a wait timed out in this timeline
-        self.reading_waiter = None  # (rclpy Future, owed stamp) while a frame waits for its reading
         self.advancing = False
 
         qos = QoSProfile(depth=10)
@@ -112,12 +117,16 @@ class LabSim(Node):
         self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in self.cameras}
         self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in self.cameras}
         arm_topic = f"/{v['controller']}/joint_trajectory"
+        # The display needs readings only at camera frames (10 Hz of a 100 Hz stream): they
+        # are taken then, from a subscription on a node no executor spins (nodes/sampled.py).
+        self.input_reader = reader_node(self)
+        self.reading_input = SampledInput(self.input_reader, BalanceReading, "/balance/reading",
+                                          measurement_qos(50), raw=False)
         self.inputs = {  # awaited at each reset: commands and the display's reading from the first step
             arm_topic: self.create_subscription(JointTrajectory, arm_topic, self.on_trajectory, qos),
             "/panda_gripper/command": self.create_subscription(
                 GripperCommand, "/panda_gripper/command", self.on_gripper, qos),
-            "/balance/reading": self.create_subscription(
-                BalanceReading, "/balance/reading", self.on_reading, measurement_qos(50)),
+            "/balance/reading": self.reading_input.subscription,
         }
         self.create_service(ResetEpisode, "/lab_sim/reset", self.on_reset)
         self.create_service(SaveCheckpoint, "/lab_sim/save_checkpoint", self.on_save)
@@ -156,20 +165,28 @@ class LabSim(Node):
         if self.command_waiter and self.command_waiter[1]() and not self.command_waiter[0].done():
             self.command_waiter[0].set_result(True)
 
-    def on_reading(self, msg: BalanceReading):
+    def take_readings(self):
+        """The balance readings that arrived since the last look, into this timeline's."""
+        for msg, info in self.reading_input.take_all_with_info():
+            self.note_reading(msg, info["source_timestamp"])
+
+    def note_reading(self, msg: BalanceReading, published_ns: int = 0):
+        """One reading, published (wall ns, 0: unknown) by the balance."""
         if not self.loaded:
             return
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         # Stamped outside this timeline: in flight from before a reset or restore.
         if not self.timeline_start_ns <= stamp <= _ns(self.backend.sim_time):
             return
+        # Taken at a frame, not on arrival: one in flight at a restore can carry a stamp
+        # this timeline has reached again since; it was published before this one's wrench.
+        sent = self.wrench_sent_ns.get(stamp)
+        if published_ns and sent is not None and published_ns < sent:
+            return
         shown = msg.displayed_g if msg.valid and not msg.overload else float("nan")
         self.readings[stamp] = (shown, msg.stable and msg.valid)
         if len(self.readings) > 1000:
             del self.readings[next(iter(self.readings))]
-        waiter = self.reading_waiter
-        if waiter is not None and stamp == waiter[1] and not waiter[0].done():
-            waiter[0].set_result(True)
 
     def _new_timeline(self):
         """At a reset or restore: sim time starts again, the readings owed with it; an
@@ -177,16 +194,17 @@ class LabSim(Node):
         self.timeline += 1
         self.timeline_start_ns = _ns(self.backend.sim_time)
         self.wrench_stamps.clear()
+        self.wrench_sent_ns.clear()
+        self.reading_input.take_all()  # all of the old timeline: nothing of the new one is out yet
         self.readings.clear()
         self.display_waits = True
-        if self.reading_waiter is not None and not self.reading_waiter[0].done():
-            self.reading_waiter[0].set_result(False)
 
     def show_reading_for_frame(self, t: float) -> int | None:
         """Put the newest reading stamped at least DISPLAY_LAG_S before t on the display;
         the stamp (ns) of the reading the frame is owed while it has not arrived."""
         if not self.backend.has_load_cell:
             return None
+        self.take_readings()
         due = _ns(t - DISPLAY_LAG_S) + 1000  # 1 us: rounding of sim time sums
         owed = next((stamp for stamp in reversed(self.wrench_stamps) if stamp <= due), None)
         shown = next((stamp for stamp in reversed(self.readings) if stamp <= due), None)
@@ -195,14 +213,27 @@ class LabSim(Node):
         return None if owed is None or owed in self.readings else owed
 
     async def _await_reading(self, owed: int) -> bool:
+        """Whether the reading stamped ``owed`` (ns) arrived within DISPLAY_WAIT_S; gives up
+        early when a reset or restore starts a new timeline meanwhile."""
+        timeline = self.timeline
+        deadline = time.monotonic() + DISPLAY_WAIT_S
+        while self.timeline == timeline:
+            self.take_readings()
+            if owed in self.readings:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await self._pause(READING_POLL_S)
+        return False
+
+    async def _pause(self, seconds: float) -> None:
+        """Let the executor run other callbacks for about ``seconds``."""
         future = Future()
-        self.reading_waiter = (future, owed)
-        timer = self.create_timer(DISPLAY_WAIT_S, lambda: future.done() or future.set_result(False))
+        timer = self.create_timer(seconds, lambda: future.done() or future.set_result(True))
         try:
-            return bool(await future)
+            await future
         finally:
             self.destroy_timer(timer)
-            self.reading_waiter = None
 
     def _arm_targets(self):
         return tuple(float(x) for x in self.backend.data.ctrl[:7])
@@ -291,8 +322,12 @@ class LabSim(Node):
         jmsg.header.stamp = stamp
         self.pub_joints.publish(jmsg)
         if self.backend.has_load_cell:
+            stamp_ns = _ns(t)
+            self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
+            if len(self.wrench_sent_ns) > 1000:
+                del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
-            self.wrench_stamps.append(_ns(t))
+            self.wrench_stamps.append(stamp_ns)
         self.pub_world.publish(self.world_encoder(m, self.family.support_labels(m)))
 
     def publish_cameras(self, t: float) -> None:
@@ -438,6 +473,10 @@ class LabSim(Node):
 
     def close(self):
         self.backend.close()
+
+    def destroy_node(self):
+        destroy_reader(self, "input_reader")
+        return super().destroy_node()
 
 
 def _ns(t: float) -> int:

@@ -43,6 +43,7 @@ from labference_ros.msgconv import s_to_stamp, stamp_to_s
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
+from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import EvaluationValidityError, make
@@ -58,6 +59,9 @@ FINISH_WAIT_S = 20.0
 # a system's answer from the inference thread (fast, while one is awaited) and the
 # timeouts (slow).
 INFERENCE_POLL_S = 0.002
+# Sync mode: how often an observation still missing a sampled input looks again (they
+# are published before lab_sim's reply, so it rarely has to).
+INPUT_POLL_S = 0.001
 TIMEOUT_POLL_S = 0.05
 MAX_STEPS_PER_TICK = 16
 
@@ -119,14 +123,27 @@ class PolicyBridge(Node):
         qos = QoSProfile(depth=10)
         img_qos = image_qos(str(v["image_reliability"]))
         self.inputs = {}  # topic -> subscription, awaited at each episode's start
+        # Sync mode reads joints, frames and world state only at observations (a few a
+        # second of 100 Hz streams): their subscriptions sit on a node no executor spins
+        # and are taken when used. Realtime keeps callbacks: each joint state moves its clock.
+        self.sampled: dict[str, SampledInput] = {}  # key of self.latest -> input
+        self.input_reader = None
+        if v["step_mode"] == "sync":
+            self.input_reader = reader_node(self)
 
         def subscribe(msg_type, topic, callback, profile, raw=False):
             self.inputs[topic] = self.create_subscription(msg_type, topic, callback, profile, raw=raw)
 
-        subscribe(JointState, "/joint_states", lambda m: self._keep("joints", m), qos, raw=True)
+        def stream(key, msg_type, topic, profile):
+            if self.input_reader is None:
+                subscribe(msg_type, topic, lambda m: self._keep(key, m), profile, raw=True)
+                return
+            self.sampled[key] = SampledInput(self.input_reader, msg_type, topic, profile)
+            self.inputs[topic] = self.sampled[key].subscription
+
+        stream("joints", JointState, "/joint_states", qos)
         for cam in self.cameras:
-            subscribe(Image, f"/cameras/{cam}/image_raw", lambda m, c=cam: self._keep(f"image:{c}", m), img_qos,
-                      raw=True)
+            stream(f"image:{cam}", Image, f"/cameras/{cam}/image_raw", img_qos)
         subscribe(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, QoSProfile(depth=50))
         subscribe(DeliveryReceipt, "/referee/receipts", self.on_echo, RECEIPT_QOS)
         if self.support.awaited:
@@ -135,8 +152,7 @@ class PolicyBridge(Node):
             subscribe(DeliveryReceipt, "/oracle/receipts", self._then_tick(self.support.on_oracle_receipt),
                       RECEIPT_QOS)
         if self.system.privileged:  # evaluator state reaches privileged systems only
-            subscribe(WorldState, "/evaluator/world_state", lambda m: self._keep("world", m), QoSProfile(depth=10),
-                      raw=True)
+            stream("world", WorldState, "/evaluator/world_state", QoSProfile(depth=10))
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
         self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
@@ -157,6 +173,8 @@ class PolicyBridge(Node):
         self.create_timer(TIMEOUT_POLL_S, self.tick)
         self.inference_poll = self.create_timer(INFERENCE_POLL_S, self.tick)
         self.inference_poll.cancel()  # runs only while a system's answer is awaited
+        self.input_poll = self.create_timer(INPUT_POLL_S, self.tick)
+        self.input_poll.cancel()  # runs only while an observation waits for a sampled input
 
     # inputs -------------------------------------------------------------------
     def _keep(self, key, data: bytes):
@@ -220,6 +238,8 @@ class PolicyBridge(Node):
         # Nothing of the previous episode may reach this one (in realtime the newest joint
         # state also sets the bridge's clock: one from before the reset would run it ahead).
         self.latest.clear()
+        for source in self.sampled.values():
+            source.newest()  # dropped, as a callback's message before this start is
         self.echoes.clear()
         loop = EpisodeLoop(self.system, self.conversion, episode_id=request.episode_id, instance=instance,
                            stop_hold_s=float(self.v["stop_hold_s"]),
@@ -233,6 +253,7 @@ class PolicyBridge(Node):
         response.message = json.dumps({"policy": {**self.system.profile(), **safety_record(self.safety)},
                                        "intervention": self.support.profile()})
         self.inference_poll.cancel()  # nothing of an earlier episode is awaited any more
+        self.input_poll.cancel()
         self.tick()  # prime: the first advance goes out now
         return response
 
@@ -289,6 +310,7 @@ class PolicyBridge(Node):
             return
         ep["state"] = state
         self.inference_poll.cancel()
+        self.input_poll.cancel()
         summary = self.system.end_episode(reason)
         if summary is not None:
             ep["system_summary"] = summary
@@ -383,6 +405,11 @@ class PolicyBridge(Node):
         ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()
 
     def _stamp(self, key) -> float | None:
+        source = self.sampled.get(key)
+        if source is not None:
+            data = source.newest()
+            if data is not None:
+                self.latest[key] = data
         data = self.latest.get(key)
         return header_stamp_s(data) if data is not None else None
 
@@ -423,13 +450,17 @@ class PolicyBridge(Node):
 
     def _state_observe(self, ep):
         if ep.get("paused"):  # nothing is asked of the system until the operator resumes
+            self.input_poll.cancel()
             ep["state"] = "execute"
             return
         t = self._current_time(ep)
         if self.v["step_mode"] == "sync" and not self._fresh(ep, t):
             if time.monotonic() - ep["since"] > float(self.v["observation_timeout_s"]):
                 raise EvaluationValidityError(f"no complete observation at sim time {t:.3f}")
+            if self.sampled:
+                self.input_poll.reset()  # nothing calls back when a sampled input arrives
             return
+        self.input_poll.cancel()
         if self.v["step_mode"] == "realtime":
             if not self._have_every_channel():
                 return
@@ -612,6 +643,10 @@ class PolicyBridge(Node):
             self._end("error", "policy_bridge_shutdown")
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.system.close()
+
+    def destroy_node(self):
+        destroy_reader(self, "input_reader")
+        return super().destroy_node()
 
 
 def main(args=None):
