@@ -55,15 +55,18 @@ class PlanCursor:
         self.handed_from = 0  # the first row of the last chunk handed out
         self.handed_to: int | None = None  # the row after the last one handed out (None: none yet)
 
+    def _by_time(self, t: float) -> int:
+        return int(round((t - self.start_time) / self.dt))
+
     def index(self, t: float) -> int:
         """The row the plan has reached at t: by time, but no further than the rows handed out."""
-        by_time = int(round((t - self.start_time) / self.dt))
+        by_time = self._by_time(t)
         return by_time if self.handed_to is None else min(by_time, self.handed_to)
 
     def reached(self, t: float, row: int | None) -> None:
         """The rows before `row` have all run by t: time may say fewer (never more,
         index() is bounded by the rows handed out), so re-anchor it to say so."""
-        if row is not None and int(round((t - self.start_time) / self.dt)) < row:
+        if row is not None and self._by_time(t) < row:
             self.start_time = t - row * self.dt
 
     def done(self, t: float) -> bool:
