@@ -124,7 +124,7 @@ class EpisodeLoop:
         obs = project_observation({
             "observation_id": f"{self.episode_id}:obs{self.k:05d}", "episode_id": self.episode_id,
             "sim_time": t, "evidence_version": self.latest_ev, "images": dict(images),
-            "image_stamps": dict(image_stamps), "joint_state": dict(joint_state),
+            "image_stamps": dict(image_stamps), "joint_state": dict(joint_state), "joint_setpoint": self.setpoint,
             "instruction": self.instance.public_instruction(), "camera_calibration": dict(camera_calibration),
             "history": self.history[-OBSERVATION_HISTORY_STEPS:]}, cameras=tuple(images))
         self.obs, self.obs_id, self.obs_ev = obs, obs.observation_id, self.latest_ev

@@ -23,7 +23,7 @@ OBSERVATION_HISTORY_STEPS = 8  # the system's own last steps delivered with each
 ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")
 # The only keys project_observation reads from its source.
-WHITELIST = ("images", "image_stamps", "camera_calibration", "joint_state", "instruction",
+WHITELIST = ("images", "image_stamps", "camera_calibration", "joint_state", "joint_setpoint", "instruction",
              "history", "sim_time", "evidence_version", "observation_id", "episode_id")
 
 
@@ -40,6 +40,9 @@ class PolicyObservation:
     instruction: str  # public instruction and rule
     history: tuple[dict, ...] = ()  # authorized history (own past actions, receipts)
     camera_calibration: dict[str, dict] = field(default_factory=dict)  # fixed cameras only
+    # The arm target the runtime last commanded (rad, 7; Franka's q_d), None before the
+    # first: the measured joints lag it while moving, or when something blocks the arm.
+    joint_setpoint: np.ndarray | None = None
 
     @property
     def last_chunk_ran(self) -> bool:
@@ -55,6 +58,13 @@ class PolicyObservation:
         if not self.history or not self.last_chunk_ran:
             return False
         return not self.history[-1].get("rows_dropped", 0)
+
+    @property
+    def restart_joint_positions(self) -> np.ndarray:
+        """Where a move restarted from rest begins: the setpoint the arm is held at, when
+        the runtime reports one (the controller interpolates from it, so a first row at
+        the measured joints would jump by whatever the arm lags), else the measured joints."""
+        return self.joint_positions if self.joint_setpoint is None else self.joint_setpoint
 
     @property
     def robot_state(self) -> np.ndarray:
@@ -82,6 +92,11 @@ def project_observation(source: Mapping, cameras: Iterable[str] = REGISTERED_CAM
     if missing:
         raise ValueError(f"joint state lacks {missing}")
     calib = {c: dict(v) for c, v in src.get("camera_calibration", {}).items() if c in cameras}
+    setpoint = src.get("joint_setpoint")
+    if setpoint is not None:
+        setpoint = np.array([float(x) for x in setpoint])
+        if setpoint.shape != (len(ARM_JOINTS),) or not np.isfinite(setpoint).all():
+            raise ValueError(f"joint setpoint: expected {len(ARM_JOINTS)} finite positions, got {setpoint}")
     return PolicyObservation(
         observation_id=str(src["observation_id"]), episode_id=str(src.get("episode_id", "")),
         sim_time=float(src["sim_time"]), evidence_version=int(src["evidence_version"]),
@@ -90,7 +105,7 @@ def project_observation(source: Mapping, cameras: Iterable[str] = REGISTERED_CAM
         gripper_width=float(sum(float(js[n]) for n in FINGER_JOINTS)),
         instruction=str(src["instruction"]),
         history=tuple(dict(h) for h in src.get("history", ())),
-        camera_calibration=calib)
+        camera_calibration=calib, joint_setpoint=setpoint)
 
 
 # -- serialized request ------------------------------------------------------
@@ -112,7 +127,8 @@ def request_dict(obs: PolicyObservation, image_encoding: str = "base64") -> dict
         "images": images, "image_stamps": dict(obs.image_stamps),
         "camera_calibration": obs.camera_calibration,
         "state": {"joint_positions": [float(x) for x in obs.joint_positions],
-                  "gripper_width": obs.gripper_width},
+                  "gripper_width": obs.gripper_width,
+                  "joint_setpoint": None if obs.joint_setpoint is None else [float(x) for x in obs.joint_setpoint]},
         "instruction": obs.instruction, "history": list(obs.history),
     }
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from labference_ros.core.action_spec import ActionSpec
+from labference_ros.core.observation import PolicyObservation
 from labference_ros.skills.motion import MotionPlan
 
 
@@ -47,6 +48,14 @@ OFF_PLAN_RAD = 0.2
 SERVO_LAG_S = 0.5
 # An arm at rest on its target (a pause brought the setpoint to rest on it) is this close.
 AT_ROW_RAD = 0.01
+
+
+def row_held_after_refusal(held_row: np.ndarray, obs: PolicyObservation) -> np.ndarray:
+    """The row the arm holds after a refused chunk, which never reached it: the arm
+    joints where it is held (its setpoint, else where it stands), the gripper as before."""
+    row = np.array(held_row, float)
+    row[:7] = obs.restart_joint_positions
+    return row
 
 
 class PlanCursor:
@@ -80,12 +89,13 @@ class PlanCursor:
         return rows
 
     def follow(self, t: float, arm_q, smooth, last_chunk_ran: bool = True,
-               ran_to_end: bool = False) -> None:
+               ran_to_end: bool = False, restart_q=None) -> None:
         """Before taking the next chunk: where the plan goes on. A refused chunk (none of
         its rows ran) leaves the arm holding its last target, so the move restarts from
-        rest where the arm stands (a jump to where time has got to would be refused
-        again; should the arm still be settling, the next restart is closer still);
-        otherwise as resync. A chunk the runtime says ran to its end goes on from the
+        rest at ``restart_q`` (that target, where the runtime reports it; else the
+        measured ``arm_q``): a jump to where time has got to would be refused again, and
+        so would a restart from an arm that lags its target (something blocks it).
+        Otherwise as resync. A chunk the runtime says ran to its end goes on from the
         row after it, even where time says less (realtime: the observation is taken
         as soon as the last row is sent, so a row's interval can still be under way)."""
         if last_chunk_ran:
@@ -94,7 +104,12 @@ class PlanCursor:
             self.resync(t, arm_q, smooth)
             return
         self.handed_to = self.handed_from
-        self.resume_at(t, arm_q, smooth)
+        self.resume_at(t, arm_q if restart_q is None else restart_q, smooth)
+
+    def follow_observation(self, obs: PolicyObservation, smooth) -> None:
+        """follow() with what the observation says about the last chunk and the arm."""
+        self.follow(obs.sim_time, obs.joint_positions, smooth, obs.last_chunk_ran, obs.last_chunk_ran_to_end,
+                    obs.restart_joint_positions)
 
     def resync(self, t: float, arm_q, smooth) -> None:
         """Before taking the next chunk: if the rows up to where the plan has got to did

@@ -9,7 +9,7 @@ import numpy as np
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.system import EvaluatorView, TestedSystem
 from labference_ros.skills.motion import MotionPlan, PickPlacePlanner, PickPlaceSettings, PlanningError
-from labference_ros.skills.plan_replay import PlanCursor, plan_rows
+from labference_ros.skills.plan_replay import PlanCursor, plan_rows, row_held_after_refusal
 
 
 class PlannedMotionSystem(TestedSystem):
@@ -57,12 +57,9 @@ class PlannedMotionSystem(TestedSystem):
     def act(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None) -> np.ndarray:
         t = obs.sim_time
         if not obs.last_chunk_ran and self.held_row is not None:
-            # The refused chunk never reached the arm: hold where it stands, gripper as before.
-            self.last_row = self.held_row.copy()
-            self.last_row[:7] = obs.joint_positions
+            self.last_row = row_held_after_refusal(self.held_row, obs)
         if self.cursor is not None:
-            self.cursor.follow(t, obs.joint_positions, self.planner.retime, obs.last_chunk_ran,
-                               obs.last_chunk_ran_to_end)
+            self.cursor.follow_observation(obs, self.planner.retime)
             if not self.cursor.done(t):
                 return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
             self.cursor = None

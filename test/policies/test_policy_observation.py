@@ -98,3 +98,17 @@ def test_delivery_receipt_identifies_the_evidence(settled):
     images["wrist"][0, 0, 0] ^= 1
     changed = project_observation({**source_of(obs), "images": images})
     assert delivery_receipt(changed)["payload_sha256"] != r["payload_sha256"]
+
+
+def test_the_commanded_setpoint_reaches_the_system_and_a_malformed_one_is_refused(settled):
+    _, obs, _ = settled
+    src = source_of(obs)
+    assert project_observation(src).joint_setpoint is None  # nothing commanded yet
+    assert json.loads(serialize_request(project_observation(src)))["state"]["joint_setpoint"] is None
+    setpoint = obs.joint_positions + 0.05
+    projected = project_observation({**src, "joint_setpoint": setpoint})
+    assert np.array_equal(projected.restart_joint_positions, setpoint)
+    assert json.loads(serialize_request(projected))["state"]["joint_setpoint"] == [float(x) for x in setpoint]
+    for bad in (setpoint[:6], [float("nan")] * 7):
+        with pytest.raises(ValueError, match="joint setpoint"):
+            project_observation({**src, "joint_setpoint": bad})

@@ -184,3 +184,77 @@ def test_a_chunk_cut_short_goes_on_from_where_time_says():
     cursor.chunk(0.0, 50)
     cursor.follow(49 * dt, rows[48, :7], None, last_chunk_ran=True, ran_to_end=False)
     assert np.array_equal(cursor.chunk(49 * dt, 50)[0], rows[49])
+
+
+def test_restarts_after_a_refusal_begin_at_the_setpoint_an_arm_blocked_short_of_it_holds():
+    """Something blocks the wrist 0.08 rad short of its target (joint 7's servo cannot
+    close that gap: its force range is exhausted). A chunk is refused; every restart
+    from the measured arm would jump the setpoint by the gap and be refused again, so
+    the arm would hold to the deadline. The observation carries the setpoint (Franka's
+    q_d) and the scripted system restarts from it: accepted, and the move goes on."""
+    import copy
+    import dataclasses
+
+    from labference_ros.core.action_conversion import identity
+    from labference_ros.core.episode_loop import EpisodeLoop
+    from labference_ros.core.observation import ARM_JOINTS, FINGER_JOINTS
+    from labference_ros.tasks.scripted_base import PlannedMotionSystem
+
+    class OneMove(PlannedMotionSystem):
+        name = "one_move"
+
+        def decide(self, obs, evaluator):
+            return None if self.moved else ("std_10",)
+
+        def plan_move(self, obs, move):
+            return self.planner.plan_pick_place(obs.joint_positions, "std_10", (0.45, -0.2, 0.015), (0.5, 0.2),
+                                                0.065)
+
+    class Instance:
+        def public_instruction(self):
+            return "move std_10"
+
+    dt = SPEC.hold_interval_s
+    gap = np.array([0, 0, 0, 0, 0, 0, -0.08])  # the blocked wrist's lag behind its target
+
+    def envelope(rows, start, velocity, interval):
+        return ANYWHERE.violations(rows, start, velocity, interval, tips)
+
+    system = OneMove(SPEC)
+    loop = EpisodeLoop(system, identity(SPEC), episode_id="ep", instance=Instance(), envelope=envelope)
+    image = np.zeros((4, 4, 3), np.uint8)
+    t, arm = 0.0, READY
+
+    def observe():
+        joints = {**dict(zip(ARM_JOINTS, arm)), **{f: 0.04 for f in FINGER_JOINTS}}
+        return loop.observe(t, {"front": image}, {"front": t}, joints, {})
+
+    def run_queue():
+        nonlocal t, arm
+        while loop.next_command(t) is not None:
+            t += dt
+            arm = loop.setpoint + gap if loop.setpoint is not None else arm
+
+    obs = observe()
+    assert obs.joint_setpoint is None  # nothing commanded yet
+    assert loop.take_chunk(system.act(obs), t).accepted
+    run_queue()
+    obs = observe()
+    assert np.array_equal(obs.joint_setpoint, loop.setpoint)
+    assert np.isclose(np.abs(obs.joint_positions - obs.joint_setpoint).max(), 0.08)
+    chunk = system.act(obs).copy()
+    chunk[0, 0] += 0.5  # the runtime refuses this chunk (any reason will do)
+    assert not loop.take_chunk(chunk, t).accepted
+    run_queue()  # the arm holds one interval
+
+    obs = observe()
+    from_measured = copy.deepcopy(system).act(dataclasses.replace(obs, joint_setpoint=None))
+    assert envelope(from_measured, loop.setpoint, loop.setpoint_velocity, dt)  # the premise: refused forever
+    chunks = 0
+    while system.cursor is not None and chunks < 40:  # the rest of the move, the wrist blocked all along
+        assert loop.take_chunk(system.act(obs), t).accepted
+        run_queue()
+        obs = observe()
+        chunks += 1
+    assert system.cursor is None
+    assert np.allclose(loop.setpoint, pick_place_rows()[1][-1, :7], atol=1e-6)  # the plan ran to its end

@@ -28,7 +28,7 @@ from labference_ros.policies.agent.faults import FAULT_MESSAGE, FaultSchedule
 from labference_ros.policies.agent.skills import Skills
 from labference_ros.policies.agent.tools import JSON_CONTRACT, PHYSICAL, TOOLS, check_call, schema_hash
 from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
-from labference_ros.skills.plan_replay import PlanCursor
+from labference_ros.skills.plan_replay import PlanCursor, row_held_after_refusal
 from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
 
 SYSTEM_PROMPT = (
@@ -313,12 +313,9 @@ class AgentSystem(TestedSystem):
             self.turn_start = self.clock()
             self._open_conversation(obs)
         if not obs.last_chunk_ran and self.held_row is not None:
-            # The refused chunk never reached the arm: hold where it stands, gripper as before.
-            self.last_row = self.held_row.copy()
-            self.last_row[:7] = obs.joint_positions
+            self.last_row = row_held_after_refusal(self.held_row, obs)
         if self.cursor is not None:
-            self.cursor.follow(obs.sim_time, obs.joint_positions, self.planner.retime, obs.last_chunk_ran,
-                               obs.last_chunk_ran_to_end)
+            self.cursor.follow_observation(obs, self.planner.retime)
             if not self.cursor.done(obs.sim_time):
                 return self._emit(self.cursor.chunk(obs.sim_time, self.spec.max_chunk_length))
             self._complete_physical(obs)
