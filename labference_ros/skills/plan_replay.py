@@ -8,7 +8,9 @@ while the next observation is taken and answered, so time runs ahead of the
 plan by that delay, and the plan goes on from the row after the last one
 handed out (never beyond it: that would jump the arm). A chunk the runtime
 ran to its end goes on from the row after it even where time says less (in
-realtime the observation can come within a row's interval of its last row).
+realtime the observation can come within a row's interval of its last row),
+and one cut short goes on after the row the runtime holds the arm at (the
+observation's setpoint), where time in realtime says more.
 An operator's pause is the exception (time passes, the arm stands):
 ``resume_at`` continues from where the arm is.
 """
@@ -89,27 +91,47 @@ class PlanCursor:
         return rows
 
     def follow(self, t: float, arm_q, smooth, last_chunk_ran: bool = True,
-               ran_to_end: bool = False, restart_q=None) -> None:
-        """Before taking the next chunk: where the plan goes on. A refused chunk (none of
-        its rows ran) leaves the arm holding its last target, so the move restarts from
-        rest at ``restart_q`` (that target, where the runtime reports it; else the
-        measured ``arm_q``): a jump to where time has got to would be refused again, and
-        so would a restart from an arm that lags its target (something blocks it).
-        Otherwise as resync. A chunk the runtime says ran to its end goes on from the
-        row after it, even where time says less (realtime: the observation is taken
-        as soon as the last row is sent, so a row's interval can still be under way)."""
+               ran_to_end: bool = False, setpoint=None) -> None:
+        """Before taking the next chunk: where the plan goes on. ``setpoint`` is the arm
+        target the runtime last commanded, where it reports one. A refused chunk (none
+        of its rows ran) leaves the arm holding that target, so the move restarts from
+        rest there (else at the measured ``arm_q``): a jump to where time has got to
+        would be refused again, and so would a restart from an arm that lags its target
+        (something blocks it). Otherwise as resync, after placing the plan: a chunk the
+        runtime says ran to its end goes on from the row after it, even where time says
+        less (realtime: the observation is taken as soon as the last row is sent, so a
+        row's interval can still be under way); one cut short goes on after the row the
+        arm is held at (``after_setpoint``)."""
         if last_chunk_ran:
             if ran_to_end:
                 self.reached(t, self.handed_to)
+            elif setpoint is not None:
+                self.after_setpoint(t, setpoint)
             self.resync(t, arm_q, smooth)
             return
         self.handed_to = self.handed_from
-        self.resume_at(t, arm_q if restart_q is None else restart_q, smooth)
+        self.resume_at(t, arm_q if setpoint is None else setpoint, smooth)
 
     def follow_observation(self, obs: PolicyObservation, smooth) -> None:
         """follow() with what the observation says about the last chunk and the arm."""
         self.follow(obs.sim_time, obs.joint_positions, smooth, obs.last_chunk_ran, obs.last_chunk_ran_to_end,
-                    obs.restart_joint_positions)
+                    obs.joint_setpoint)
+
+    def after_setpoint(self, t: float, setpoint) -> None:
+        """The last chunk was cut short (newer evidence, a pause): its rows ran up to the
+        one the runtime holds the arm at, so the plan goes on from the row after it. In
+        sync mode time says the same; in realtime it has run on while the arm held, and
+        going on where it says would skip rows that never ran. Where the arm rests over
+        several rows (the gripper moving), the last of them before where time says is
+        taken, as time alone would. Rows the runtime changed (clipped) or stopping rows
+        (a pause in motion) match no row of the plan: time decides, as before."""
+        if self.handed_to is None:
+            return
+        first = max(0, self.handed_from - 1)  # the previous chunk's last row: none of this one ran
+        sent = self.rows[first:max(first, self.index(t)), :7]
+        held = np.nonzero((sent == np.asarray(setpoint, float)).all(axis=1))[0]
+        if len(held):
+            self.start_time = t - (first + int(held[-1]) + 1) * self.dt
 
     def resync(self, t: float, arm_q, smooth) -> None:
         """Before taking the next chunk: if the rows up to where the plan has got to did

@@ -258,3 +258,46 @@ def test_restarts_after_a_refusal_begin_at_the_setpoint_an_arm_blocked_short_of_
         chunks += 1
     assert system.cursor is None
     assert np.allclose(loop.setpoint, pick_place_rows()[1][-1, :7], atol=1e-6)  # the plan ran to its end
+
+
+def test_in_realtime_a_chunk_cut_short_goes_on_after_the_row_the_arm_is_held_at():
+    """Realtime: newer evidence dropped a chunk after 20 of its 50 rows at speed; the arm
+    held its last target while the next observation was taken and answered (150 ms of
+    sim time). Time alone skips the rows that never ran, a jump the envelope refuses;
+    the setpoint says which row the arm is held at, and the plan goes on after it."""
+    _, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    fastest = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))
+    start = fastest - 20
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, start)
+    cursor.chunk(start * dt, 50)  # rows start .. start+49 handed out; 20 of them ran
+    setpoint = rows[start + 19, :7]
+    velocity = (rows[start + 19, :7] - rows[start + 18, :7]) / dt
+    late = (start + 19) * dt + 0.15
+    by_time = PlanCursor(rows, 0.0, dt)
+    by_time.chunk(start * dt, 50)
+    by_time.follow(late, setpoint, None, last_chunk_ran=True, ran_to_end=False)
+    assert ANYWHERE.violations(by_time.chunk(late, 50), setpoint, velocity, dt, tips)  # time alone: refused
+    cursor.follow(late, setpoint, None, last_chunk_ran=True, ran_to_end=False, setpoint=setpoint)
+    going_on = cursor.chunk(late, 50)
+    assert np.array_equal(going_on[0], rows[start + 20])
+    assert ANYWHERE.violations(going_on, setpoint, velocity, dt, tips) == []
+
+
+def test_a_cut_short_chunk_resting_over_gripper_rows_goes_on_where_time_says():
+    """Sync mode: the arm rests while the gripper closes (rows with the same arm target,
+    the width stepping down among them), and newer evidence cut the chunk there. The
+    setpoint matches every resting row; the plan goes on where time says, never back
+    before the gripper's step."""
+    _, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    still = np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1) == 0
+    step = int(np.nonzero(still & (np.diff(rows[:, 7]) != 0))[0][0]) + 1  # the first narrower row
+    assert still[step - 10:step + 10].all()  # the arm rests on both sides of it
+    ran = step + 5  # rows before this one ran
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, ran + 10)
+    cursor.follow(ran * dt, rows[ran - 1, :7], None, last_chunk_ran=True, ran_to_end=False,
+                  setpoint=rows[ran - 1, :7])
+    assert np.array_equal(cursor.chunk(ran * dt, 50)[0], rows[ran])
