@@ -8,7 +8,8 @@ domain stays taken while a killed launcher's nodes are still stopping.
 
 Nodes started any other way (`ros2 launch`, by hand) hold a shared lock on
 their domain's file for their lifetime (`hold_for_node`, called by every node's
-main), so a launch also sees a graph that no labference launcher started.
+main), so a launch also sees a graph that no labference launcher started; a node
+that finds a launch's exclusive lock there takes its shared one once that goes.
 
 Without ROS_DOMAIN_ID a launch claims the lowest free domain; with it, the
 launch takes that domain's lock or refuses (after a short wait, so that a
@@ -20,6 +21,7 @@ import errno
 import fcntl
 import os
 import pathlib
+import threading
 import time
 from dataclasses import dataclass
 
@@ -175,9 +177,17 @@ def hold_for_node() -> None:
         fd = _open_lock(lock_path(domain_id))
     except (OSError, ValueError, DomainError):
         return  # only a guard for launches; the node itself runs regardless
+    _node_lock_fd = fd
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        os.close(fd)  # a launch holds it: that launch's graph and this node share a domain
-        return
-    _node_lock_fd = fd
+        # A launch holds it (its graph and this node share the domain), or a launch was
+        # only trying it: mark the domain as soon as that lock goes, not never.
+        threading.Thread(target=_take_when_free, args=(fd,), name="domain-lock", daemon=True).start()
+
+
+def _take_when_free(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # blocks until no exclusive lock is held
+    except OSError:
+        pass  # only a guard for launches; the node runs regardless

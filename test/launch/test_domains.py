@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -95,6 +96,41 @@ def test_a_graph_started_without_the_launcher_also_holds_its_domain(tmp_path):
         node.stop()
     assert refusal and f"ROS domain {domain} (ROS_DOMAIN_ID) is in use" in refusal
     claim_domain(domain, busy_wait_s=5.0).release()  # free again once the node is gone
+
+
+def test_a_node_that_finds_its_domain_taken_marks_it_once_the_launch_lets_go(tmp_path):
+    """A node started while a launch holds (or only tries) its domain: once that lock
+    goes, the node's own mark keeps later launches off the domain it still runs on."""
+    from labference_ros.launcher.domains import lock_path
+
+    domain = other_test_domain()
+    launch = claim_domain(domain, busy_wait_s=5.0)
+    node = Proc([sys.executable, "-m", "labference_ros.nodes.balance"], env={**loopback_environ(),
+                                                                             "ROS_DOMAIN_ID": domain})
+    try:
+        inode = str(lock_path(int(domain)).stat().st_ino)
+        deadline = time.monotonic() + 60
+        waiting = False
+        while not waiting and time.monotonic() < deadline:  # the node asks for its lock as it starts
+            for line in pathlib.Path("/proc/locks").read_text().splitlines():
+                fields = line.replace("->", "").split()  # a lock asked for and not yet had is marked "->"
+                waiting = waiting or (len(fields) > 5 and fields[4] == str(node.popen.pid)
+                                      and fields[5].endswith(":" + inode))
+            time.sleep(0.1)
+        assert waiting, "the node never asked for its domain's lock while the launch held it"
+        launch.release()
+        refusal = None
+        deadline = time.monotonic() + 30
+        while refusal is None and time.monotonic() < deadline:
+            try:
+                claim_domain(domain, busy_wait_s=0.0).release()
+                time.sleep(0.2)
+            except DomainError as exc:
+                refusal = str(exc)
+    finally:
+        launch.release()
+        node.stop()
+    assert refusal and f"ROS domain {domain} (ROS_DOMAIN_ID) is in use" in refusal
 
 
 def test_a_claimed_domain_is_freed_when_its_holder_is_killed(tmp_path):
