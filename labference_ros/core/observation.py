@@ -60,6 +60,17 @@ class PolicyObservation:
         return not self.history[-1].get("rows_dropped", 0)
 
     @property
+    def last_chunk_rows_run(self) -> int | None:
+        """How many rows of the last chunk were sent to the arm (0: refused or stale,
+        or dropped before its first); None before the first chunk."""
+        if not self.history:
+            return None
+        if not self.last_chunk_ran:
+            return 0
+        last = self.history[-1]
+        return int(last.get("rows", 0)) - int(last.get("rows_dropped", 0))
+
+    @property
     def restart_joint_positions(self) -> np.ndarray:
         """Where a move restarted from rest begins: the setpoint the arm is held at, when
         the runtime reports one (the controller interpolates from it, so a first row at

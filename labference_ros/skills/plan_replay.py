@@ -91,23 +91,24 @@ class PlanCursor:
         return rows
 
     def follow(self, t: float, arm_q, smooth, last_chunk_ran: bool = True,
-               ran_to_end: bool = False, setpoint=None) -> None:
+               ran_to_end: bool = False, setpoint=None, rows_run: int | None = None) -> None:
         """Before taking the next chunk: where the plan goes on. ``setpoint`` is the arm
-        target the runtime last commanded, where it reports one. A refused chunk (none
-        of its rows ran) leaves the arm holding that target, so the move restarts from
-        rest there (else at the measured ``arm_q``): a jump to where time has got to
-        would be refused again, and so would a restart from an arm that lags its target
-        (something blocks it). Otherwise as resync, after placing the plan: a chunk the
-        runtime says ran to its end goes on from the row after it, even where time says
-        less (realtime: the observation is taken as soon as the last row is sent, so a
-        row's interval can still be under way); one cut short goes on after the row the
-        arm is held at (``after_setpoint``)."""
+        target the runtime last commanded and ``rows_run`` how many rows of the last
+        chunk it sent, where it reports them. A refused chunk (none of its rows ran)
+        leaves the arm holding that target, so the move restarts from rest there (else
+        at the measured ``arm_q``): a jump to where time has got to would be refused
+        again, and so would a restart from an arm that lags its target (something
+        blocks it). Otherwise as resync, after placing the plan: a chunk the runtime
+        says ran to its end goes on from the row after it, even where time says less
+        (realtime: the observation is taken as soon as the last row is sent, so a row's
+        interval can still be under way); one cut short goes on after the row the arm
+        is held at (``after_held_row``)."""
         if last_chunk_ran:
             if ran_to_end:
                 self.reached(t, self.handed_to)
-            elif setpoint is not None:
-                self.after_setpoint(t, setpoint)
-            self.resync(t, arm_q, smooth)
+            elif setpoint is not None and rows_run is not None:
+                self.after_held_row(t, setpoint, rows_run)
+            self.resync(t, arm_q, smooth, setpoint)
             return
         self.handed_to = self.handed_from
         self.resume_at(t, arm_q if setpoint is None else setpoint, smooth)
@@ -115,31 +116,30 @@ class PlanCursor:
     def follow_observation(self, obs: PolicyObservation, smooth) -> None:
         """follow() with what the observation says about the last chunk and the arm."""
         self.follow(obs.sim_time, obs.joint_positions, smooth, obs.last_chunk_ran, obs.last_chunk_ran_to_end,
-                    obs.joint_setpoint)
+                    obs.joint_setpoint, obs.last_chunk_rows_run)
 
-    def after_setpoint(self, t: float, setpoint) -> None:
-        """The last chunk was cut short (newer evidence, a pause): its rows ran up to the
-        one the runtime holds the arm at, so the plan goes on from the row after it. In
-        sync mode time says the same; in realtime it has run on while the arm held, and
-        going on where it says would skip rows that never ran. Where the arm rests over
-        several rows (the gripper moving), the last of them before where time says is
-        taken, as time alone would. Rows the runtime changed (clipped) or stopping rows
-        (a pause in motion) match no row of the plan: time decides, as before."""
+    def after_held_row(self, t: float, setpoint, rows_run: int) -> None:
+        """The last chunk was cut short (newer evidence, a pause) after ``rows_run`` of
+        its rows: the plan goes on from the row after the last one sent, which the
+        arm's setpoint must equal. In sync mode time says the same; in realtime it has
+        run on while the arm held, and going on where it says would skip rows that
+        never ran. A setpoint that is not that row (the runtime clipped it, a pause's
+        stopping rows moved it on, the chunk was not this plan's): time decides."""
         if self.handed_to is None:
             return
-        first = max(0, self.handed_from - 1)  # the previous chunk's last row: none of this one ran
-        sent = self.rows[first:max(first, self.index(t)), :7]
-        held = np.nonzero((sent == np.asarray(setpoint, float)).all(axis=1))[0]
-        if len(held):
-            self.start_time = t - (first + int(held[-1]) + 1) * self.dt
+        held = self.handed_from + rows_run - 1  # none ran: the previous chunk's last row
+        if 0 <= held < len(self.rows) and np.array_equal(self.rows[held, :7], np.asarray(setpoint, float)):
+            self.start_time = t - (held + 1) * self.dt
 
-    def resync(self, t: float, arm_q, smooth) -> None:
+    def resync(self, t: float, arm_q, smooth, restart_q=None) -> None:
         """Before taking the next chunk: if the rows up to where the plan has got to did
         not run (time passed without them: an operator's pause), go on from where the
-        arm stands (resume_at). They did not if the arm is further than OFF_PLAN_RAD
-        from every row of the last SERVO_LAG_S, or if it stands on an earlier row of the
-        last chunk and off those recent ones: where the plan moves slowly, the recent
-        rows can all lie within OFF_PLAN_RAD of where a pause stopped the arm."""
+        arm is held (resume_at from ``restart_q``, the setpoint, where known: the
+        controller interpolates from it; else from the measured ``arm_q``). They did
+        not if the measured arm is further than OFF_PLAN_RAD from every row of the last
+        SERVO_LAG_S, or if it stands on an earlier row of the last chunk and off those
+        recent ones: where the plan moves slowly, the recent rows can all lie within
+        OFF_PLAN_RAD of where a pause stopped the arm."""
         arm = np.asarray(arm_q, float)
         upto = min(max(0, self.index(t)), len(self.rows) - 1)
         window_start = max(0, upto - int(round(SERVO_LAG_S / self.dt)))
@@ -147,7 +147,7 @@ class PlanCursor:
         earlier = self.rows[min(self.handed_from, window_start):window_start, :7]
         off_earlier = float(np.abs(earlier - arm).max(axis=1).min()) if len(earlier) else np.inf
         if off_recent > OFF_PLAN_RAD or (off_earlier <= AT_ROW_RAD and off_recent > 2 * AT_ROW_RAD):
-            self.resume_at(t, arm_q, smooth)
+            self.resume_at(t, arm_q if restart_q is None else restart_q, smooth)
 
     def resume_at(self, t: float, arm_q, smooth) -> None:
         """Time passed without the plan running (an operator paused the arm), so time

@@ -78,11 +78,14 @@ def test_newer_evidence_drops_the_queued_rows():
     after = observe(loop, 0.02)
     assert after.history[-1]["rows_dropped"] == 4
     assert after.last_chunk_ran and not after.last_chunk_ran_to_end
+    assert after.last_chunk_rows_run == 1  # and which row it holds: the one sent, the setpoint
+    assert np.array_equal(after.joint_setpoint, HOME)
 
 
 def test_a_chunk_whose_rows_were_all_sent_ran_to_its_end():
     loop, _ = make_loop()
-    assert not observe(loop, 0.0).last_chunk_ran_to_end  # no chunk yet
+    first = observe(loop, 0.0)
+    assert not first.last_chunk_ran_to_end and first.last_chunk_rows_run is None  # no chunk yet
     loop.take_chunk(rows(3), 0.0)
     sent = [loop.next_command(0.02 * k) for k in range(4)]
     assert [c is None for c in sent] == [False, False, False, True]
@@ -92,6 +95,7 @@ def test_a_chunk_whose_rows_were_all_sent_ran_to_its_end():
     loop.pause(0.08, "operator")  # two rows never sent
     paused = observe(loop, 1.0)
     assert paused.history[-1]["rows_dropped"] == 2 and not paused.last_chunk_ran_to_end
+    assert paused.last_chunk_rows_run == 1
     assert "rows_dropped" not in paused.history[-2]  # what an earlier observation was told stays
 
 
@@ -125,6 +129,7 @@ def test_a_refused_chunk_on_current_evidence_holds_one_interval():
     command = loop.next_command(0.0)
     assert command is not None and command.row is None and command.gripper is None
     assert loop.next_command(0.02) is None
+    assert observe(loop, 0.02).last_chunk_rows_run == 0
 
 
 def test_chunks_are_checked_against_the_state_they_were_computed_from():

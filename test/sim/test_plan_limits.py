@@ -264,40 +264,64 @@ def test_in_realtime_a_chunk_cut_short_goes_on_after_the_row_the_arm_is_held_at(
     """Realtime: newer evidence dropped a chunk after 20 of its 50 rows at speed; the arm
     held its last target while the next observation was taken and answered (150 ms of
     sim time). Time alone skips the rows that never ran, a jump the envelope refuses;
-    the setpoint says which row the arm is held at, and the plan goes on after it."""
+    the runtime says how many rows it sent and the setpoint which row the arm is held
+    at, and the plan goes on after it. Answered within half a row of that row, time
+    alone would send it again (a moving setpoint stopped): also refused, also mended."""
     _, rows = pick_place_rows()
     dt = SPEC.hold_interval_s
     fastest = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))
     start = fastest - 20
-    cursor = PlanCursor(rows, 0.0, dt)
-    cursor.chunk(0.0, start)
-    cursor.chunk(start * dt, 50)  # rows start .. start+49 handed out; 20 of them ran
     setpoint = rows[start + 19, :7]
     velocity = (rows[start + 19, :7] - rows[start + 18, :7]) / dt
-    late = (start + 19) * dt + 0.15
-    by_time = PlanCursor(rows, 0.0, dt)
-    by_time.chunk(start * dt, 50)
-    by_time.follow(late, setpoint, None, last_chunk_ran=True, ran_to_end=False)
-    assert ANYWHERE.violations(by_time.chunk(late, 50), setpoint, velocity, dt, tips)  # time alone: refused
-    cursor.follow(late, setpoint, None, last_chunk_ran=True, ran_to_end=False, setpoint=setpoint)
-    going_on = cursor.chunk(late, 50)
-    assert np.array_equal(going_on[0], rows[start + 20])
-    assert ANYWHERE.violations(going_on, setpoint, velocity, dt, tips) == []
+    for late in ((start + 19) * dt + 0.15, (start + 19) * dt + 0.004):
+        by_time = PlanCursor(rows, 0.0, dt)
+        by_time.chunk(0.0, start)
+        by_time.chunk(start * dt, 50)  # rows start .. start+49 handed out; 20 of them ran
+        by_time.follow(late, setpoint, None, last_chunk_ran=True, ran_to_end=False)
+        assert ANYWHERE.violations(by_time.chunk(late, 50), setpoint, velocity, dt, tips)  # time alone: refused
+        cursor = PlanCursor(rows, 0.0, dt)
+        cursor.chunk(0.0, start)
+        cursor.chunk(start * dt, 50)
+        cursor.follow(late, setpoint, None, last_chunk_ran=True, ran_to_end=False, setpoint=setpoint, rows_run=20)
+        going_on = cursor.chunk(late, 50)
+        assert np.array_equal(going_on[0], rows[start + 20])
+        assert ANYWHERE.violations(going_on, setpoint, velocity, dt, tips) == []
 
 
-def test_a_cut_short_chunk_resting_over_gripper_rows_goes_on_where_time_says():
-    """Sync mode: the arm rests while the gripper closes (rows with the same arm target,
-    the width stepping down among them), and newer evidence cut the chunk there. The
-    setpoint matches every resting row; the plan goes on where time says, never back
-    before the gripper's step."""
+def test_a_chunk_cut_short_while_the_arm_rests_goes_on_at_the_next_gripper_row():
+    """The arm rests while the gripper closes (rows with the same arm target, the width
+    stepping down among them), and the chunk was cut there. The setpoint matches every
+    resting row: the count of rows sent says which one ran last. Sync mode: time says
+    the same. Realtime, observed late: time alone would skip the gripper's step."""
     _, rows = pick_place_rows()
     dt = SPEC.hold_interval_s
     still = np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1) == 0
     step = int(np.nonzero(still & (np.diff(rows[:, 7]) != 0))[0][0]) + 1  # the first narrower row
     assert still[step - 10:step + 10].all()  # the arm rests on both sides of it
-    ran = step + 5  # rows before this one ran
-    cursor = PlanCursor(rows, 0.0, dt)
-    cursor.chunk(0.0, ran + 10)
-    cursor.follow(ran * dt, rows[ran - 1, :7], None, last_chunk_ran=True, ran_to_end=False,
-                  setpoint=rows[ran - 1, :7])
-    assert np.array_equal(cursor.chunk(ran * dt, 50)[0], rows[ran])
+    for ran, late in ((step + 5, 0.0), (step - 3, 0.15)):  # rows before `ran` were sent
+        cursor = PlanCursor(rows, 0.0, dt)
+        cursor.chunk(0.0, ran + 10)
+        t = ran * dt + late
+        if late:
+            assert PlanCursor(rows, 0.0, dt).index(t) > step  # where time alone goes on
+        cursor.follow(t, rows[ran - 1, :7], None, last_chunk_ran=True, ran_to_end=False,
+                      setpoint=rows[ran - 1, :7], rows_run=ran)
+        assert np.array_equal(cursor.chunk(t, 50)[0], rows[ran])
+
+
+def test_an_arm_blocked_far_from_its_target_resumes_from_the_setpoint():
+    """The last chunk ran to its end, but something holds the arm 0.3 rad short of its
+    target (beyond OFF_PLAN_RAD): the plan restarts from rest, from the setpoint the
+    controller holds, not from the measured arm, which the envelope would refuse."""
+    planner, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    mid = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))
+    setpoint = rows[mid - 1, :7]
+    blocked = setpoint - np.array([0.3, 0, 0, 0, 0, 0, 0])
+    later = mid * dt + 1.0  # it stood still a second
+    for restart_at, refused in ((None, True), (setpoint, False)):
+        cursor = PlanCursor(rows, 0.0, dt)
+        cursor.chunk(0.0, mid)
+        cursor.follow(later, blocked, planner.retime, last_chunk_ran=True, ran_to_end=True, setpoint=restart_at)
+        restarted = cursor.chunk(later, 50)
+        assert bool(ANYWHERE.violations(restarted, setpoint, None, dt, tips)) == refused
