@@ -79,19 +79,25 @@ def test_a_domain_held_by_a_running_launch_is_refused_with_a_clear_message(tmp_p
     assert not (tmp_path / "b").exists()  # nothing started, nothing written
 
 
+def refusal_within(domain: str, seconds: float) -> str | None:
+    """The message of the first claim of ``domain`` refused within ``seconds`` (claims
+    that succeed are let go at once), or None."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            claim_domain(domain, busy_wait_s=0.0).release()
+        except DomainError as exc:
+            return str(exc)
+        time.sleep(0.2)
+    return None
+
+
 def test_a_graph_started_without_the_launcher_also_holds_its_domain(tmp_path):
     domain = other_test_domain()
     env = {**loopback_environ(), "ROS_DOMAIN_ID": domain}
     node = Proc([sys.executable, "-m", "labference_ros.nodes.balance"], env=env)
-    refusal = None
     try:
-        deadline = time.monotonic() + 60
-        while refusal is None and time.monotonic() < deadline:  # the node locks as it starts
-            try:
-                claim_domain(domain, busy_wait_s=0.0).release()
-                time.sleep(0.2)
-            except DomainError as exc:
-                refusal = str(exc)
+        refusal = refusal_within(domain, 60)  # the node locks as it starts
     finally:
         node.stop()
     assert refusal and f"ROS domain {domain} (ROS_DOMAIN_ID) is in use" in refusal
@@ -119,14 +125,7 @@ def test_a_node_that_finds_its_domain_taken_marks_it_once_the_launch_lets_go(tmp
             time.sleep(0.1)
         assert waiting, "the node never asked for its domain's lock while the launch held it"
         launch.release()
-        refusal = None
-        deadline = time.monotonic() + 30
-        while refusal is None and time.monotonic() < deadline:
-            try:
-                claim_domain(domain, busy_wait_s=0.0).release()
-                time.sleep(0.2)
-            except DomainError as exc:
-                refusal = str(exc)
+        refusal = refusal_within(domain, 30)
     finally:
         launch.release()
         node.stop()
