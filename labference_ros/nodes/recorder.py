@@ -79,6 +79,7 @@ class Recorder(Node):
         self.referee_ended: set[str] = set()
         self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
         self.subscriptions_by_topic: dict[str, object] = {}
+        self.current_reader: dict[str, int] = {}  # per topic, the subscription whose samples are recorded
         self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
         # record:=false: no subscriptions at all (receiving every camera frame for
         # nothing cost about a tenth of an episode's CPU); start requests are refused.
@@ -114,8 +115,14 @@ class Recorder(Node):
                                      else DurabilityPolicy.VOLATILE),
                          reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE)
         self.types[topic] = msgtype
+        reader = self.current_reader.get(topic, 0) + 1
+        self.current_reader[topic] = reader
         self.subscriptions_by_topic[topic] = self.create_subscription(
-            cls, topic, lambda data, t=topic: self.on_message(t, data), qos, raw=True)
+            cls, topic, lambda data, t=topic, r=reader: self._on_reader_message(t, r, data), qos, raw=True)
+
+    def _on_reader_message(self, topic: str, reader: int, data: bytes) -> None:
+        if reader == self.current_reader[topic]:  # a replaced reader's samples are not recorded twice
+            self.on_message(topic, data)
 
     def _discover(self) -> None:
         """Subscribe topics that appeared in the graph (Oracle outputs, extra cameras)."""
@@ -141,7 +148,8 @@ class Recorder(Node):
             if any(p.qos_profile.durability == DurabilityPolicy.VOLATILE for p in offered):
                 self.get_logger().warning(f"{topic}: a volatile publisher; recording it volatile "
                                           f"(samples sent before matching can be lost)")
-                self.destroy_subscription(sub)
+                # The transient-local reader is muted, not destroyed: destroying a subscription
+                # inside an executor callback crashed the recorder (SIGSEGV) in about 1 of 30 graphs.
                 self._subscribe(topic, self.types[topic])
 
     def _offered(self, topic: str) -> list[OfferedQos]:

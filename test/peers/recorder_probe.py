@@ -7,7 +7,8 @@ usage: recorder_probe.py hashes BAG_DIR    -> "HASH <topic> <bag hash> <middlewa
                                               from a new publisher at once (before any matching) and
                                               finishes the episode; prints "FINISHED <success>"
        recorder_probe.py volatile_reading OUTPUT_DIR -> starts an episode, publishes balance readings
-                                              from a volatile publisher for 4 s, finishes; prints
+                                              from a volatile publisher (raw_g k) and a transient-local
+                                              one (1000 + k) for 4 s, finishes; prints
                                               "FINISHED <success>"
 """
 from __future__ import annotations
@@ -138,14 +139,18 @@ def first_world(out_dir: str) -> None:
 def volatile_reading(out_dir: str) -> None:
     from labference.msg import BalanceReading
 
+    from labference_ros.nodes.matching import measurement_qos
+
     rclpy, node = _recorded_episode("ep_volatile", out_dir)
     if node is None:
         return
     publisher = node.create_publisher(BalanceReading, "/balance/reading", 10)  # another graph's node: volatile
+    durable = node.create_publisher(BalanceReading, "/balance/reading", measurement_qos(200))  # as balance's
     for k in range(40):
-        msg = BalanceReading(raw_g=float(k), displayed_g=float(k), stable=True, valid=True, source="probe")
-        msg.header.stamp.sec, msg.header.stamp.nanosec = k // 10, (k % 10) * 100_000_000
-        publisher.publish(msg)
+        for writer, raw_g in ((publisher, float(k)), (durable, 1000.0 + k)):
+            msg = BalanceReading(raw_g=raw_g, displayed_g=raw_g, stable=True, valid=True, source="probe")
+            msg.header.stamp.sec, msg.header.stamp.nanosec = k // 10, (k % 10) * 100_000_000
+            writer.publish(msg)
         rclpy.spin_once(node, timeout_sec=0.1)
     _finish_episode(rclpy, node, "ep_volatile")
     rclpy.shutdown()

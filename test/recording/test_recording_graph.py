@@ -307,9 +307,22 @@ def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, 
 def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ros_env):
     # The recorder asks for transient local on the audit's topics; a node of another
     # graph publishing one volatile would never match it unless the recorder falls back.
+    from rclpy.serialization import deserialize_message
+
+    from labference.msg import BalanceReading
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
     topics, log = record_probe_episode(tmp_path, ros_env, "volatile_reading")
-    assert topics.count("/balance/reading") >= 10, topics  # the 4 s after the fallback (checked every second)
     assert any("recording it volatile" in line for line in log), log[-10:]
+    raw_g = [deserialize_message(bytes(raw), BalanceReading).raw_g
+             for topic, _type, _t, raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()
+             if topic == "/balance/reading"]
+    volatile = [g for g in raw_g if g < 1000]
+    assert len(volatile) >= 10, raw_g  # the 4 s after the fallback (checked every second)
+    # The durable publisher's samples reach both the first (transient-local) reader and the
+    # volatile one that replaced it; each is recorded once.
+    durable = [g for g in raw_g if g >= 1000]
+    assert len(durable) >= 10 and len(set(durable)) == len(durable), raw_g
 
 
 def _event(ep: pathlib.Path, category: str) -> dict:
