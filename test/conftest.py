@@ -1,6 +1,7 @@
 """Test-wide environment: loopback-only DDS and a domain id of the test run's own."""
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 
@@ -33,3 +34,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 else:
     os.environ.setdefault("ROS_DOMAIN_ID", run_domain())
 apply_loopback()
+
+
+FILE_SECONDS = json.loads((pathlib.Path(__file__).parent / "file_seconds.json").read_text())["seconds"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first (test/file_seconds.json, from test/file_seconds.py;
+    the others keep their order after them): xdist hands out whole files (--dist
+    loadfile) in this order, so a long graph file never starts last while the other
+    worker has run out of work."""
+    items.sort(key=lambda item: -FILE_SECONDS.get(pathlib.Path(os.path.relpath(item.path, REPO)).as_posix(), 0))
