@@ -51,6 +51,8 @@ DISPLAY_LAG_S = 0.02
 DISPLAY_WAIT_S = 5.0
 # A frame whose reading has not arrived looks again this often (sim time stands still).
 READING_POLL_S = 0.001
+# An advance whose control boundary's commands have not come within this is refused.
+COMMAND_WAIT_S = 10.0
 
 
 class LabSim(Node):
@@ -138,6 +140,12 @@ class LabSim(Node):
         if self.step_mode == "realtime":
             self._wall_anchor = None
             self.create_timer(0.01, self.realtime_tick)
+        # Every timed wait of an advance ends on this one timer, created once and only
+        # cancelled and reset after: creating and destroying timers inside callbacks is
+        # what rclpy does not guard (a destroyed subscription crashed the recorder).
+        self.waits: list[tuple[float, Future, bool]] = []  # (monotonic deadline, future, its result then)
+        self.wait_timer = self.create_timer(READING_POLL_S, self._end_due_waits)
+        self.wait_timer.cancel()
 
     # commands ---------------------------------------------------------------
     def on_trajectory(self, msg: JointTrajectory):
@@ -228,12 +236,28 @@ class LabSim(Node):
 
     async def _pause(self, seconds: float) -> None:
         """Let the executor run other callbacks for about ``seconds``."""
-        future = Future()
-        timer = self.create_timer(seconds, lambda: future.done() or future.set_result(True))
-        try:
-            await future
-        finally:
-            self.destroy_timer(timer)
+        await self._ends_after(seconds, Future(), True)
+
+    def _ends_after(self, seconds: float, future: Future, result: bool) -> Future:
+        """``future``, given ``result`` after ``seconds`` unless it is done before."""
+        self.waits.append((time.monotonic() + seconds, future, result))
+        if self.wait_timer.is_canceled():
+            self.wait_timer.reset()
+        return future
+
+    def _end_due_waits(self) -> None:
+        now = time.monotonic()
+        waiting = []
+        for deadline, future, result in self.waits:
+            if future.done():
+                continue
+            if now >= deadline:
+                future.set_result(result)
+            else:
+                waiting.append((deadline, future, result))
+        self.waits = waiting
+        if not waiting:
+            self.wait_timer.cancel()
 
     def _arm_targets(self):
         return tuple(float(x) for x in self.backend.data.ctrl[:7])
@@ -418,10 +442,10 @@ class LabSim(Node):
         if not arrived():
             future = Future()
             self.command_waiter = (future, arrived)
-            timer = self.create_timer(10.0, lambda: future.done() or future.set_result(False))
-            ok = await future
-            self.destroy_timer(timer)
-            self.command_waiter = None
+            try:
+                ok = await self._ends_after(COMMAND_WAIT_S, future, False)
+            finally:
+                self.command_waiter = None
             if not ok:
                 response.success, response.message = False, "commands for this boundary never arrived"
                 return response
