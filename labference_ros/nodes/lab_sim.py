@@ -51,7 +51,8 @@ DISPLAY_LAG_S = 0.02
 DISPLAY_WAIT_S = 5.0
 # A frame whose reading has not arrived looks again this often (sim time stands still).
 READING_POLL_S = 0.001
-# An advance whose control boundary's commands have not come within this is refused.
+# An advance whose control boundary's commands have not come within this is refused
+# (parameter command_wait_s).
 COMMAND_WAIT_S = 10.0
 
 
@@ -63,7 +64,8 @@ class LabSim(Node):
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
             ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
             ("match_timeout_s", 5.0), ("fiducials", False), ("marker_camera_width", 1280),
-            ("marker_camera_height", 960), ("task", "feedback_weighing")])
+            ("marker_camera_height", 960), ("task", "feedback_weighing"),
+            ("command_wait_s", COMMAND_WAIT_S)])
         v = {x.name: x.value for x in p}
         from labference_ros.sim.mujoco_backend import MARKER_CAMERA, MujocoBackend, RenderSettings
 
@@ -82,6 +84,7 @@ class LabSim(Node):
         self.measure_period = 1.0 / float(v["measurement_rate"])
         self.checkpoint_dir = pathlib.Path(v["checkpoint_dir"])
         self.realtime_factor = float(v["realtime_factor"])
+        self.command_wait_s = float(v["command_wait_s"])
         self.follower = TrajectoryFollower()
         self.loaded = False
         self.next_measure = self.next_camera = 0.0
@@ -443,7 +446,7 @@ class LabSim(Node):
             future = Future()
             self.command_waiter = (future, arrived)
             try:
-                ok = await self._ends_after(COMMAND_WAIT_S, future, False)
+                ok = await self._ends_after(self.command_wait_s, future, False)
             finally:
                 self.command_waiter = None
             if not ok:

@@ -15,6 +15,7 @@ from ros_domains import own_domain
 from rosproc import Proc
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+COMMAND_WAIT_S = 1.5  # lab_sim's, shorter than its default for this test
 
 
 @pytest.fixture
@@ -22,8 +23,9 @@ def graph(tmp_path):
     with own_domain() as domain:
         env = loopback_environ()
         env["ROS_DOMAIN_ID"] = domain
-        procs = [Proc([sys.executable, "-m", f"labference_ros.nodes.{name}"], env=env)
-                 for name in ("lab_sim", "balance", "referee")]
+        procs = [Proc([sys.executable, "-m", f"labference_ros.nodes.{name}", *args], env=env)
+                 for name, args in (("lab_sim", ["--ros-args", "-p", f"command_wait_s:={COMMAND_WAIT_S}"]),
+                                    ("balance", []), ("referee", []))]
         yield env
         for p in procs:
             assert p.popen.poll() is None, f"a node died: {p.seen[-20:]}"
@@ -32,11 +34,19 @@ def graph(tmp_path):
 
 def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     """The boundary's command may reach lab_sim after the advance request; the
-    advance must wait for it (command subscriptions keep running) and succeed."""
+    advance must wait for it (command subscriptions keep running) and succeed. A
+    command that never comes refuses the advance after command_wait_s, and the next
+    advance, its command already there, is served at once."""
     probe = Proc([sys.executable, str(REPO / "test" / "peers" / "advance_barrier.py")], env=graph)
-    lines = probe.wait_for("RESULT", timeout=120)
+    results = probe.wait_for("RESULT", timeout=120, count=3)
     probe.stop()
-    assert lines and lines[0].startswith("RESULT True"), probe.seen[-20:]
+    assert len(results) == 3, probe.seen[-20:]
+    assert results[0].startswith("RESULT True"), results
+    ok, waited, message = results[1].split(" ", 3)[1:]
+    assert ok == "False" and message == "commands for this boundary never arrived", results
+    assert COMMAND_WAIT_S <= float(waited) < COMMAND_WAIT_S + 5, results
+    ok, waited, _ = results[2].split(" ", 3)[1:]
+    assert ok == "True" and float(waited) < COMMAND_WAIT_S, results
 
 
 def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answers(tmp_path):

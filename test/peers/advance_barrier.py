@@ -1,5 +1,8 @@
 """Asks lab_sim to advance before the boundary's gripper command exists, then sends
-the command: the advance must wait for it and then succeed. Prints "RESULT <ok> <message>"."""
+the command: the advance must wait for it and then succeed. Then asks for an advance
+whose arm command never comes (refused once lab_sim's command_wait_s has passed), and
+one more whose command is already there (served at once). Prints one line per advance:
+"RESULT <ok> <seconds waited> <message>"."""
 from __future__ import annotations
 
 import sys
@@ -34,6 +37,24 @@ def main() -> int:
     grip.publish(cmd)
     res = peer.wait(pending, 20)
     print(f"RESULT {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
+    t = res.sim_time if res else 0.0
+
+    def timed_advance(req):
+        start = time.monotonic()
+        res = peer.wait(advance.call_async(req), 30)
+        waited = time.monotonic() - start
+        print(f"RESULT {bool(res and res.success)} {waited:.2f} {res.message if res else 'no reply'}", flush=True)
+
+    never = Advance.Request(duration_s=0.1, require_arm_command=True)
+    s_to_stamp(t, never.command_stamp)
+    timed_advance(never)
+    cmd = GripperCommand(width=0.06, speed=0.1)
+    s_to_stamp(t, cmd.header.stamp)
+    grip.publish(cmd)
+    time.sleep(0.5)  # delivered before the request
+    ready = Advance.Request(duration_s=0.1, require_gripper_command=True)
+    s_to_stamp(t, ready.command_stamp)
+    timed_advance(ready)
     peer.close()
     return 0
 
