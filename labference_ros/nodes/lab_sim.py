@@ -16,6 +16,8 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
 from rclpy.node import Node
 from rclpy.task import Future
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -54,6 +56,7 @@ READING_POLL_S = 0.001
 # An advance whose control boundary's commands have not come within this is refused
 # (parameter command_wait_s).
 COMMAND_WAIT_S = 10.0
+RESET_DURING_ADVANCE = "the scene was reset or restored during the advance"
 
 
 class LabSim(Node):
@@ -90,7 +93,9 @@ class LabSim(Node):
         self.next_measure = self.next_camera = 0.0
         self.last_arm_stamp = self.last_gripper_stamp = -1.0
         self.checkpoints: dict[str, bytes] = {}
-        self.command_waiter = None  # (rclpy Future, predicate) while an advance waits for commands
+        # (rclpy Future, predicate) while an advance waits for commands; the future's result
+        # is why the wait ended: "arrived", "timeout" or "reset".
+        self.command_waiter = None
         self.environment = None  # the family's environment behaviour this episode (TaskFamily.make_environment)
         # The display's inputs since the last reset or restore (one timeline of sim
         # time), stamps in nanoseconds: the wrenches published, each owed a reading,
@@ -144,10 +149,12 @@ class LabSim(Node):
             self._wall_anchor = None
             self.create_timer(0.01, self.realtime_tick)
         # Every timed wait of an advance ends on this one timer, created once and only
-        # cancelled and reset after: creating and destroying timers inside callbacks is
-        # what rclpy does not guard (a destroyed subscription crashed the recorder).
-        self.waits: list[tuple[float, Future, bool]] = []  # (monotonic deadline, future, its result then)
-        self.wait_timer = self.create_timer(READING_POLL_S, self._end_due_waits)
+        # cancelled and reset after: rclpy does not guard destroying a timer inside a
+        # callback (a subscription destroyed so crashed the recorder). Steady, like the
+        # deadlines: sim time stands still while an advance waits.
+        self.waits: list[tuple[float, Future, object]] = []  # (monotonic deadline, future, its result then)
+        self.wait_timer = self.create_timer(READING_POLL_S, self._end_due_waits,
+                                            clock=RosClock(clock_type=ClockType.STEADY_TIME))
         self.wait_timer.cancel()
 
     # commands ---------------------------------------------------------------
@@ -174,7 +181,7 @@ class LabSim(Node):
 
     def _wake_waiter(self):
         if self.command_waiter and self.command_waiter[1]() and not self.command_waiter[0].done():
-            self.command_waiter[0].set_result(True)
+            self.command_waiter[0].set_result("arrived")
 
     def take_readings(self):
         """The balance readings that arrived since the last look, into this timeline's."""
@@ -201,7 +208,7 @@ class LabSim(Node):
 
     def _new_timeline(self):
         """At a reset or restore: sim time starts again, the readings owed with it; an
-        advance still waiting for a reading of the old timeline gives up."""
+        advance still waiting for a reading or for commands of the old timeline gives up."""
         self.timeline += 1
         self.timeline_start_ns = _ns(self.backend.sim_time)
         self.wrench_stamps.clear()
@@ -209,6 +216,12 @@ class LabSim(Node):
         self.reading_input.take_all()  # all of the old timeline: nothing of the new one is out yet
         self.readings.clear()
         self.display_waits = True
+        self._end_command_wait()
+
+    def _end_command_wait(self) -> None:
+        """A reset or restore: the commands an advance waits for belong to the old timeline."""
+        if self.command_waiter is not None and not self.command_waiter[0].done():
+            self.command_waiter[0].set_result("reset")
 
     def show_reading_for_frame(self, t: float) -> int | None:
         """Put the newest reading stamped at least DISPLAY_LAG_S before t on the display;
@@ -239,9 +252,9 @@ class LabSim(Node):
 
     async def _pause(self, seconds: float) -> None:
         """Let the executor run other callbacks for about ``seconds``."""
-        await self._ends_after(seconds, Future(), True)
+        await self._resolve_after(seconds, Future(), True)
 
-    def _ends_after(self, seconds: float, future: Future, result: bool) -> Future:
+    def _resolve_after(self, seconds: float, future: Future, result) -> Future:
         """``future``, given ``result`` after ``seconds`` unless it is done before."""
         self.waits.append((time.monotonic() + seconds, future, result))
         if self.wait_timer.is_canceled():
@@ -249,6 +262,7 @@ class LabSim(Node):
         return future
 
     def _end_due_waits(self) -> None:
+        """Give each wait past its deadline its result; stop ticking when none is left."""
         now = time.monotonic()
         waiting = []
         for deadline, future, result in self.waits:
@@ -282,7 +296,7 @@ class LabSim(Node):
             if owed is not None and self.display_waits and self.inputs["/balance/reading"].get_publisher_count():
                 arrived = await self._await_reading(owed)
                 if self.timeline != timeline:
-                    return "the scene was reset or restored during the advance"
+                    return RESET_DURING_ADVANCE
                 self.show_reading_for_frame(t)
                 if not arrived:
                     self.display_waits = False
@@ -402,6 +416,7 @@ class LabSim(Node):
 
     # services ---------------------------------------------------------------
     def on_reset(self, request, response):
+        self._end_command_wait()  # now, not after the load: the advance answers once this returns
         await_matched(self, self.inputs, float(self.get_parameter("match_timeout_s").value))
         try:
             instance = self.family.instance_from_json(request.instance_json)
@@ -443,14 +458,19 @@ class LabSim(Node):
         # Commands of this control boundary must be applied before physics moves,
         # whatever order DDS delivered the topic and the service request in.
         if not arrived():
+            timeline = self.timeline
             future = Future()
             self.command_waiter = (future, arrived)
             try:
-                ok = await self._ends_after(self.command_wait_s, future, False)
+                ended = await self._resolve_after(self.command_wait_s, future, "timeout")
             finally:
-                self.command_waiter = None
-            if not ok:
+                if self.command_waiter is not None and self.command_waiter[0] is future:
+                    self.command_waiter = None
+            if ended == "timeout":
                 response.success, response.message = False, "commands for this boundary never arrived"
+                return response
+            if ended == "reset" or self.timeline != timeline:
+                response.success, response.message = False, RESET_DURING_ADVANCE
                 return response
         if not (math.isfinite(request.duration_s) and 0.0 <= request.duration_s <= 10.0):
             response.success, response.message = False, f"bad duration {request.duration_s}"

@@ -1,8 +1,9 @@
-"""Asks lab_sim to advance before the boundary's gripper command exists, then sends
-the command: the advance must wait for it and then succeed. Then asks for an advance
-whose arm command never comes (refused once lab_sim's command_wait_s has passed), and
-one more whose command is already there (served at once). Prints one line per advance:
-"RESULT <ok> <seconds waited> <message>"."""
+"""Asks lab_sim for advances whose commands arrive at different times, one line each,
+"RESULT <ok> <seconds waited> <message>":
+1. the boundary's gripper command is sent 1 s after the request: the advance waits for it;
+2. its arm command never comes: refused once lab_sim's command_wait_s has passed;
+3. its gripper command was sent before the request: served;
+4. its arm command never comes and the scene is reset meanwhile: the reset ends the wait."""
 from __future__ import annotations
 
 import sys
@@ -24,37 +25,36 @@ def main() -> int:
 
     advance = peer.client(Advance, "/lab_sim/advance")
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
-    assert peer.call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(instance_json=instance.to_json())).success
+    reset = ResetEpisode.Request(instance_json=instance.to_json())
+    assert peer.call(ResetEpisode, "/lab_sim/reset", reset).success
     deadline = time.monotonic() + 30
     while node.count_subscribers("/panda_gripper/command") == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    req = Advance.Request(duration_s=0.1, require_gripper_command=True)
-    s_to_stamp(0.0, req.command_stamp)
-    pending = advance.call_async(req)
-    time.sleep(1.0)  # the request is now waiting inside lab_sim
-    cmd = GripperCommand(width=0.06, speed=0.1)
-    s_to_stamp(0.0, cmd.header.stamp)
-    grip.publish(cmd)
-    res = peer.wait(pending, 20)
-    print(f"RESULT {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
-    t = res.sim_time if res else 0.0
 
-    def timed_advance(req):
+    def send_gripper(t: float) -> None:
+        cmd = GripperCommand(width=0.06, speed=0.1)
+        s_to_stamp(t, cmd.header.stamp)
+        grip.publish(cmd)
+
+    def timed_advance(t: float, meanwhile=None, **needs) -> float:
+        req = Advance.Request(duration_s=0.1, **needs)
+        s_to_stamp(t, req.command_stamp)
         start = time.monotonic()
-        res = peer.wait(advance.call_async(req), 30)
+        pending = advance.call_async(req)
+        if meanwhile is not None:
+            time.sleep(1.0)  # the request is now waiting inside lab_sim
+            meanwhile()
+        res = peer.wait(pending, 30)
         waited = time.monotonic() - start
         print(f"RESULT {bool(res and res.success)} {waited:.2f} {res.message if res else 'no reply'}", flush=True)
+        return res.sim_time if res else 0.0
 
-    never = Advance.Request(duration_s=0.1, require_arm_command=True)
-    s_to_stamp(t, never.command_stamp)
-    timed_advance(never)
-    cmd = GripperCommand(width=0.06, speed=0.1)
-    s_to_stamp(t, cmd.header.stamp)
-    grip.publish(cmd)
+    t = timed_advance(0.0, lambda: send_gripper(0.0), require_gripper_command=True)
+    timed_advance(t, require_arm_command=True)
+    send_gripper(t)
     time.sleep(0.5)  # delivered before the request
-    ready = Advance.Request(duration_s=0.1, require_gripper_command=True)
-    s_to_stamp(t, ready.command_stamp)
-    timed_advance(ready)
+    timed_advance(t, require_gripper_command=True)
+    timed_advance(t, lambda: peer.call(ResetEpisode, "/lab_sim/reset", reset), require_arm_command=True)
     peer.close()
     return 0
 
