@@ -445,7 +445,7 @@ class LabSim(Node):
     async def on_advance(self, request, response):
         refused = ("no scene loaded" if not self.loaded
                    else "advance is only served in sync mode" if self.step_mode != "sync"
-                   else "another advance is running" if self.advancing else "")
+                   else "another advance is running" if self.advancing or self.command_waiter else "")
         if refused:
             response.success, response.message = False, refused
             return response

@@ -3,7 +3,8 @@
 1. the boundary's gripper command is sent 1 s after the request: the advance waits for it;
 2. its arm command never comes: refused once lab_sim's command_wait_s has passed;
 3. its gripper command was sent before the request: served;
-4. its arm command never comes and the scene is reset meanwhile: the reset ends the wait."""
+4. its arm command never comes; meanwhile a second advance is refused (one runs at a
+   time) and the scene is reset, which ends the wait."""
 from __future__ import annotations
 
 import sys
@@ -54,7 +55,12 @@ def main() -> int:
     send_gripper(t)
     time.sleep(0.5)  # delivered before the request
     timed_advance(t, require_gripper_command=True)
-    timed_advance(t, lambda: peer.call(ResetEpisode, "/lab_sim/reset", reset), require_arm_command=True)
+
+    def second_advance_then_reset():
+        timed_advance(t, require_arm_command=True)
+        peer.call(ResetEpisode, "/lab_sim/reset", reset)
+
+    timed_advance(t, second_advance_then_reset, require_arm_command=True)
     peer.close()
     return 0
 
