@@ -41,7 +41,9 @@ def other_test_domain() -> str:
 
 def test_two_launches_without_ros_domain_id_claim_different_domains_and_both_complete(tmp_path):
     runs = [tmp_path / "a", tmp_path / "b"]
-    procs = [fake_launch(["episodes:=2", "deadline_s:=4", f"output_dir:={run}"], None,
+    # The stand-in referee completes 1 s of sim after the start; its clock runs at 5x real
+    # time, so a deadline close to that lost an episode to slow discovery under load.
+    procs = [fake_launch(["episodes:=2", "deadline_s:=30", f"output_dir:={run}"], None,
                          {"FAKE_COMPLETE": "0,1"}) for run in runs]
     try:
         codes = [p.popen.wait(timeout=240) for p in procs]
