@@ -464,8 +464,7 @@ class LabSim(Node):
             try:
                 ended = await self._resolve_after(self.command_wait_s, future, "timeout")
             finally:
-                if self.command_waiter is not None and self.command_waiter[0] is future:
-                    self.command_waiter = None
+                self.command_waiter = None  # its own: no other advance starts while one waits
             if ended == "timeout":
                 response.success, response.message = False, "commands for this boundary never arrived"
                 return response
