@@ -83,6 +83,7 @@ class EpisodeLoop:
         self.chunk_ev = 0  # evidence version the queued rows answer
         self.k = 0
         self.obs: PolicyObservation | None = None
+        self._receipt: dict = {}  # delivery_receipt(self.obs): it hashes the whole request, so once
         self.obs_id = ""
         self.queue: list = []
         self.gripper: float | None = None
@@ -128,6 +129,7 @@ class EpisodeLoop:
             "instruction": self.instance.public_instruction(), "camera_calibration": dict(camera_calibration),
             "history": self.history[-OBSERVATION_HISTORY_STEPS:]}, cameras=tuple(images))
         self.obs, self.obs_id, self.obs_ev = obs, obs.observation_id, self.latest_ev
+        self._receipt = delivery_receipt(obs)
         self._record({"record": "receipt", **self.receipt(), **self._wall()})
         return obs
 
@@ -135,7 +137,8 @@ class EpisodeLoop:
         return {"wall_time": self._wall_clock()} if self._wall_clock is not None else {}
 
     def receipt(self) -> dict:
-        return delivery_receipt(self.obs)
+        """The pending observation's delivery receipt (a copy)."""
+        return dict(self._receipt)
 
     def reports(self, t: float, source: str) -> list[Report]:
         """The system's explicit reports since it last acted. The loop, not the
