@@ -377,7 +377,9 @@ class PolicyBridge(Node):
         if self.v["step_mode"] != "sync":
             ep["state"] = then
             return
-        if not self.advance.service_is_ready():
+        # Asked until lab_sim first answers in this episode (a graph query per row costs);
+        # after that, a lab_sim that leaves shows as an advance without a reply.
+        if not ep.get("advance_answered") and not self.advance.service_is_ready():
             return  # lab_sim not up yet: try again next tick
         req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
                               require_gripper_command=gripper)
@@ -403,6 +405,7 @@ class PolicyBridge(Node):
         if res is None or not res.success:
             raise EvaluationValidityError(f"lab_sim advance failed: {getattr(res, 'message', 'no reply')}")
         ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()
+        ep["advance_answered"] = True
 
     def _stamp(self, key) -> float | None:
         source = self.sampled.get(key)
