@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict
+from functools import cached_property
 
 CONTRACT_SCHEMA = 1
 
@@ -22,7 +23,7 @@ class HashedContract:
         d["schema"] = CONTRACT_SCHEMA
         return d
 
-    @property
+    @cached_property  # frozen: computed once (the referee and the audit ask per score record)
     def content_hash(self) -> str:
         blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
