@@ -34,9 +34,8 @@ from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stam
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
-from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.frames import camera_frame_id
-from labference_ros.sim.command_validation import validate_arm_command
+from labference_ros.sim.command_validation import check_ordered_arm_targets
 from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
 from labference_ros.tasks import family as task_family
 
@@ -316,9 +315,9 @@ class LabSim(Node):
         for _ in range(int(round(duration_s / dt))):
             target = self.follower.target_at(self.backend.sim_time)
             if target is not None:
-                check, ordered = validate_arm_command(ARM_JOINT_NAMES, target)
-                if check.ok:
-                    self.backend.apply_arm_targets(ordered)
+                # The follower's targets come in panda_joint1..7 order, as floats.
+                if check_ordered_arm_targets(target).ok:
+                    self.backend.apply_arm_targets(target)
             self.backend.step(1)
             frame = self.publish_due()
             if frame is not None:

@@ -44,14 +44,25 @@ def validate_arm_command(names: Sequence[str], positions: Sequence[float],
     if unknown:
         return CommandCheck(False, f"unknown joints {unknown}; expected {list(ARM_JOINT_NAMES)}"), ()
     by_name = dict(zip(names, values))
-    for name in ARM_JOINT_NAMES:
-        q = by_name[name]
+    ordered = tuple(by_name[n] for n in ARM_JOINT_NAMES)
+    check = check_ordered_arm_targets(ordered, limits)
+    return (check, ordered) if check.ok else (check, ())
+
+
+def check_ordered_arm_targets(ordered: Sequence[float],
+                              limits: dict[str, tuple[float, float]] = PANDA_ARM_LIMITS) -> CommandCheck:
+    """validate_arm_command's per-joint checks on seven floats already in panda_joint1..7
+    order: lab_sim checks every interpolated target (one per physics step) with this alone."""
+    for name, q in zip(ARM_JOINT_NAMES, ordered):
         if not math.isfinite(q):
-            return CommandCheck(False, f"{name} target is not finite ({q})"), ()
+            return CommandCheck(False, f"{name} target is not finite ({q})")
         lo, hi = limits[name]
         if not lo <= q <= hi:
-            return CommandCheck(False, f"{name} target {q:.4f} outside limits [{lo}, {hi}]"), ()
-    return CommandCheck(True), tuple(by_name[n] for n in ARM_JOINT_NAMES)
+            return CommandCheck(False, f"{name} target {q:.4f} outside limits [{lo}, {hi}]")
+    return _ACCEPTED
+
+
+_ACCEPTED = CommandCheck(True)
 
 
 def validate_gripper_command(width: float, speed: float, force: float,

@@ -7,7 +7,8 @@ from sim_helpers import make_instance
 
 from labference_ros.cell.panda_model import HOME_ARM_Q
 from labference_ros.sim.backend import ARM_JOINT_NAMES
-from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
+from labference_ros.sim.command_validation import (check_ordered_arm_targets, validate_arm_command,
+                                                   validate_gripper_command)
 from labference_ros.sim.mujoco_backend import MujocoBackend
 
 GOOD = list(HOME_ARM_Q)
@@ -33,6 +34,14 @@ def with_value(i, v):
 def test_bad_commands_are_rejected_with_reason(names, positions, reason):
     check, ordered = validate_arm_command(names, positions)
     assert not check.ok and reason in check.reason and ordered == ()
+
+
+@pytest.mark.parametrize("positions", [GOOD, with_value(2, math.nan), with_value(0, -math.inf),
+                                       with_value(3, 0.5), with_value(5, -0.0176), with_value(5, -0.0175)])
+def test_the_per_step_check_of_ordered_targets_decides_as_the_full_validation(positions):
+    """lab_sim checks each interpolated target with check_ordered_arm_targets alone."""
+    full, _ordered = validate_arm_command(ARM_JOINT_NAMES, positions)
+    assert check_ordered_arm_targets(tuple(positions)) == full
 
 
 def test_names_in_any_order_are_reordered():

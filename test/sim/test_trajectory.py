@@ -31,6 +31,23 @@ def test_interpolates_from_current_target_and_holds_last_point():
     assert f.target_at(10.0) == pytest.approx(goal)
 
 
+def test_interpolated_targets_are_bit_identical_to_the_array_formula():
+    """The recorded episodes (test/golden) were stepped with numpy's (1 - a) * q0 + a * q1."""
+    np = pytest.importorskip("numpy")
+    f = TrajectoryFollower()
+    first = tuple(q + 0.013 * (k + 1) for k, q in enumerate(HOME))
+    second = tuple(q - 0.37 for q in first)
+    assert f.replace(traj([(0.02, first), (0.06, second)], stamp_s=1.0), now=1.0, current_targets=HOME) == ""
+    (end_1, end_2), (point_1, point_2) = f.times, f.points
+    for t in (1.0013, 1.007, 1.0199, 1.021, 1.0333, 1.0599):
+        rel = t - f.start_t
+        q0, q1, t0, t1 = (f.origin, point_1, 0.0, end_1) if rel <= end_1 else (point_1, point_2, end_1, end_2)
+        a = (rel - t0) / (t1 - t0)
+        expected = tuple(float(x) for x in (1 - a) * np.asarray(q0) + a * np.asarray(q1))
+        got = f.target_at(t)
+        assert [x.hex() for x in got] == [x.hex() for x in expected]
+
+
 def test_new_trajectory_replaces_the_old_one_from_its_start():
     f = TrajectoryFollower()
     f.replace(traj([(1.0, tuple(q + 0.2 for q in HOME))]), now=0.0, current_targets=HOME)
