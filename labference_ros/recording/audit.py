@@ -116,7 +116,9 @@ def _audit(result: AuditResult, path) -> None:
             finish = (horizon, finish[1])
             result.notes.append(f"records after t={horizon:.3f} s (the bag's last measurement) and scores.json "
                                 f"are not compared: the bag lost them")
-    records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run))
+    late: list[dict] = []
+    records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run),
+                      late=late)
     final = normalise(records[-1])
     rebuilt = split_by_file(records[:-1])
 
@@ -135,7 +137,9 @@ def _audit(result: AuditResult, path) -> None:
                      if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 < horizon - 1e-9]
         logged = _before(logged, horizon)
     result.findings += check_published_events(episode_id, published, logged)
-    result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions)
+    delivered_late = frozenset(r["payload_id"] for r in late if r.get("kind") == "observation")
+    result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions,
+                                     delivered_late)
 
     t0, t1 = inputs.sim_span
     result.sim_duration_s = t1 - t0

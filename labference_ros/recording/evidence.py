@@ -67,12 +67,16 @@ def check_published_events(episode_id: str, published: list, written: list[dict]
 
 
 def check_actions(episode_id: str, records: list[dict], chunks: list, policy_receipts: list,
-                  interventions: list[tuple[float, dict]]) -> list[Finding]:
+                  interventions: list[tuple[float, dict]], delivered_late: frozenset = frozenset()) -> list[Finding]:
+    """``delivered_late``: observations the referee received after the episode's end
+    (replay.rebuild's late receipts). Their chunks come after the scored episode, as
+    the observations do, so they are not checked: the bridge may still observe and
+    answer while the runner finishes the episode."""
     timeline = EvidenceTimeline(records)
     delivered = {r["payload_id"]: r for r in records if r.get("record") == "receipt" and r["kind"] == "observation"}
     invalidated = {m.payload_id for m in policy_receipts if m.status == "invalidated"}
     out = []
-    mine = [c for c in chunks if c.episode_id == episode_id]
+    mine = [c for c in chunks if c.episode_id == episode_id and c.observation_id not in delivered_late]
     for c in mine:
         t, ev, label = stamp_to_s(c.header.stamp), int(c.evidence_version), f"chunk {c.chunk_id}"
         rec = delivered.get(c.observation_id)

@@ -95,8 +95,10 @@ def _decoded(reader, reading: str):
 
 
 def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, finish: tuple[float, str],
-            reports: list[dict], deadline_s: float | None = None) -> list[dict]:
-    """Every record the family's referee emits for these inputs, final scores last."""
+            reports: list[dict], deadline_s: float | None = None, late: list | None = None) -> list[dict]:
+    """Every record the family's referee emits for these inputs, final scores last.
+    ``late``, if given, receives the records of inputs given after the finish (late
+    receipts and reports, input_merge.is_late), which are not part of the records."""
     referee = family.make_referee(family.contract_for(instance.condition), instance, episode_id=episode_id,
                                   session_id=episode_id, deadline_s=deadline_s)
     merger = InputMerger()
@@ -126,7 +128,9 @@ def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, fi
         out += records
     while side:
         out += _side_input(referee, side.pop(0), last_t)
-    records, _late = finish_feed(referee, merger, last_t, t_end, reason, held=held)
+    records, after_finish = finish_feed(referee, merger, last_t, t_end, reason, held=held)
+    if late is not None:
+        late += [r for r in out + records + after_finish if is_late(r)]
     return [r for r in out + records if not is_late(r)]
 
 

@@ -47,6 +47,17 @@ def test_chunk_from_an_undelivered_observation_is_reported():
     assert f and f[0].field == "observation_id"
 
 
+def test_a_chunk_answering_an_observation_delivered_after_the_end_is_not_checked():
+    # The bridge can observe and answer between the referee's completion and the
+    # runner's finish; the referee records that delivery as late, so no receipt.
+    after_end = chunk("c2", "obs-2", 2, 12.0)
+    assert [x.field for x in check_actions("ep", RECORDS, [after_end], [], [])] == ["observation_id"]
+    assert check_actions("ep", RECORDS, [after_end], [], [], delivered_late=frozenset({"obs-2"})) == []
+    # Only those: a chunk from another undelivered observation is still reported.
+    other = chunk("c3", "obs-3", 2, 12.0)
+    assert len(check_actions("ep", RECORDS, [after_end, other], [], [], delivered_late=frozenset({"obs-2"}))) == 1
+
+
 def test_stale_chunk_must_be_invalidated():
     stale = chunk("c1", "obs-1", 1, 9.5)  # version 2 was current at 9.0
     assert [x.note for x in check_actions("ep", RECORDS, [stale], [], [])] == [

@@ -20,14 +20,14 @@ from referee_streams import episode  # noqa: E402
 from test_golden import EPISODES, _world  # noqa: E402
 
 
-def _rebuild(golden, extra_deliveries=()):
+def _rebuild(golden, extra_deliveries=(), late=None):
     weighing = family("feedback_weighing")
     inputs = BagInputs(worlds=[_world(w) for w in golden["worlds"]],
                        readings=[(t, BalanceMeasurement(**r)) for t, r in golden["readings"]],
                        deliveries=[Delivery(**d) for d in golden["deliveries"]] + list(extra_deliveries))
     instance = weighing.instance_from_json(golden["instance_json"])
     return rebuild(weighing, inputs, instance, golden["episode_id"], tuple(golden["finish"]),
-                   golden["reports"], deadline_s=golden["deadline_s"])
+                   golden["reports"], deadline_s=golden["deadline_s"], late=late)
 
 
 def test_a_delivery_late_only_by_the_runners_finish_leaves_the_rebuilt_records_unchanged():
@@ -43,9 +43,13 @@ def test_a_delivery_late_only_by_the_runners_finish_leaves_the_rebuilt_records_u
     # late, not written. Given before it, it would add a receipt (and could open an
     # opportunity) and move the episode_end record.
     late = Delivery("obs-after-finish", round(max(last_world, t_end) + 0.01, 9), golden["episode_id"])
-    with_late = _rebuild(golden, [late])
+    late_records: list[dict] = []
+    with_late = _rebuild(golden, [late], late=late_records)
     assert with_late == _rebuild(golden)
     assert "obs-after-finish" not in [r.get("payload_id") for r in with_late]
+    # The audit learns which observations came late (their chunks are not checked).
+    assert [(r["kind"], r["payload_id"]) for r in late_records] == [("observation", "obs-after-finish")]
+    assert all(is_late(r) for r in late_records)
 
 
 def test_finish_gives_deliveries_stamped_after_the_cutoff_as_late():
