@@ -47,7 +47,10 @@ def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path
                            "-p", f"port:={port}", "-p", "poll_hz:=20.0", "-p", "reply_timeout_s:=0.5"], env=env))
         probe = peer("balance", env=env)
         procs.append(probe)
-        first = probe.next_json("READING ", lambda r: r["valid"] and r["stable"], timeout=40.0)
+        # Until the emulator hears the simulated balance it is a balance with an empty pan
+        # (0.0 g, settled): the driver may poll it before the two ROS nodes have matched.
+        first = probe.next_json("READING ", lambda r: r["valid"] and r["stable"] and r["displayed_g"] != 0.0,
+                                timeout=40.0)
         assert first["displayed_g"] == 52.34 and first["source"] == f"mt_sics:{port}"
         set_load("120.5")
         # The balance sees the load change (unstable, as MT-SICS says "D") before it settles.
