@@ -53,6 +53,8 @@ def check_ordered_arm_targets(ordered: Sequence[float],
                               limits: dict[str, tuple[float, float]] = PANDA_ARM_LIMITS) -> CommandCheck:
     """validate_arm_command's per-joint checks on seven floats already in panda_joint1..7
     order: lab_sim checks every interpolated target (one per physics step) with this alone."""
+    if len(ordered) != len(ARM_JOINT_NAMES):
+        return CommandCheck(False, f"expected {len(ARM_JOINT_NAMES)} arm joints, got {len(ordered)}")
     for name, q in zip(ARM_JOINT_NAMES, ordered):
         if not math.isfinite(q):
             return CommandCheck(False, f"{name} target is not finite ({q})")

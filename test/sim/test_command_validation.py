@@ -44,6 +44,10 @@ def test_the_per_step_check_of_ordered_targets_decides_as_the_full_validation(po
     assert check_ordered_arm_targets(tuple(positions)) == full
 
 
+def test_the_per_step_check_refuses_a_target_of_another_length():
+    assert not check_ordered_arm_targets(tuple(GOOD[:6])).ok and not check_ordered_arm_targets(()).ok
+
+
 def test_names_in_any_order_are_reordered():
     names = tuple(reversed(ARM_JOINT_NAMES))
     check, ordered = validate_arm_command(names, list(reversed(GOOD)))
