@@ -137,7 +137,7 @@ def _audit(result: AuditResult, path) -> None:
                      if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 < horizon - 1e-9]
         logged = _before(logged, horizon)
     result.findings += check_published_events(episode_id, published, logged)
-    delivered_late = frozenset(r["payload_id"] for r in late if r.get("kind") == "observation")
+    delivered_late = {r["payload_id"]: r["t"] for r in late if r.get("kind") == "observation"}
     result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions,
                                      delivered_late)
 

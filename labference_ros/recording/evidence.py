@@ -67,16 +67,23 @@ def check_published_events(episode_id: str, published: list, written: list[dict]
 
 
 def check_actions(episode_id: str, records: list[dict], chunks: list, policy_receipts: list,
-                  interventions: list[tuple[float, dict]], delivered_late: frozenset = frozenset()) -> list[Finding]:
-    """``delivered_late``: observations the referee received after the episode's end
-    (replay.rebuild's late receipts). Their chunks come after the scored episode, as
-    the observations do, so they are not checked: the bridge may still observe and
-    answer while the runner finishes the episode."""
+                  interventions: list[tuple[float, dict]], delivered_late: dict | None = None) -> list[Finding]:
+    """``delivered_late``: observation id -> sim time, for the observations the referee
+    received after the episode's end (replay.rebuild's late receipts). A chunk that
+    answers one of them, stamped at or after that delivery, comes after the scored
+    episode, as its observation does, and is not checked: the bridge may still observe
+    and answer while the runner finishes the episode. An id that also has an on-time
+    receipt is checked as usual (a repeated delivery must not hide its chunks)."""
     timeline = EvidenceTimeline(records)
     delivered = {r["payload_id"]: r for r in records if r.get("record") == "receipt" and r["kind"] == "observation"}
     invalidated = {m.payload_id for m in policy_receipts if m.status == "invalidated"}
+    after_end = {oid: t for oid, t in (delivered_late or {}).items() if oid not in delivered}
     out = []
-    mine = [c for c in chunks if c.episode_id == episode_id and c.observation_id not in delivered_late]
+    def answers_after_end(c) -> bool:
+        delivered_at = after_end.get(c.observation_id)
+        return delivered_at is not None and stamp_to_s(c.header.stamp) >= delivered_at - 1e-9
+
+    mine = [c for c in chunks if c.episode_id == episode_id and not answers_after_end(c)]
     for c in mine:
         t, ev, label = stamp_to_s(c.header.stamp), int(c.evidence_version), f"chunk {c.chunk_id}"
         rec = delivered.get(c.observation_id)

@@ -51,11 +51,19 @@ def test_a_chunk_answering_an_observation_delivered_after_the_end_is_not_checked
     # The bridge can observe and answer between the referee's completion and the
     # runner's finish; the referee records that delivery as late, so no receipt.
     after_end = chunk("c2", "obs-2", 2, 12.0)
+    late = {"obs-2": 11.5}
     assert [x.field for x in check_actions("ep", RECORDS, [after_end], [], [])] == ["observation_id"]
-    assert check_actions("ep", RECORDS, [after_end], [], [], delivered_late=frozenset({"obs-2"})) == []
-    # Only those: a chunk from another undelivered observation is still reported.
+    assert check_actions("ep", RECORDS, [after_end], [], [], delivered_late=late) == []
+    # Only those: a chunk from another undelivered observation is still reported,
     other = chunk("c3", "obs-3", 2, 12.0)
-    assert len(check_actions("ep", RECORDS, [after_end, other], [], [], delivered_late=frozenset({"obs-2"}))) == 1
+    assert len(check_actions("ep", RECORDS, [after_end, other], [], [], delivered_late=late)) == 1
+    # as is one stamped before its observation arrived,
+    early = chunk("c4", "obs-2", 2, 11.0)
+    assert [x.field for x in check_actions("ep", RECORDS, [early], [], [], delivered_late=late)] == ["observation_id"]
+    # and a chunk of an observation delivered on time, even if the same id came again late.
+    wrong_version = chunk("c5", "obs-1", 2, 2.0)
+    assert [x.field for x in check_actions("ep", RECORDS, [wrong_version], [], [],
+                                           delivered_late={"obs-1": 12.0})] == ["evidence_version"]
 
 
 def test_stale_chunk_must_be_invalidated():

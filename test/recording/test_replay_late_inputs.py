@@ -52,6 +52,22 @@ def test_a_delivery_late_only_by_the_runners_finish_leaves_the_rebuilt_records_u
     assert all(is_late(r) for r in late_records)
 
 
+def test_a_delivery_after_the_referees_own_completion_is_late_and_reported_to_the_audit():
+    # The bridge can observe between the referee's completion and the runner's finish:
+    # before the cutoff, so the delivery is given in order, to a finished referee.
+    path = next(p for p in EPISODES if p.name.startswith("expert_extended"))
+    with gzip.open(path, "rt") as f:
+        golden = json.load(f)
+    (end,) = [r["t"] for r in golden["expected"] if r.get("category") == "episode_end"]
+    last_world = max(w["t"] for w in golden["worlds"])
+    t_end, reason = golden["finish"]
+    assert reason == "completed" and end < t_end <= last_world
+    late = Delivery("obs-after-completion", round(end + 0.005, 9), golden["episode_id"])
+    late_records: list[dict] = []
+    assert _rebuild(golden, [late], late=late_records) == _rebuild(golden)
+    assert [(r["kind"], r["payload_id"]) for r in late_records] == [("observation", "obs-after-completion")]
+
+
 def test_finish_gives_deliveries_stamped_after_the_cutoff_as_late():
     ref, w = episode(observe_every_s=None)
     w.keep_measurements = True
