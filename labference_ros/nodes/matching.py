@@ -59,6 +59,20 @@ def unmatched_topics(node: Node, subscriptions: dict) -> list[str]:
     return pending
 
 
+def await_a_publisher(node: Node, topic: str, subscription, timeout_s: float) -> bool:
+    """Block until ``subscription`` has matched at least one publisher, or ``timeout_s``
+    passes (then a warning names the topic). await_matched alone waits only for the
+    publishers this node has discovered: before discovery has announced a writer, it
+    sees nothing to wait for."""
+    deadline = time.monotonic() + timeout_s
+    while subscription.get_publisher_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
+    if subscription.get_publisher_count() == 0:
+        node.get_logger().warning(f"starting before any publisher of {topic} matched")
+        return False
+    return True
+
+
 def await_matched(node: Node, subscriptions: dict, timeout_s: float) -> list[str]:
     """Block until every subscription has matched every compatible publisher the
     graph announces, or `timeout_s` passes; returns the topics still unmatched
