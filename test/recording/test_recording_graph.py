@@ -281,8 +281,9 @@ def record_probe_episode(tmp_path, ros_env, mode: str) -> tuple[list[str], list[
 
     with own_domain() as domain:
         env = dict(ros_env, ROS_DOMAIN_ID=domain)
+        # match_timeout_s:=1.0: the probes start episodes before their writers exist.
         recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p",
-                         "videos:=false"], env=env)
+                         "videos:=false", "-p", "match_timeout_s:=1.0"], env=env)
         try:
             probe = Proc([sys.executable, str(PROBE), mode, str(tmp_path / "ep")], env=env)
             assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
@@ -299,8 +300,10 @@ def record_probe_episode(tmp_path, ros_env, mode: str) -> tuple[list[str], list[
 def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, ros_env):
     # lab_sim's first state after a reset can leave before DDS has matched its writer
     # with the recorder's reader; the audit re-scores from it, so the bag must hold it.
-    topics, _log = record_probe_episode(tmp_path, ros_env, "first_world")
+    topics, log = record_probe_episode(tmp_path, ros_env, "first_world")
     assert topics.count("/evaluator/world_state") == 1, topics
+    # The start waited for a world-state writer (none yet: the probe creates it after).
+    assert any("starting before any publisher of /evaluator/world_state matched" in line for line in log), log[-10:]
 
 
 @pytest.mark.slow
