@@ -109,12 +109,8 @@ class LabSim(Node):
         self.display_waits = True  # False after a wait timed out in this timeline
         self.advancing = False
 
-        # Writer histories of 2 s of sim (like measurement_qos): a reader whose transport
-        # dropped samples while its process was starved of CPU (the recorder, on a loaded
-        # machine) gets them resent from there; with 10 (0.1 s) a recorded episode lost
-        # 1.3 s of /clock, /joint_states and frames in a clean-clone CI run.
-        qos = QoSProfile(depth=200)
-        img_qos = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
+        qos = QoSProfile(depth=10)
+        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_clock = self.create_publisher(Clock, "/clock", qos)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
         self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))

@@ -155,11 +155,8 @@ class PolicyBridge(Node):
             stream("world", WorldState, "/evaluator/world_state", QoSProfile(depth=10))
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
-        # 2 s of control rows in the writer's history: a recorder starved of CPU gets the
-        # rows its transport dropped resent from there (lab_sim's streams keep as much).
-        command_qos = QoSProfile(depth=100)
-        self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", command_qos)
-        self.pub_grip = self.create_publisher(GripperCommand, "/panda_gripper/command", command_qos)
+        self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
+        self.pub_grip = self.create_publisher(GripperCommand, "/panda_gripper/command", qos)
         self.pub_status = self.create_publisher(
             String, "/policy_bridge/status", QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.advance = self.create_client(Advance, "/lab_sim/advance")

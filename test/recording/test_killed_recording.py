@@ -65,37 +65,3 @@ def test_a_sigkilled_recording_leaves_a_bag_the_audit_reads(tmp_path, victim):
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr
         again = labference("audit", str(bag.parent))
         assert again.returncode in (0, 1) and "truncated" not in again.stdout, again.stdout + again.stderr
-
-
-def test_a_recorder_starved_of_cpu_mid_episode_loses_no_message(tmp_path):
-    """A stopped recorder's transport drops what arrives meanwhile; the writers keep 2 s
-    of sim in their histories and resend it. With lab_sim's earlier depth of 10 a 0.5 s
-    stop lost 1.6 s of /clock and /joint_states and 15 frames per camera."""
-    import yaml
-
-    run = tmp_path / "run"
-    launcher = subprocess.Popen([LABFERENCE, "launch", "weighing_sim.launch.py", "episodes:=1", f"output_dir:={run}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        bag = _wait_for_chunks(run, 200_000, launcher)
-        tree = psutil.Process(launcher.pid).children(recursive=True)
-        (recorder,) = [p for p in tree if "labference_ros.nodes.recorder" in " ".join(p.cmdline())]
-        recorder.suspend()
-        time.sleep(0.3)
-        recorder.resume()
-        assert launcher.poll() is None, "the run ended during the stop"
-        assert launcher.wait(timeout=300) == 0
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-            launcher.wait()
-    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-    counts = {t["topic_metadata"]["name"]: t["message_count"] for t in info["topics_with_message_count"]}
-    measurements = counts["/evaluator/world_state"]
-    assert measurements > 1000
-    assert counts["/clock"] == counts["/joint_states"] == counts["/balance/reading"] == measurements, counts
-    frames = (measurements + 9) // 10  # a frame every tenth measurement, the first at t = 0
-    for cam in ("front", "wrist", "display"):
-        assert counts[f"/cameras/{cam}/image_raw"] == counts[f"/cameras/{cam}/camera_info"] == frames, counts
-    res = labference("audit", str(bag.parent))
-    assert res.returncode == 0, res.stdout + res.stderr
