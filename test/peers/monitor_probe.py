@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 
@@ -63,8 +64,22 @@ def main() -> int:
     node.create_subscription(String, "/robot_description", on_description, latched)
     node.create_subscription(TFMessage, "/tf_static", on_static, latched)
     node.create_subscription(TFMessage, "/tf", on_tf, QoSProfile(depth=100))
-    node.create_subscription(LegalSet, "/referee/legal_set", on_legal, QoSProfile(depth=100))
-    node.create_subscription(MarkerArray, "/referee/markers", on_markers, QoSProfile(depth=100))
+    legal = node.create_subscription(LegalSet, "/referee/legal_set", on_legal, QoSProfile(depth=100))
+    markers = node.create_subscription(MarkerArray, "/referee/markers", on_markers, QoSProfile(depth=100))
+
+    def ready() -> bool:
+        """The referee's and the monitor's writers matched here, and the monitor's readers
+        of the referee's topics discovered: the referee's volatile topics reach nobody
+        who matches after they were sent, and an episode can open its first
+        opportunity within a second of wall time."""
+        if legal.get_publisher_count() == 0 or markers.get_publisher_count() == 0:
+            return False
+        return all(any(i.node_name == "monitor" for i in node.get_subscriptions_info_by_topic(topic))
+                   for topic in ("/referee/opportunities", "/referee/legal_set", "/referee/events"))
+
+    deadline = time.monotonic() + 60
+    while not ready() and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
     print("READY", flush=True)
     try:
         rclpy.spin(node)
