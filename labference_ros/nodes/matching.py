@@ -47,41 +47,30 @@ def qos_compatible(offered, requested) -> bool:
     return compatibility != QoSCompatibility.ERROR
 
 
-def unmatched_topics(node: Node, subscriptions: dict) -> list[str]:
+def unmatched_topics(node: Node, subscriptions: dict, required=()) -> list[str]:
     """Topics with a compatible publisher in the graph that `node`'s subscription
-    (from the topic -> Subscription map) has not matched yet."""
+    (from the topic -> Subscription map) has not matched yet, and the `required`
+    ones with no matched publisher at all: before discovery has announced a writer
+    to this node, there is no publisher in its graph to wait for."""
     pending = []
     for topic, sub in subscriptions.items():
+        matched = sub.get_publisher_count()
         offers = [p.qos_profile for p in node.get_publishers_info_by_topic(topic)]
         matchable = sum(qos_compatible(offer, sub.qos_profile) for offer in offers)
-        if sub.get_publisher_count() < matchable:
+        if matched < matchable or (topic in required and matched == 0):
             pending.append(topic)
     return pending
 
 
-def await_a_publisher(node: Node, topic: str, subscription, timeout_s: float) -> bool:
-    """Block until ``subscription`` has matched at least one publisher, or ``timeout_s``
-    passes (then a warning names the topic). await_matched alone waits only for the
-    publishers this node has discovered: before discovery has announced a writer, it
-    sees nothing to wait for."""
-    deadline = time.monotonic() + timeout_s
-    while subscription.get_publisher_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
-    if subscription.get_publisher_count() == 0:
-        node.get_logger().warning(f"starting before any publisher of {topic} matched")
-        return False
-    return True
-
-
-def await_matched(node: Node, subscriptions: dict, timeout_s: float) -> list[str]:
+def await_matched(node: Node, subscriptions: dict, timeout_s: float, required=()) -> list[str]:
     """Block until every subscription has matched every compatible publisher the
-    graph announces, or `timeout_s` passes; returns the topics still unmatched
-    (and logs a warning naming them)."""
+    graph announces, and each `required` topic at least one, or `timeout_s` passes;
+    returns the topics still unmatched (and logs a warning naming them)."""
     deadline = time.monotonic() + timeout_s
-    pending = unmatched_topics(node, subscriptions)
+    pending = unmatched_topics(node, subscriptions, required)
     while pending and time.monotonic() < deadline:
         time.sleep(0.01)  # matching runs in the middleware's threads, not in this executor
-        pending = unmatched_topics(node, subscriptions)
+        pending = unmatched_topics(node, subscriptions, required)
     if pending:
         node.get_logger().warning(f"starting before matching the publishers of {', '.join(pending)}")
     return pending

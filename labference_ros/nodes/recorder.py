@@ -6,7 +6,7 @@ the simulator reset, so the bag holds the episode from its first message) and
 /recorder/finish_episode (after the referee's finish, so the final events are
 in the bag). The bag is closed cleanly on finish, on a new start and on SIGTERM.
 A start answers once the world state's writer and every publisher the graph
-announces are matched (at most match_timeout_s each), so a recorder started with
+announces are matched (at most match_timeout_s), so a recorder started with
 the graph misses no first message;
 the topics the audit re-scores from are read transient local, so that a writer
 that matches the recorder late still delivers what it sent before.
@@ -27,7 +27,7 @@ from rclpy.task import Future
 
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
-from labference_ros.nodes.matching import await_a_publisher, await_matched
+from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
@@ -212,9 +212,7 @@ class Recorder(Node):
             response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
             return response
         self._close("superseded")
-        if SCORED_FROM in self.subscriptions_by_topic:
-            await_a_publisher(self, SCORED_FROM, self.subscriptions_by_topic[SCORED_FROM], self.match_timeout_s)
-        await_matched(self, self.subscriptions_by_topic, self.match_timeout_s)
+        await_matched(self, self.subscriptions_by_topic, self.match_timeout_s, required=(SCORED_FROM,))
         out = pathlib.Path(request.output_dir)
         try:
             meta = episode_custom_data(self.family, request.episode_id, request.instance_json, request.run_json, out)

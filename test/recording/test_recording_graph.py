@@ -303,7 +303,8 @@ def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, 
     topics, log = record_probe_episode(tmp_path, ros_env, "first_world")
     assert topics.count("/evaluator/world_state") == 1, topics
     # The start waited for a world-state writer (none yet: the probe creates it after).
-    assert any("starting before any publisher of /evaluator/world_state matched" in line for line in log), log[-10:]
+    assert any("starting before matching the publishers of" in line and "/evaluator/world_state" in line
+               for line in log), log[-10:]
 
 
 @pytest.mark.slow
