@@ -89,6 +89,12 @@ def view(episode_dir: str, out_path: str | None) -> None:
     click.echo(f"open it with: rerun {path}")
 
 
+def _echo_notes(attempts: list[dict]) -> None:
+    for attempt in attempts:
+        for note in attempt.get("notes") or ():
+            click.echo(f"note: {attempt['episode_id']}: {note}")
+
+
 @click.command("demos-from-bags")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", type=click.Path(), default=None, help="Output directory (default: RUN_DIR/demos).")
@@ -113,6 +119,7 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float, form
         click.echo(f"{summary['hdf5']}: {summary['episodes']} episodes, {summary['accepted']} accepted "
                    f"({summary['failed']} failed attempts kept in {summary['manifest']})")
         click.echo(f"training index: {summary['index']}")
+        _echo_notes(summary["attempts"])
     if "lerobot" in formats:
         from labference_ros.recording.lerobot import ExportError, export_run
 
@@ -123,6 +130,7 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float, form
         click.echo(f"{summary['dataset']}: LeRobot v3.0 dataset, {summary['episodes']} episodes, "
                    f"{summary['frames']} frames at {summary['fps']} fps "
                    f"({len(summary['attempts']) - summary['episodes']} attempts not accepted)")
+        _echo_notes(summary["attempts"])
 
 
 @click.command()

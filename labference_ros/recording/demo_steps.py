@@ -70,7 +70,7 @@ def read_steps(reader, end_t: float | None, environment_intervals=()) -> Episode
         items.sort(key=lambda x: x[0])
     if end_t is not None:
         cams = {c: [x for x in v if x[0] <= end_t + 1e-9] for c, v in cams.items()}
-    times = np.array([t for t, _ in cams[PRIMARY_CAMERA]])
+    times, filled = _frame_clock([t for t, _ in cams[PRIMARY_CAMERA]])
     images, image_stamps = {}, {}
     for cam, items in sorted(cams.items()):
         stamps = [t for t, _ in items]
@@ -97,7 +97,34 @@ def read_steps(reader, end_t: float | None, environment_intervals=()) -> Episode
                         joint_positions=q, arm_action=arm, gripper_width=np.array(width, float),
                         gripper_grasp=np.array(grasp, bool), control_mask=mask,
                         frame_rate_hz=stream_fps(list(times)), policy_control_hz=float(hz[0]) if hz else 0.0,
-                        first_delivery_t=first)
+                        first_delivery_t=first, notes=_missing_frames_note(filled))
+
+
+def _frame_clock(stamps: list[float]) -> tuple[np.ndarray, list[float]]:
+    """The primary camera's frame times, with a step put back wherever the bag lacks
+    frames (a gap of 1.5 periods or more): a recorder short of CPU can lose a camera
+    sample, and a dataset on a fixed frame rate (LeRobot) needs every step. Such a
+    step keeps the last earlier image, as image_stamps show."""
+    period = 1.0 / stream_fps(stamps)
+    times: list[float] = []
+    filled: list[float] = []
+    for t in stamps:
+        if times and t - times[-1] >= 1.5 * period:
+            missing = int(round((t - times[-1]) / period)) - 1
+            start = times[-1]
+            added = [start + k * period for k in range(1, missing + 1)]
+            times += added
+            filled += added
+        times.append(t)
+    return np.array(times), filled
+
+
+def _missing_frames_note(filled: list[float]) -> list[str]:
+    if not filled:
+        return []
+    at = ", ".join(f"{t:.3f}" for t in filled[:5]) + (", ..." if len(filled) > 5 else "")
+    return [f"{len(filled)} {PRIMARY_CAMERA} camera frame(s) missing from the bag (t = {at} s): "
+            "each such step keeps the last earlier image"]
 
 
 def _arm_commands(times, trajs, j_stamps, joints, arm_idx) -> np.ndarray:

@@ -4,9 +4,11 @@ demonstrations.hdf5
   attrs: format, version, pairing (step k = observation[k], action[k], observation[k+1])
   episodes/<episode_id>/           what a learner may train on
     attrs: episode boundaries (start_t, end_t), frame_rate_hz (= control frequency of
-           the steps), policy_control_hz, action_units, cameras, run/instance/system ids
+           the steps), policy_control_hz, action_units, cameras, run/instance/system ids, notes
     observation/t [K], observation/joint_positions [K,J], observation/images/<cam> [K,H,W,3],
-    observation/image_stamps/<cam> [K]   (camera timestamps of the frames used)
+    observation/image_stamps/<cam> [K]   (camera timestamps of the frames used; a step whose
+                                          frame the bag lacks keeps the last earlier image,
+                                          and the attrs' notes say where)
     action/t [K-1], action/arm_joint_positions [K-1,7], action/gripper_width [K-1],
     action/gripper_grasp [K-1], control_mask [K-1] (0 = environment in control)
   diagnostics/<episode_id>/        evaluator-only: never a training input
@@ -76,7 +78,7 @@ def convert_run(run_dir: pathlib.Path, out_dir: pathlib.Path | None = None, val_
         (out_dir / name).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return {"hdf5": h5_path, "manifest": out_dir / "collection_manifest.json", "index": out_dir / "training_index.json",
             "episodes": len(attempts), "accepted": len(accepted),
-            "failed": sum(1 for a in attempts if a["outcome"] != "success")}
+            "failed": sum(1 for a in attempts if a["outcome"] != "success"), "attempts": attempts}
 
 
 def _read_json(path: pathlib.Path):
@@ -109,7 +111,7 @@ def _convert_episode(h5: h5py.File, bag: pathlib.Path) -> dict:
     group = f"episodes/{episode_id}"
     _write_steps(h5.create_group(group), steps, reader.custom, episode_id)
     _write_diagnostics(h5.create_group(f"diagnostics/{episode_id}"), run, scores, records, verdict.verdict)
-    attempt.update(group=group, steps=int(len(steps.times) - 1))
+    attempt.update(group=group, steps=int(len(steps.times) - 1), notes=steps.notes)
     if attempt["outcome"] not in ("success", "recovered"):
         attempt["reject_reason"] = f"outcome {attempt['outcome']}"
     elif verdict.code != 0:
@@ -126,7 +128,7 @@ def _write_steps(g: h5py.Group, s, custom: dict, episode_id: str) -> None:
         "start_t": float(s.times[0]), "end_t": float(s.times[-1]),
         "frame_rate_hz": s.frame_rate_hz, "control_frequency_hz": s.frame_rate_hz,
         "policy_control_hz": s.policy_control_hz, "action_units": json.dumps(ACTION_UNITS),
-        "cameras": json.dumps(sorted(s.images)), "pairing": PAIRING,
+        "cameras": json.dumps(sorted(s.images)), "pairing": PAIRING, "notes": json.dumps(s.notes),
         "first_delivery_t": np.nan if s.first_delivery_t is None else s.first_delivery_t})
     obs = g.create_group("observation")
     obs["t"] = s.times

@@ -143,6 +143,7 @@ def _accept(bag: pathlib.Path) -> tuple[dict, object | None]:
         attempt["reject_reason"] = "fewer than two frames"
         return attempt, None
     attempt["accepted"] = True
+    attempt["notes"] = steps.notes
     return attempt, (steps, instruction)
 
 

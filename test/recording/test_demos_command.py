@@ -87,11 +87,12 @@ def test_demos_command_writes_a_lerobot_v3_dataset_that_reads_back(demos_run):
     assert stats["action"]["count"] == [n] and np.allclose(stats["action"]["mean"], action.mean(0), atol=1e-5)
     assert np.array(stats["observation.images.front"]["mean"]).shape == (3, 1, 1)
 
-    # the bag: one frame per front-camera image up to the episode's end, less the last observation
+    # the bag: one frame per front-camera period up to the episode's end, less the last observation
+    # (a frame the recorder lost keeps its step: test_a_frame_missing_from_the_bag_keeps_its_step)
     end_t = json.loads((bag.parent / "scores.json").read_text())["t"]
     stamps = [stamp_to_s(m.header.stamp) for topic, _, m in EpisodeBagReader(bag).messages()
-              if topic == "/cameras/front/image_raw"]
-    assert n == sum(1 for t in stamps if t <= end_t + 1e-9) - 1
+              if topic == "/cameras/front/image_raw" and stamp_to_s(m.header.stamp) <= end_t + 1e-9]
+    assert n == round((stamps[-1] - stamps[0]) * fps)
     with h5py.File(demos_run / "demos" / "demonstrations.hdf5", "r") as f:
         (attempt,) = json.loads((demos_run / "demos" / "collection_manifest.json").read_text())["attempts"]
         q = f["episodes"][attempt["episode_id"]]["observation/joint_positions"][:-1]
@@ -106,3 +107,55 @@ def test_demos_command_writes_a_lerobot_v3_dataset_that_reads_back(demos_run):
         meta = next(reader)
         assert tuple(meta["size"]) == (320, 240) and meta["fps"] == fps
         assert sum(1 for _ in reader) == n
+
+
+@pytest.mark.slow
+def test_a_frame_missing_from_the_bag_keeps_its_step_with_the_earlier_image(demos_run, tmp_path):
+    """A recorder short of CPU can lose a camera sample. The exports keep the frame
+    clock: the step stays, holds the last earlier image, and a note says where."""
+    import pyarrow.parquet as pq
+
+    from bag_edit import tampered_copy
+    from labference_ros.recording.audit import find_episode_bags
+
+    (bag,) = find_episode_bags(demos_run)
+    front_frames = []
+
+    def drop_the_40th_front_frame(topic, msgtype, t, data):
+        if topic == "/cameras/front/image_raw":
+            front_frames.append(t)
+            if len(front_frames) == 40:
+                return None
+        return data
+
+    tampered_copy(bag.parent, tmp_path / "run" / bag.parent.name, drop_the_40th_front_frame)
+    assert len(front_frames) > 60
+    proc = subprocess.run([LABFERENCE, "demos-from-bags", str(tmp_path / "run"), "--format", "hdf5",
+                           "--format", "lerobot"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "1 front camera frame(s) missing from the bag" in proc.stdout, proc.stdout
+
+    manifest = json.loads((tmp_path / "run" / "demos" / "collection_manifest.json").read_text())
+    (attempt,) = manifest["attempts"]
+    assert attempt["accepted"] is True and len(attempt["notes"]) == 1
+    with h5py.File(demos_run / "demos" / "demonstrations.hdf5", "r") as f:
+        whole = f["episodes"][attempt["episode_id"]]
+        whole_t, whole_stamps = whole["observation/t"][:], whole["observation/image_stamps/front"][:]
+    with h5py.File(tmp_path / "run" / "demos" / "demonstrations.hdf5", "r") as f:
+        cut = f["episodes"][attempt["episode_id"]]
+        assert json.loads(cut.attrs["notes"]) == attempt["notes"]
+        cut_t, cut_stamps = cut["observation/t"][:], cut["observation/image_stamps/front"][:]
+        images = cut["observation/images/front"]
+        # the missing frame's step: front frames 0..38 come first, then the lost 40th (index 39)
+        assert np.allclose(cut_t, whole_t, atol=1e-6)
+        assert cut_stamps[39] == whole_stamps[38] and cut_stamps[40] == whole_stamps[40]
+        assert np.array_equal(images[39], images[38])
+        assert np.delete(cut_stamps, 39).tolist() == np.delete(whole_stamps, 39).tolist()
+
+    info = json.loads((tmp_path / "run" / "demos" / "lerobot" / "meta" / "info.json").read_text())
+    whole_info = json.loads((demos_run / "demos" / "lerobot" / "meta" / "info.json").read_text())
+    assert info["total_frames"] == whole_info["total_frames"]
+    data = pq.read_table(tmp_path / "run" / "demos" / "lerobot" / info["data_path"].format(chunk_index=0,
+                                                                                         file_index=0))
+    frame_index = np.array(data["frame_index"].to_pylist())
+    assert np.allclose(data["timestamp"].to_pylist(), frame_index / info["fps"], atol=1e-4)
