@@ -11,6 +11,24 @@ import time
 from peer_session import PeerSession
 
 
+def wait_until_the_chain_is_connected(node, markers, timeout_s: float = 120.0) -> None:
+    """The tracker's detections matched here, and lab_sim's overhead images and the
+    detections both have their readers discovered: the images are volatile, and a
+    tracker that starts after the advances (a loaded machine) would see none."""
+    def connected() -> bool:
+        if markers.get_publisher_count() == 0:
+            return False
+        readers = {topic: {i.node_name for i in node.get_subscriptions_info_by_topic(topic)}
+                   for topic in ("/cameras/overhead/image_raw", "/markers/poses")}
+        writers = {i.node_name for i in node.get_publishers_info_by_topic("/cameras/overhead/image_raw")}
+        return ("fiducial_tracker" in readers["/cameras/overhead/image_raw"] and "lab_sim" in writers
+                and "world_estimator" in readers["/markers/poses"])
+
+    deadline = time.monotonic() + timeout_s
+    while not connected() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def main() -> int:
     from labference.msg import MarkerDetections
     from labference.srv import Advance, ResetEpisode
@@ -22,7 +40,8 @@ def main() -> int:
     other = weighing.generate("basic", 1, task_seed=6, layout_seed=6, policy_seed=0)[0]
     peer = PeerSession("rehearsal_sensing_probe")
     seen: list = []
-    peer.node.create_subscription(MarkerDetections, "/markers/poses", seen.append, QoSProfile(depth=50))
+    markers = peer.node.create_subscription(MarkerDetections, "/markers/poses", seen.append, QoSProfile(depth=50))
+    wait_until_the_chain_is_connected(peer.node, markers)
     answer = peer.call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id="ep0",
                                                                             instance_json=instance.to_json()))
     result: dict = {"reset": answer.success}
