@@ -31,6 +31,7 @@ from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldSta
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.cdr_views import WorldStateEncoder
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
+from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
@@ -55,7 +56,6 @@ READING_POLL_S = 0.001
 # An advance whose control boundary's commands have not come within this is refused
 # (parameter command_wait_s).
 COMMAND_WAIT_S = 10.0
-RESET_DURING_ADVANCE = "the scene was reset or restored during the advance"
 
 
 class LabSim(Node):
@@ -444,7 +444,7 @@ class LabSim(Node):
     async def on_advance(self, request, response):
         refused = ("no scene loaded" if not self.loaded
                    else "advance is only served in sync mode" if self.step_mode != "sync"
-                   else "another advance is running" if self.advancing or self.command_waiter else "")
+                   else ADVANCE_RUNNING if self.advancing or self.command_waiter else "")
         if refused:
             response.success, response.message = False, refused
             return response

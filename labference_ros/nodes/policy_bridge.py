@@ -40,6 +40,7 @@ from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.linefile import LineFile
 from labference_ros.cdr_views import WorldStateDecoder, header_stamp_s
 from labference_ros.msgconv import s_to_stamp, stamp_to_s
+from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
@@ -63,6 +64,11 @@ INFERENCE_POLL_S = 0.002
 # are published before lab_sim's reply, so it rarely has to).
 INPUT_POLL_S = 0.001
 TIMEOUT_POLL_S = 0.05
+# An episode's first advance (zero duration: lab_sim publishes the boundary's state) is
+# asked again after this long without a reply. The server drops a reply when its writer
+# has not yet matched this client's reader (discovery on a loaded machine); a second
+# zero advance changes nothing, so asking again is safe.
+PRIME_RESEND_S = 1.0
 MAX_STEPS_PER_TICK = 16
 
 
@@ -384,8 +390,13 @@ class PolicyBridge(Node):
         req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
                               require_gripper_command=gripper)
         s_to_stamp(ep["t"], req.command_stamp)
-        ep["future"], ep["state"], ep["then"] = self.advance.call_async(req), "advancing", then
+        ep["state"], ep["then"], ep["advance_request"] = "advancing", then, req
         ep["advance_sent"] = time.monotonic()
+        self._send_advance(ep)
+
+    def _send_advance(self, ep):
+        ep["future"] = self.advance.call_async(ep["advance_request"])
+        ep["advance_last_sent"] = time.monotonic()
         ep["future"].add_done_callback(lambda _reply: self.tick())
 
     def _state_prime(self, ep):
@@ -394,12 +405,23 @@ class PolicyBridge(Node):
 
     def _state_advancing(self, ep):
         fut = ep["future"]
-        if not fut.done():
+        resendable = ep["advance_request"].duration_s == 0.0
+        if fut.done() and resendable and fut.result() is not None and fut.result().message == ADVANCE_RUNNING:
+            fut = None  # a prime asked again met the first one still running: wait, then ask again
+        if fut is None or not fut.done():
+            now = time.monotonic()
             # A reply that never comes (lab_sim gone, a lost response) is an
             # evaluation-validity event, not a silent stall of the episode.
-            if time.monotonic() - ep["advance_sent"] > float(self.v["observation_timeout_s"]):
-                self.advance.remove_pending_request(fut)
+            if now - ep["advance_sent"] > float(self.v["observation_timeout_s"]):
+                if fut is not None:
+                    self.advance.remove_pending_request(fut)
                 raise EvaluationValidityError("lab_sim advance got no reply")
+            if resendable and now - ep["advance_last_sent"] >= PRIME_RESEND_S:
+                if fut is not None:
+                    self.advance.remove_pending_request(fut)
+                self.get_logger().warning(
+                    f"no reply to the first advance of episode {ep['id']} within {PRIME_RESEND_S} s: asking again")
+                self._send_advance(ep)
             return
         res = fut.result()
         if res is None or not res.success:
