@@ -252,7 +252,7 @@ class PolicyBridge(Node):
                            deadline_s=float(self.v["episode_deadline_s"]), record=self._record,
                            wall_clock=time.time, envelope=self.envelope)
         self.ep = {"id": request.episode_id, "instance": instance, "t": 0.0, "state": "prime", "loop": loop,
-                   "log": log, "since": time.monotonic(), "future": None}
+                   "log": log, "since": time.monotonic(), "advance_futures": []}
         self._status(request.episode_id, "running", "")
         self.support.start_episode(request.episode_id)
         response.success = True
@@ -392,38 +392,47 @@ class PolicyBridge(Node):
         s_to_stamp(ep["t"], req.command_stamp)
         ep["state"], ep["then"], ep["advance_request"] = "advancing", then, req
         ep["advance_sent"] = time.monotonic()
+        ep["advance_futures"] = []
         self._send_advance(ep)
 
     def _send_advance(self, ep):
-        ep["future"] = self.advance.call_async(ep["advance_request"])
+        future = self.advance.call_async(ep["advance_request"])
+        future.add_done_callback(lambda _reply: self.tick())
+        ep["advance_futures"].append(future)
         ep["advance_last_sent"] = time.monotonic()
-        ep["future"].add_done_callback(lambda _reply: self.tick())
+
+    def _drop_pending_advances(self, ep):
+        for future in ep["advance_futures"]:
+            if not future.done():
+                self.advance.remove_pending_request(future)
+        ep["advance_futures"] = []
 
     def _state_prime(self, ep):
         # lab_sim publishes the state at a boundary when asked to advance by zero.
         self._advance(ep, 0.0)
 
     def _state_advancing(self, ep):
-        fut = ep["future"]
-        resendable = ep["advance_request"].duration_s == 0.0
-        if fut.done() and resendable and fut.result() is not None and fut.result().message == ADVANCE_RUNNING:
-            fut = None  # a prime asked again met the first one still running: wait, then ask again
-        if fut is None or not fut.done():
+        """Waits for lab_sim's answer. A prime (zero duration) still unanswered after
+        PRIME_RESEND_S is asked again with the earlier requests kept: whichever succeeds
+        first counts, and a refusal because an earlier one still runs is no answer."""
+        is_prime = ep["advance_request"].duration_s == 0.0
+        answers = [f.result() for f in ep["advance_futures"] if f.done()]
+        if is_prime:
+            answers = [a for a in answers if a is None or a.message != ADVANCE_RUNNING]
+        if not answers:
             now = time.monotonic()
             # A reply that never comes (lab_sim gone, a lost response) is an
             # evaluation-validity event, not a silent stall of the episode.
             if now - ep["advance_sent"] > float(self.v["observation_timeout_s"]):
-                if fut is not None:
-                    self.advance.remove_pending_request(fut)
+                self._drop_pending_advances(ep)
                 raise EvaluationValidityError("lab_sim advance got no reply")
-            if resendable and now - ep["advance_last_sent"] >= PRIME_RESEND_S:
-                if fut is not None:
-                    self.advance.remove_pending_request(fut)
+            if is_prime and now - ep["advance_last_sent"] >= PRIME_RESEND_S:
                 self.get_logger().warning(
-                    f"no reply to the first advance of episode {ep['id']} within {PRIME_RESEND_S} s: asking again")
+                    f"the first advance of episode {ep['id']} has no answer after {PRIME_RESEND_S} s: asking again")
                 self._send_advance(ep)
             return
-        res = fut.result()
+        self._drop_pending_advances(ep)
+        res = next((a for a in answers if a is not None and a.success), answers[0])
         if res is None or not res.success:
             raise EvaluationValidityError(f"lab_sim advance failed: {getattr(res, 'message', 'no reply')}")
         ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()

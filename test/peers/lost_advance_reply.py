@@ -1,9 +1,12 @@
-"""Stands in for lab_sim's /lab_sim/advance and loses the reply to the first request
-(it never answers it), refuses the second as "another advance is running" and
-answers the rest; starts an episode on a lone policy_bridge and prints
-"RESULT <json>" with each request's duration and arrival (wall s after the first)
-and the bridge's final status.
-usage: lost_advance_reply.py"""
+"""Stands in for lab_sim's /lab_sim/advance, starts an episode on a lone policy_bridge
+and prints "RESULT <json>" with each advance request's duration and arrival (wall s
+after the first) and the bridge's final status.
+usage: lost_advance_reply.py lost|slow
+  lost: the first request is never answered (its reply lost), the second is refused
+        as "another advance is running", the rest are answered
+  slow: the first request is answered 0.3 s after the second, which is refused as
+        "another advance is running"
+"""
 from __future__ import annotations
 
 import json
@@ -21,15 +24,23 @@ def main() -> int:
     from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING
     from labference_ros.tasks.weighing.instances import generate
 
+    mode = sys.argv[1]
     peer = PeerSession("lab_sim")
     requests: list = []
-    never = Future()
+    first_released = Future()
+    timers: list = []
+
+    def release_the_first():
+        timers[0].cancel()
+        first_released.set_result(None)
 
     async def on_advance(request, response):
         requests.append((request.duration_s, time.monotonic()))
         if len(requests) == 1:
-            await never  # the reply that is lost
-        if len(requests) == 2:
+            await first_released  # never, when its reply is lost
+        elif len(requests) == 2:
+            if mode == "slow":  # a node timer: it wakes the executor, which a plain thread would not
+                timers.append(peer.node.create_timer(0.3, release_the_first))
             response.success, response.message = False, ADVANCE_RUNNING
             return response
         response.success, response.sim_time = True, 0.0

@@ -123,32 +123,38 @@ def test_a_pause_stops_the_arm_within_one_interval_and_the_episode_resumes(tmp_p
 
 
 @pytest.mark.slow
-def test_a_first_advance_whose_reply_is_lost_is_asked_again(domain):
+@pytest.mark.parametrize("mode", ["lost", "slow"])
+def test_a_first_advance_whose_reply_is_lost_is_asked_again(domain, mode):
     """A service reply can be lost while discovery is incomplete (the server's writer
     has not matched the client's reader yet). The episode's first advance is of zero
     duration, so the bridge asks again instead of failing the episode; a refusal
-    because the first one still runs makes it wait and ask again."""
+    because the first one still runs is no answer, and the first one's late success
+    counts (slow)."""
     env = loopback_environ()
     env["ROS_DOMAIN_ID"] = domain
     bridge = Proc([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
                    "-p", "system:=scripted_expert", "-p", "observation_timeout_s:=8.0"], env=env)
     try:
-        peer = Proc([sys.executable, str(REPO / "test" / "peers" / "lost_advance_reply.py")], env=env)
+        peer = Proc([sys.executable, str(REPO / "test" / "peers" / "lost_advance_reply.py"), mode], env=env)
         lines = peer.wait_for("RESULT", timeout=180)
         peer.stop()
         assert lines, peer.seen[-20:] + bridge.seen[-20:]
         out = json.loads(lines[0][len("RESULT "):])
         assert bridge.popen.poll() is None, bridge.seen[-20:]
-        warnings = bridge.wait_for("[WARN]", timeout=10)
+        bridge.wait_for("no such line", timeout=3)  # collects what the bridge printed
     finally:
         bridge.stop()
     assert out["started"] is True
     durations = [d for d, _ in out["requests"]]
     arrivals = [t for _, t in out["requests"]]
-    assert durations[:3] == [0.0, 0.0, 0.0], out
-    assert arrivals[1] >= 0.9 and arrivals[2] - arrivals[1] >= 0.9, out  # asked again after PRIME_RESEND_S
+    # asked again after PRIME_RESEND_S (1 s), with slack for a loaded machine
+    if mode == "lost":
+        assert durations[:3] == [0.0, 0.0, 0.0] and len(durations) == 3, out
+        assert arrivals[1] >= 0.5 and arrivals[2] - arrivals[1] >= 0.5, out
+    else:
+        assert durations == [0.0, 0.0] and arrivals[1] >= 0.5, out
     # Past the prime: with no camera on the graph, the observation is what times out.
     assert out["status"]["state"] == "error", out
     assert "no complete observation at sim time 0.000" in out["status"]["reason"], out
-    assert any("no reply to the first advance of episode ep0 within 1.0 s: asking again" in w for w in warnings), \
-        bridge.seen[-20:]
+    asked_again = "the first advance of episode ep0 has no answer after 1.0 s: asking again"
+    assert any(asked_again in line for line in bridge.seen), bridge.seen[-20:]
