@@ -89,10 +89,8 @@ def view(episode_dir: str, out_path: str | None) -> None:
     click.echo(f"open it with: rerun {path}")
 
 
-def _echo_notes(attempts: list[dict]) -> None:
-    for attempt in attempts:
-        for note in attempt.get("notes") or ():
-            click.echo(f"note: {attempt['episode_id']}: {note}")
+def _notes_by_episode(attempts: list[dict]) -> dict[str, list[str]]:
+    return {a["episode_id"]: a["notes"] for a in attempts if a.get("notes")}
 
 
 @click.command("demos-from-bags")
@@ -109,6 +107,7 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float, form
     from labference_ros.recording.bag_reader import BagError
 
     out = pathlib.Path(out_dir) if out_dir else pathlib.Path(run_dir) / "demos"
+    notes: dict[str, list[str]] = {}
     if "hdf5" in formats:
         from labference_ros.recording.demos import convert_run
 
@@ -119,7 +118,7 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float, form
         click.echo(f"{summary['hdf5']}: {summary['episodes']} episodes, {summary['accepted']} accepted "
                    f"({summary['failed']} failed attempts kept in {summary['manifest']})")
         click.echo(f"training index: {summary['index']}")
-        _echo_notes(summary["attempts"])
+        notes.update(_notes_by_episode(summary["attempts"]))
     if "lerobot" in formats:
         from labference_ros.recording.lerobot import ExportError, export_run
 
@@ -130,7 +129,10 @@ def demos_from_bags(run_dir: str, out_dir: str | None, val_fraction: float, form
         click.echo(f"{summary['dataset']}: LeRobot v3.0 dataset, {summary['episodes']} episodes, "
                    f"{summary['frames']} frames at {summary['fps']} fps "
                    f"({len(summary['attempts']) - summary['episodes']} attempts not accepted)")
-        _echo_notes(summary["attempts"])
+        notes.update(_notes_by_episode(summary["attempts"]))
+    for episode, episode_notes in notes.items():  # the same steps feed both formats: said once
+        for note in episode_notes:
+            click.echo(f"note: {episode}: {note}")
 
 
 @click.command()

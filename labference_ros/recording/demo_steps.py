@@ -70,7 +70,7 @@ def read_steps(reader, end_t: float | None, environment_intervals=()) -> Episode
         items.sort(key=lambda x: x[0])
     if end_t is not None:
         cams = {c: [x for x in v if x[0] <= end_t + 1e-9] for c, v in cams.items()}
-    times, filled = _frame_clock([t for t, _ in cams[PRIMARY_CAMERA]])
+    times, filled, period = _frame_clock([t for t, _ in cams[PRIMARY_CAMERA]])
     images, image_stamps = {}, {}
     for cam, items in sorted(cams.items()):
         stamps = [t for t, _ in items]
@@ -97,15 +97,20 @@ def read_steps(reader, end_t: float | None, environment_intervals=()) -> Episode
                         joint_positions=q, arm_action=arm, gripper_width=np.array(width, float),
                         gripper_grasp=np.array(grasp, bool), control_mask=mask,
                         frame_rate_hz=stream_fps(list(times)), policy_control_hz=float(hz[0]) if hz else 0.0,
-                        first_delivery_t=first, notes=_missing_frames_note(filled))
+                        first_delivery_t=first,
+                        notes=_held_image_notes(times, filled, image_stamps, period))
 
 
-def _frame_clock(stamps: list[float]) -> tuple[np.ndarray, list[float]]:
+def _frame_clock(stamps: list[float]) -> tuple[np.ndarray, list[float], float]:
     """The primary camera's frame times, with a step put back wherever the bag lacks
-    frames (a gap of 1.5 periods or more): a recorder short of CPU can lose a camera
-    sample, and a dataset on a fixed frame rate (LeRobot) needs every step. Such a
-    step keeps the last earlier image, as image_stamps show."""
-    period = 1.0 / stream_fps(stamps)
+    frames between two it has (a gap of 1.5 periods or more): a recorder short of CPU
+    can lose a camera sample, and a dataset on a fixed frame rate (LeRobot) needs every
+    step. Such a step keeps the last earlier image, as image_stamps show. The period is
+    the smallest gap: frames are stamped in sim time, and a lost one only widens a gap."""
+    gaps = [b - a for a, b in zip(stamps, stamps[1:]) if b - a > 1e-9]
+    if not gaps:
+        return np.array(stamps), [], 0.0
+    period = min(gaps)
     times: list[float] = []
     filled: list[float] = []
     for t in stamps:
@@ -116,15 +121,26 @@ def _frame_clock(stamps: list[float]) -> tuple[np.ndarray, list[float]]:
             times += added
             filled += added
         times.append(t)
-    return np.array(times), filled
+    return np.array(times), filled, period
 
 
-def _missing_frames_note(filled: list[float]) -> list[str]:
-    if not filled:
-        return []
-    at = ", ".join(f"{t:.3f}" for t in filled[:5]) + (", ..." if len(filled) > 5 else "")
-    return [f"{len(filled)} {PRIMARY_CAMERA} camera frame(s) missing from the bag (t = {at} s): "
-            "each such step keeps the last earlier image"]
+def _held_image_notes(times: np.ndarray, filled: list[float], image_stamps: dict[str, np.ndarray],
+                      period: float) -> list[str]:
+    """One note per camera whose image at some step is older than that step's frame tick."""
+    notes = []
+    if filled:
+        at = ", ".join(f"{t:.3f}" for t in filled[:5]) + (", ..." if len(filled) > 5 else "")
+        notes.append(f"{len(filled)} {PRIMARY_CAMERA} camera frame(s) missing from the bag (t = {at} s): "
+                     "each such step keeps the last earlier image")
+    if period <= 0.0:
+        return notes
+    for cam, stamps in sorted(image_stamps.items()):
+        if cam == PRIMARY_CAMERA:
+            continue
+        held = int(np.sum(times - stamps > 0.5 * period))
+        if held:
+            notes.append(f"{held} step(s) of the {cam} camera hold an earlier image (frames missing from the bag)")
+    return notes
 
 
 def _arm_commands(times, trajs, j_stamps, joints, arm_idx) -> np.ndarray:
