@@ -40,7 +40,7 @@ def test_the_marker_camera_confirms_the_simulated_scene():
         for node in nodes:
             node.stop()
     logs = [line for n in nodes for line in n.seen]
-    assert result["reset"], logs
+    assert result["reset"] and result["connected"], (result, logs)
     assert result["names_seen"] == sorted(weighing_cell().marker_table()), (result, logs)
     assert result["same"]["success"], result["same"]["message"]
     other = result["other"]

@@ -11,10 +11,11 @@ import time
 from peer_session import PeerSession
 
 
-def wait_until_the_chain_is_connected(node, markers, timeout_s: float = 120.0) -> None:
+def wait_until_the_chain_is_connected(node, markers, timeout_s: float = 120.0) -> bool:
     """The tracker's detections matched here, and lab_sim's overhead images and the
     detections both have their readers discovered: the images are volatile, and a
-    tracker that starts after the advances (a loaded machine) would see none."""
+    tracker that starts after the advances (a loaded machine) would see none. What
+    this node discovers is a proxy for lab_sim's own match, which may lag a little."""
     def connected() -> bool:
         if markers.get_publisher_count() == 0:
             return False
@@ -27,6 +28,7 @@ def wait_until_the_chain_is_connected(node, markers, timeout_s: float = 120.0) -
     deadline = time.monotonic() + timeout_s
     while not connected() and time.monotonic() < deadline:
         time.sleep(0.1)
+    return connected()
 
 
 def main() -> int:
@@ -41,10 +43,10 @@ def main() -> int:
     peer = PeerSession("rehearsal_sensing_probe")
     seen: list = []
     markers = peer.node.create_subscription(MarkerDetections, "/markers/poses", seen.append, QoSProfile(depth=50))
-    wait_until_the_chain_is_connected(peer.node, markers)
+    connected = wait_until_the_chain_is_connected(peer.node, markers)
     answer = peer.call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id="ep0",
                                                                             instance_json=instance.to_json()))
-    result: dict = {"reset": answer.success}
+    result: dict = {"reset": answer.success, "connected": connected}
     for _ in range(15):
         peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.1))
         time.sleep(0.15)  # the overhead image is rendered, sent and read before physics moves on
