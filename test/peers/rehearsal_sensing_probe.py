@@ -1,7 +1,8 @@
 """Drives the rehearsal's sensing chain (lab_sim with fiducials, the simulated balance,
 fiducial_tracker on the overhead camera, world_estimator on that camera's rays): resets
-lab_sim to an instance, advances 1.5 s of sim time, then asks the estimator's scene
-check for that instance and for another layout's. Prints "RESULT <json>"."""
+lab_sim to an instance, advances at least 1.5 s of sim time (on until the tracker's
+detections come back), then asks the estimator's scene check for that instance and
+for another layout's. Prints "RESULT <json>"."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,9 @@ import sys
 import time
 
 from peer_session import PeerSession
+
+# Detection messages the estimator should have had before its scene check.
+MIN_DETECTIONS = 3
 
 
 def wait_until_the_chain_is_connected(node, markers, timeout_s: float = 120.0) -> bool:
@@ -47,12 +51,16 @@ def main() -> int:
     answer = peer.call(ResetEpisode, "/lab_sim/reset", ResetEpisode.Request(episode_id="ep0",
                                                                             instance_json=instance.to_json()))
     result: dict = {"reset": answer.success, "connected": connected}
-    for _ in range(15):
+    # At least 1.5 s of sim, and on until the tracker's detections have come back
+    # (bounded): lab_sim's own match with the tracker can lag what this node
+    # discovers, and images sent before it are lost (volatile).
+    advanced = 0
+    deadline = time.monotonic() + 120
+    while (advanced < 15 or len(seen) < MIN_DETECTIONS) and time.monotonic() < deadline:
         peer.call(Advance, "/lab_sim/advance", Advance.Request(duration_s=0.1))
+        advanced += 1
         time.sleep(0.15)  # the overhead image is rendered, sent and read before physics moves on
-    deadline = time.monotonic() + 10
-    while not seen and time.monotonic() < deadline:
-        time.sleep(0.1)
+    result["advances"] = advanced
     result["names_seen"] = sorted({n for m in seen for n in m.names})
     result["frames"] = len(seen)
     for key, checked in (("same", instance), ("other", other)):
