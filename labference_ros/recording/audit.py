@@ -7,9 +7,11 @@ could not be read (the message names the file and byte offset where known).
 """
 from __future__ import annotations
 
+import gc
 import json
 import pathlib
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from labference_ros.core.records import episode_deadline, final_status, read_jsonl, task_family_name
@@ -70,11 +72,27 @@ def audit_episode(path: str | pathlib.Path) -> AuditResult:
     p = pathlib.Path(path)
     result.episode_id = (p.parent if p.name == "bag" else p).name
     try:
-        _audit(result, path)
+        with cyclic_gc_paused():
+            _audit(result, path)
     except BagError as exc:
         result.error = str(exc)
     result.wall_s = time.perf_counter() - start
     return result
+
+
+@contextmanager
+def cyclic_gc_paused():
+    """No cyclic garbage collection inside: an audit builds tens of thousands of small
+    measurement objects that stay alive until it ends, and the collector's passes over
+    them (one every 700 allocations, some over the whole heap) took about an eighth of
+    an audit. They form no reference cycles, so reference counting frees them all."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _audit(result: AuditResult, path) -> None:
@@ -118,7 +136,7 @@ def _audit(result: AuditResult, path) -> None:
                                 f"are not compared: the bag lost them")
     late: list[dict] = []
     records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run),
-                      late=late)
+                      late=late, contract=contract)
     final = normalise(records[-1])
     rebuilt = split_by_file(records[:-1])
 

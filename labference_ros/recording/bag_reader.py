@@ -71,15 +71,8 @@ def load_yaml(text: str):
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def check_bag(bag_dir: pathlib.Path) -> dict:
-    """Structural check before reading; returns the parsed metadata.yaml."""
-    mcaps = sorted(bag_dir.glob("*.mcap"))
-    if not mcaps:
-        raise BagError(f"{bag_dir}: no .mcap file in the bag directory")
-    for m in mcaps:
-        problem = scan_mcap(m)
-        if problem:
-            raise BagError(problem)
+def read_metadata(bag_dir: pathlib.Path) -> dict:
+    """The parsed metadata.yaml of a bag whose files are intact."""
     meta_path = bag_dir / "metadata.yaml"
     if not meta_path.exists():
         raise BagError(f"{meta_path}: missing (the recorder did not close this bag)")
@@ -147,7 +140,7 @@ class EpisodeBagReader:
                                     "type_description_hash": c.metadata.get("topic_type_hash", "")}}
                 for c in self.unclosed.channels.values() if c.schema_id in self.unclosed.schemas]}}
         else:
-            self.metadata = check_bag(self.dir)
+            self.metadata = read_metadata(self.dir)  # its one MCAP's framing was scanned above
         self.custom = custom_data(self.metadata)
 
     def topics(self) -> dict[str, str]:

@@ -95,12 +95,16 @@ def _decoded(reader, reading: str):
 
 
 def rebuild(family: TaskFamily, inputs: BagInputs, instance, episode_id: str, finish: tuple[float, str],
-            reports: list[dict], deadline_s: float | None = None, late: list | None = None) -> list[dict]:
+            reports: list[dict], deadline_s: float | None = None, late: list | None = None,
+            contract=None) -> list[dict]:
     """Every record the family's referee emits for these inputs, final scores last.
     ``late``, if given, receives the records of inputs given after the finish (late
-    receipts and reports, input_merge.is_late), which are not part of the records."""
-    referee = family.make_referee(family.contract_for(instance.condition), instance, episode_id=episode_id,
-                                  session_id=episode_id, deadline_s=deadline_s)
+    receipts and reports, input_merge.is_late), which are not part of the records.
+    ``contract``: the family's contract for the instance's condition, when the caller
+    has it already (its content hash is computed once per contract object)."""
+    contract = contract if contract is not None else family.contract_for(instance.condition)
+    referee = family.make_referee(contract, instance, episode_id=episode_id, session_id=episode_id,
+                                  deadline_s=deadline_s)
     merger = InputMerger()
     for w in inputs.worlds:
         merger.add_world(w)
