@@ -23,7 +23,8 @@ import operator
 import struct
 from typing import NamedTuple
 
-from labference_ros.msgconv import balance_measurement, object_measurement, stamp_parts, stamp_to_s, world_measurement
+from labference_ros.msgconv import (balance_measurement, object_from_numbers, stamp_parts, stamp_to_s,
+                                    world_measurement)
 
 
 class Vec3(NamedTuple):
@@ -303,7 +304,7 @@ class WorldStateDecoder(_StreamDecoder):
         i = 2
         measured = {}
         for name, kind, contacts in objects:
-            measured[name] = object_measurement(name, kind, *numbers[i:i + 13], contacts)
+            measured[name] = object_from_numbers(name, kind, numbers[i:i + 13], contacts)
             i += 15
         t = stamp_to_s(Stamp(numbers[0], numbers[1]))
         return world_measurement(t, measured, numbers[i], numbers[i + 1], pan_contacts, environment_json)

@@ -138,7 +138,8 @@ def _audit(result: AuditResult, path) -> None:
     records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run),
                       late=late, contract=contract)
     final = normalise(records[-1])
-    rebuilt = split_by_file(records[:-1])
+    flat = [normalise(r) for r in records[:-1]]
+    rebuilt = split_by_file(flat)
 
     for name in ("events.jsonl", "observations.jsonl", "online_scores.jsonl"):
         mine, theirs = online[name], rebuilt[name]
@@ -147,7 +148,6 @@ def _audit(result: AuditResult, path) -> None:
         result.findings += compare_stream(name, mine, theirs)
     if horizon is None:
         result.findings += _compare_scores(online_scores, final, final_status(finish[1]))
-    flat = [normalise(r) for r in records[:-1]]
     result.findings += check_opportunities(flat)
     published, logged = inputs.referee_events, online["events.jsonl"]
     if horizon is not None:

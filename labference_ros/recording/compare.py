@@ -103,9 +103,10 @@ def compare_stream(name: str, online: list[dict], audit: list[dict]) -> list[Fin
 
 
 def split_by_file(records: list[dict]) -> dict[str, list[dict]]:
+    """Records (already normalised) by the file the online writer puts them in."""
     out: dict[str, list[dict]] = {name: [] for name in sorted(set(RECORD_FILES.values()))}
     for r in records:
         name = RECORD_FILES.get(r.get("record"))
         if name:
-            out[name].append(normalise(r))
+            out[name].append(r)
     return out

@@ -9,6 +9,7 @@ it handed one to the tested system (the receipt carries the intervention).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from labference_ros.cdr_views import BalanceReadingDecoder, WorldStateDecoder, decoded_or_reason
@@ -89,8 +90,8 @@ def _decoded(reader, reading: str):
     never decoded."""
     wanted = {WORLD, reading, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
     worlds, readings = WorldStateDecoder(), BalanceReadingDecoder()
-    direct = {"labference/msg/WorldState": lambda data: decoded_or_reason(worlds, data),
-              "labference/msg/BalanceReading": lambda data: decoded_or_reason(readings, data)}
+    direct = {"labference/msg/WorldState": functools.partial(decoded_or_reason, worlds),
+              "labference/msg/BalanceReading": functools.partial(decoded_or_reason, readings)}
     return reader.messages(wanted, direct=direct)
 
 

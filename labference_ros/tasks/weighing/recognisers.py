@@ -8,11 +8,12 @@ Two layers with separate thresholds:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from labference_ros.tasks.weighing.contract import TaskContract
-from labference_ros.core.measurements import (BALANCE_BODY, PAN, ROBOT_PARTS, TABLE, ObjectMeasurement,
-                                             WorldMeasurement, frozen_instance)
+from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT_PARTS, TABLE,
+                                             ObjectMeasurement, WorldMeasurement, frozen_instance)
 from labference_ros.tasks.weighing.task_state import ELSEWHERE, ConfirmedEvent
 
 
@@ -26,12 +27,16 @@ def support_classes(m: WorldMeasurement) -> dict[str, str]:
     Touching the pan together with the table or the balance body (a weight
     leaning on the rim) is ambiguous: a shallow placement never counts as pan support.
     """
+    return _supports(tuple((name, o.contacts) for name, o in m.objects.items()), m.pan_contacts)
+
+
+def _supports(contacts: tuple[tuple[str, tuple[str, ...]], ...], pan_contacts: tuple[str, ...]) -> dict[str, str]:
+    """support_classes from each object's (name, contacts), in the measurement's order."""
     direct: dict[str, str] = {}
     stacked: dict[str, tuple[str, ...]] = {}
-    names = m.objects.keys()
-    for name, o in m.objects.items():
-        cs = o.contacts  # a few names: a tuple is searched faster than a set is built
-        on_pan = PAN in cs or name in m.pan_contacts
+    names = {name for name, _ in contacts}
+    for name, cs in contacts:  # a few names each: a tuple is searched faster than a set is built
+        on_pan = PAN in cs or name in pan_contacts
         on_table, on_body = TABLE in cs, BALANCE_BODY in cs
         if on_pan:
             direct[name] = S_AMBIGUOUS if (on_table or on_body) else S_PAN
@@ -40,7 +45,7 @@ def support_classes(m: WorldMeasurement) -> dict[str, str]:
         elif on_body:
             direct[name] = S_BODY
         else:
-            others = tuple(c for c in o.contacts if c in names and c != name)
+            others = tuple(c for c in cs if c in names and c != name)
             if others:
                 stacked[name] = others
             else:
@@ -104,17 +109,27 @@ class MeasurementView:
     contact_affects_reading: bool = False
 
 
+@functools.lru_cache(maxsize=256)
+def _contact_facts(contacts: tuple[tuple[str, tuple[str, ...]], ...], pan_contacts: tuple[str, ...]):
+    """(support classes, objects a robot part touches, objects in bilateral finger
+    contact) of one contact configuration. An episode holds a few dozen configurations
+    over thousands of measurements, so each is worked out once; the support dict is
+    shared by the views of that configuration and only ever read."""
+    touched, bilateral = [], []
+    for name, cs in contacts:
+        if not ROBOT_PARTS.isdisjoint(cs):  # robot_touching; a bilateral grasp touches too
+            touched.append(name)
+            if LEFT_FINGER in cs and RIGHT_FINGER in cs:
+                bilateral.append(name)
+    return _supports(contacts, pan_contacts), frozenset(touched), tuple(bilateral)
+
+
 def view_of(m: WorldMeasurement) -> MeasurementView:
-    support = support_classes(m)
-    touched_names, bilateral = [], []
-    for n, o in m.objects.items():
-        if robot_touching(o):  # a bilateral grasp touches too: one pass finds both
-            touched_names.append(n)
-            if o.left_finger_contact and o.right_finger_contact:
-                bilateral.append(n)
+    support, touched, bilateral = _contact_facts(tuple((n, o.contacts) for n, o in m.objects.items()),
+                                                 m.pan_contacts)
     held = bilateral[0] if (m.gripper_closing and len(bilateral) == 1) else None
     # Pressing the pan, or touching anything resting on it, loads the pan through the hand.
-    hand_pressure = m.hand_on_pan or any(support.get(n) in (S_PAN, S_AMBIGUOUS) for n in touched_names)
+    hand_pressure = m.hand_on_pan or any(support.get(n) in (S_PAN, S_AMBIGUOUS) for n in touched)
     b = m.balance
     reason = ""
     if b is None:
@@ -128,7 +143,7 @@ def view_of(m: WorldMeasurement) -> MeasurementView:
     eligible = reason == ""
     # frozen_instance: one view per measurement, several fields.
     return frozen_instance(MeasurementView, {
-        "t": m.t, "support": support, "touched": frozenset(touched_names), "held": held,
+        "t": m.t, "support": support, "touched": touched, "held": held,
         "hand_pressure": hand_pressure, "reading_eligible": eligible,
         "stable_eligible": eligible and bool(b and b.stable),
         "displayed_g": b.displayed_g if b is not None else None, "invalid_reason": reason,
