@@ -107,29 +107,35 @@ class MeasurementView:
     # Robot contact on a reading that would otherwise be eligible (valid, no
     # overload, stable): the contact, not a settling load, is what spoils it.
     contact_affects_reading: bool = False
+    on_pan: frozenset = frozenset()  # objects the pan alone carries (support S_PAN)
+    loading_pan: frozenset = frozenset()  # objects the pan carries, alone or leaning on the rim (S_AMBIGUOUS)
 
 
 @functools.lru_cache(maxsize=256)
 def _contact_facts(contacts: tuple[tuple[str, tuple[str, ...]], ...], pan_contacts: tuple[str, ...]):
     """(support classes, objects a robot part touches, objects in bilateral finger
-    contact) of one contact configuration. An episode holds a few dozen configurations
-    over thousands of measurements, so each is worked out once; the support dict is
-    shared by the views of that configuration and only ever read."""
+    contact, objects on the pan, objects loading the pan) of one contact configuration.
+    An episode holds a few dozen configurations over thousands of measurements, so each
+    is worked out once; the support dict is shared by the views of that configuration
+    and only ever read."""
     touched, bilateral = [], []
     for name, cs in contacts:
         if not ROBOT_PARTS.isdisjoint(cs):  # robot_touching; a bilateral grasp touches too
             touched.append(name)
             if LEFT_FINGER in cs and RIGHT_FINGER in cs:
                 bilateral.append(name)
-    return _supports(contacts, pan_contacts), frozenset(touched), tuple(bilateral)
+    support = _supports(contacts, pan_contacts)
+    on_pan = frozenset(n for n, s in support.items() if s == S_PAN)
+    loading_pan = on_pan | {n for n, s in support.items() if s == S_AMBIGUOUS}
+    return support, frozenset(touched), tuple(bilateral), on_pan, loading_pan
 
 
 def view_of(m: WorldMeasurement) -> MeasurementView:
-    support, touched, bilateral = _contact_facts(tuple((n, o.contacts) for n, o in m.objects.items()),
-                                                 m.pan_contacts)
+    support, touched, bilateral, on_pan, loading_pan = _contact_facts(
+        tuple((n, o.contacts) for n, o in m.objects.items()), m.pan_contacts)
     held = bilateral[0] if (m.gripper_closing and len(bilateral) == 1) else None
     # Pressing the pan, or touching anything resting on it, loads the pan through the hand.
-    hand_pressure = m.hand_on_pan or any(support.get(n) in (S_PAN, S_AMBIGUOUS) for n in touched)
+    hand_pressure = m.hand_on_pan or not loading_pan.isdisjoint(touched)
     b = m.balance
     reason = ""
     if b is None:
@@ -148,6 +154,7 @@ def view_of(m: WorldMeasurement) -> MeasurementView:
         "stable_eligible": eligible and bool(b and b.stable),
         "displayed_g": b.displayed_g if b is not None else None, "invalid_reason": reason,
         "contact_affects_reading": reason == "hand_pressure" and b.stable,
+        "on_pan": on_pan, "loading_pan": loading_pan,
     })
 
 

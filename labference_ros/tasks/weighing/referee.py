@@ -210,15 +210,14 @@ class Referee(RefereeCore):
                 fails.append("unstable")
         # Release and stillness concern the load and the goal objects only: tidying
         # a table weight during the window does not disturb the weighing.
-        scope = {n for n, s in v.support.items() if s in (S_PAN, S_AMBIGUOUS)} | self.goal.goal_set | {SAMPLE}
+        scope = v.loading_pan | self.goal.goal_set | {SAMPLE}
         if term.require_release:
             if v.touched & scope:
                 fails.append("robot_contact")
             if m.hand_on_pan:
                 fails.append("hand_on_pan")
         if term.require_exact_standard_set:
-            on_pan = frozenset(n for n, s in v.support.items() if s == S_PAN and n in STANDARDS)
-            if on_pan != self.goal.goal_set:
+            if v.on_pan.intersection(STANDARDS) != self.goal.goal_set:
                 fails.append("standard_set")
         if term.require_sample_on_pan and v.support.get(SAMPLE) != S_PAN:
             fails.append("sample_not_on_pan")
