@@ -14,6 +14,7 @@ bag whose writer was killed can still be audited and rewritten closed
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import pathlib
 from dataclasses import dataclass
@@ -48,11 +49,15 @@ START_METADATA = "labference"
 
 
 def chunk_group(topic: str) -> str:
-    """Each camera's images chunk alone; every other topic shares one chunk stream."""
-    from .topics import camera_of
+    """Each camera's images chunk alone; what the referee scores from and what it and
+    the tested system said (the replay audit's topics) share one chunk stream, and the
+    robot's streams and commands another, so an audit decompresses neither."""
+    from .topics import EVALUATOR_TOPICS, camera_of
 
     cam = camera_of(topic)
-    return f"camera:{cam}" if cam else "default"
+    if cam:
+        return f"camera:{cam}"
+    return "evaluator" if any(fnmatch.fnmatchcase(topic, p) for p in EVALUATOR_TOPICS) else "default"
 
 
 def yaml_text(data) -> str:

@@ -2,10 +2,11 @@
 
 The `mcap` library writes every message into one chunk stream, so a reader
 that wants the evaluator's topics decompresses every image too. Here each
-chunk group (one per camera, one for everything else) builds its own zstd
-chunks, which may overlap in time as the MCAP specification allows; the chunk
-index names the channels of each chunk, so a reader asking for non-camera
-topics never touches image chunks. Consecutive frames of one camera sit next to
+chunk group (one per camera, one for the evaluation's topics, one for the
+robot's streams: bag_writer.chunk_group) builds its own zstd chunks, which may
+overlap in time as the MCAP specification allows; the chunk index names the
+channels of each chunk, so a reader asking for the evaluation's topics touches
+neither image chunks nor the robot's. Consecutive frames of one camera sit next to
 each other in a chunk, which is what lets zstd find the parts that did not
 change. Records come from the `mcap` library; only the layout is ours.
 

@@ -45,6 +45,12 @@ for _cam in CAMERAS:
 # Topics discovered at run time (type taken from the graph): extra cameras, Oracle outputs.
 RECORDED_PATTERNS = ("/cameras/*", "/oracle/*", "/policy/*", "/referee/*", "/evaluator/*")
 
+# What the referee scores from and what the evaluation's nodes said (the replay
+# audit's inputs among them): chunked apart from the robot's streams and the
+# cameras (bag_writer.chunk_group). The monitor's /referee/markers are a view.
+EVALUATOR_TOPICS = ("/evaluator/*", "/balance/reading", "/policy/*", "/oracle/*", "/referee/events",
+                    "/referee/legal_set", "/referee/opportunities", "/referee/scores", "/referee/receipts")
+
 # Publishers that keep their last sample for late joiners (the tare, the robot
 # description, static transforms).
 LATCHED_TOPICS = ("/balance/tare", "/robot_description", "/tf_static")

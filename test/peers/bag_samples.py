@@ -1,6 +1,7 @@
 """A deterministic stream of serialized messages like an episode's: three
-320x240 rgb8 cameras at 10 Hz (a rendered-looking scene with one moving block)
-and balance readings at 50 Hz, in log-time order."""
+320x240 rgb8 cameras at 10 Hz (a rendered-looking scene with one moving block),
+load-cell wrenches (a robot-side stream) and balance readings (an evaluator
+topic) at 50 Hz, in log-time order."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,6 +34,9 @@ def sample_stream(seconds: float):
     Header = store.types["std_msgs/msg/Header"]
     Image = store.types["sensor_msgs/msg/Image"]
     Reading = store.types["labference/msg/BalanceReading"]
+    Wrench = store.types["geometry_msgs/msg/Wrench"]
+    WrenchStamped = store.types["geometry_msgs/msg/WrenchStamped"]
+    Vector3 = store.types["geometry_msgs/msg/Vector3"]
     steps = int(seconds * 50)
     for i in range(steps):
         t_ns = T0_NS + i * 20_000_000
@@ -43,6 +47,10 @@ def sample_stream(seconds: float):
                 msg = Image(Header(stamp, cam), 240, 320, "rgb8", 0, 960, _frame(c, k).reshape(-1))
                 yield (f"/cameras/{cam}/image_raw", "sensor_msgs/msg/Image", t_ns + c,
                        bytes(store.serialize_cdr(msg, "sensor_msgs/msg/Image")))
+        wrench = WrenchStamped(Header(stamp, "pan_load_cell"),
+                               Wrench(Vector3(0.0, 0.0, 0.005 * i), Vector3(0.0, 0.0, 0.0)))
+        yield ("/balance/wrench", "geometry_msgs/msg/WrenchStamped", t_ns + 4,
+               bytes(store.serialize_cdr(wrench, "geometry_msgs/msg/WrenchStamped")))
         reading = Reading(Header(stamp, "pan"), 0.5 * i, 0.5 * i, 0.5 * i, True, False, True, "", "sim")
         yield ("/balance/reading", "labference/msg/BalanceReading", t_ns + 5,
                bytes(store.serialize_cdr(reading, "labference/msg/BalanceReading")))

@@ -64,7 +64,9 @@ def test_chunks_are_zstd_and_cameras_never_share_a_chunk(written):
         kinds.append({topic[c] for c in index.message_index_offsets})
     camera_chunks = [k for k in kinds if any(t.startswith("/cameras/") for t in k)]
     assert camera_chunks and all(len(k) == 1 for k in camera_chunks)  # one camera per chunk, nothing else
-    assert any(k == {"/balance/reading"} for k in kinds)
+    # The evaluator's topics (the audit's inputs) and the robot's streams never share a chunk either.
+    assert {"/balance/reading"} in kinds and {"/balance/wrench"} in kinds
+    assert len(kinds) == len(camera_chunks) + kinds.count({"/balance/reading"}) + kinds.count({"/balance/wrench"})
     # Lossless and smaller than the raw frames (the figure per episode is in BENCHMARKS.md).
     assert mcap.stat().st_size < raw_bytes / 2
 
@@ -105,24 +107,32 @@ def test_rosbag2_metadata_version_9_and_type_hashes(written):
         assert tm["type_description_hash"].startswith("RIHS01_") and len(tm["type_description_hash"]) == 71
         assert tm["type_description_hash"] == channel_hash[tm["name"]] == typestore().hash_rihs01(tm["type"])
         assert tm["offered_qos_profiles"][0]["reliability"] == "reliable"
-    assert {s.name for s in summary.schemas.values()} == {"sensor_msgs/msg/Image", "labference/msg/BalanceReading"}
+    assert {s.name for s in summary.schemas.values()} == {"sensor_msgs/msg/Image", "labference/msg/BalanceReading",
+                                                          "geometry_msgs/msg/WrenchStamped"}
     assert all(s.encoding == "ros2msg" for s in summary.schemas.values())
 
 
-def test_reading_non_camera_topics_decompresses_no_image_chunk(written, monkeypatch):
+def test_reading_the_audit_topics_decompresses_no_image_chunk_and_no_robot_chunk(written, monkeypatch):
+    from mcap.reader import make_reader
+
     from labference_ros.recording import mcap_recover
 
     path, _sent = written
-    seen = []
-    original = mcap_recover.decompress
+    read_at = []
+    original = mcap_recover._read_chunk_at
 
-    def spy(chunk):
-        seen.append(chunk.uncompressed_size)
-        return original(chunk)
+    def spy(f, offset):
+        read_at.append(offset)
+        return original(f, offset)
 
-    monkeypatch.setattr(mcap_recover, "decompress", spy)
+    monkeypatch.setattr(mcap_recover, "_read_chunk_at", spy)
     got = list(EpisodeBagReader(path).raw_messages({"/balance/reading"}))
-    assert len(got) == 50 * SECONDS and seen and max(seen) < 200_000  # no chunk holding a frame
+    assert len(got) == 50 * SECONDS and read_at
+    with open(path / "bag.mcap", "rb") as f:
+        summary = make_reader(f).get_summary()
+    topics = {c.id: c.topic for c in summary.channels.values()}
+    chunk_topics = {i.chunk_start_offset: {topics[c] for c in i.message_index_offsets} for i in summary.chunk_indexes}
+    assert all(chunk_topics[offset] == {"/balance/reading"} for offset in read_at)  # no frame, no wrench
 
 
 def _flip_byte_in_chunk(src: pathlib.Path, dst: pathlib.Path, nth_chunk: int) -> int:
