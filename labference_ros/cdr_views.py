@@ -19,7 +19,6 @@ bytes; sequences a uint32 count and the elements.
 from __future__ import annotations
 
 import json
-import operator
 import struct
 from typing import NamedTuple
 
@@ -200,51 +199,47 @@ def balance_reading(data: bytes, spans: list | None = None) -> BalanceReading:
 # -- streams of one message shape: one struct call per message -------------------------
 # A recorded episode repeats the same shape (object names, contact lists, strings)
 # for long stretches: only the numbers change. A _Layout, learnt from one full
-# parse, reads a message of that shape with a single precompiled struct whose
-# non-numeric stretches (lengths, strings, padding) come back as bytes and must
-# equal the learnt ones; any other message is parsed in full and teaches a new one.
-def _tuple_getter(indexes: list[int]):
-    if len(indexes) == 1:
-        (i,) = indexes
-        return lambda values: (values[i],)
-    return operator.itemgetter(*indexes) if indexes else (lambda values: ())
-
-
+# parse, reads a message of that shape with two precompiled structs: one takes
+# the non-numeric stretches (lengths, strings), which must equal the learnt ones,
+# the other the numbers; any other message is parsed in full and teaches a new one.
 class _Layout:
-    __slots__ = ("struct", "structure", "expected", "number_slots", "numbers", "view")
+    __slots__ = ("struct", "number_slots", "numbers", "structure", "expected", "view")
 
     def __init__(self, data: bytes, parse):
         spans: list = []
         self.view = parse(data, spans)  # raises on a malformed payload
-        fmt, structure, numbers, pos, n = ["<"], [], [], 0, 0
+        # fmt: every field (WorldStateEncoder packs it); numbers_fmt skips the
+        # non-numeric stretches, structure_fmt the numbers; both skip alignment gaps.
+        fmt, numbers_fmt, structure_fmt, numbers, pos, n = [], [], [], [], 0, 0
         for start, codes, n_values in spans:
             if start > pos:
-                fmt.append(f"{start - pos}s")
-                structure.append(n)
+                stretch = f"{start - pos}s"
+                fmt.append(stretch)
+                structure_fmt.append(stretch)
+                numbers_fmt.append(f"{start - pos}x")
                 n += 1
+            size = struct.calcsize("<" + codes)
             fmt.append(codes)
+            numbers_fmt.append(codes)
+            structure_fmt.append(codes if n_values == 0 else f"{size}x")
             numbers += range(n, n + n_values)
             n += n_values
-            pos = start + struct.calcsize("<" + codes)
+            pos = start + size
         if len(data) > pos:
             fmt.append(f"{len(data) - pos}s")
-            structure.append(n)
-        if data[1] != 1:
-            fmt[0] = ">"
-        self.struct = struct.Struct("".join(fmt))
-        self.structure = _tuple_getter(structure)
+            structure_fmt.append(f"{len(data) - pos}s")
+        order = "<" if data[1] == 1 else ">"
+        self.struct = struct.Struct(order + "".join(fmt))
         self.number_slots = numbers
-        self.numbers = _tuple_getter(numbers)
-        self.expected = self.structure(self.struct.unpack(data))
+        self.numbers = struct.Struct(order + "".join(numbers_fmt) + f"{len(data) - pos}x")
+        self.structure = struct.Struct(order + "".join(structure_fmt))
+        self.expected = self.structure.unpack(data)
 
     def read(self, data: bytes) -> tuple | None:
         """The message's numbers in field order; None when it is not of this shape."""
-        if len(data) != self.struct.size:
+        if len(data) != self.struct.size or self.structure.unpack(data) != self.expected:
             return None
-        values = self.struct.unpack(data)
-        if self.structure(values) != self.expected:
-            return None
-        return self.numbers(values)
+        return self.numbers.unpack(data)
 
 
 class _StreamDecoder:

@@ -9,6 +9,7 @@ Two layers with separate thresholds:
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 
 from labference_ros.tasks.weighing.contract import TaskContract
@@ -111,28 +112,33 @@ class MeasurementView:
     loading_pan: frozenset = frozenset()  # objects the pan carries, alone or leaning on the rim (S_AMBIGUOUS)
 
 
+_contacts_of = operator.attrgetter("contacts")
+
+
 @functools.lru_cache(maxsize=256)
-def _contact_facts(contacts: tuple[tuple[str, tuple[str, ...]], ...], pan_contacts: tuple[str, ...]):
+def _contact_facts(names: tuple[str, ...], contacts: tuple[tuple[str, ...], ...], pan_contacts: tuple[str, ...]):
     """(support classes, objects a robot part touches, objects in bilateral finger
     contact, objects on the pan, objects loading the pan) of one contact configuration.
     An episode holds a few dozen configurations over thousands of measurements, so each
     is worked out once; the support dict is shared by the views of that configuration
     and only ever read."""
     touched, bilateral = [], []
-    for name, cs in contacts:
+    pairs = tuple(zip(names, contacts))
+    for name, cs in pairs:
         if not ROBOT_PARTS.isdisjoint(cs):  # robot_touching; a bilateral grasp touches too
             touched.append(name)
             if LEFT_FINGER in cs and RIGHT_FINGER in cs:
                 bilateral.append(name)
-    support = _supports(contacts, pan_contacts)
+    support = _supports(pairs, pan_contacts)
     on_pan = frozenset(n for n, s in support.items() if s == S_PAN)
     loading_pan = on_pan | {n for n, s in support.items() if s == S_AMBIGUOUS}
     return support, frozenset(touched), tuple(bilateral), on_pan, loading_pan
 
 
 def view_of(m: WorldMeasurement) -> MeasurementView:
+    objects = m.objects
     support, touched, bilateral, on_pan, loading_pan = _contact_facts(
-        tuple((n, o.contacts) for n, o in m.objects.items()), m.pan_contacts)
+        tuple(objects), tuple(map(_contacts_of, objects.values())), m.pan_contacts)
     held = bilateral[0] if (m.gripper_closing and len(bilateral) == 1) else None
     # Pressing the pan, or touching anything resting on it, loads the pan through the hand.
     hand_pressure = m.hand_on_pan or not loading_pan.isdisjoint(touched)
