@@ -95,10 +95,13 @@ class Recorder(Node):
             self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
         # A finish waiting for the recording to catch up: (caught_up, give-up time, future).
-        # One timer for the node's life polls it. Timers created and destroyed inside each
-        # finish were the one unusual thing about the recorder's rare SIGSEGVs under load.
+        # One timer for the node's life polls it, ticking only while a finish waits (50 Hz
+        # of idle timer callbacks were most of a disabled recorder's CPU). Timers created and
+        # destroyed inside each finish were the one unusual thing about the recorder's rare
+        # SIGSEGVs under load.
         self._catching_up: tuple | None = None
-        self.create_timer(0.02, self._poll_catching_up)
+        self.catch_up_poll = self.create_timer(0.02, self._poll_catching_up)
+        self.catch_up_poll.cancel()
         # Its own callback group: while finishing awaits the referee's episode_end,
         # the subscriptions (default, mutually exclusive group) must still run.
         self.create_service(FinishEpisode, "/recorder/finish_episode", self.on_finish,
@@ -252,6 +255,7 @@ class Recorder(Node):
 
         if not caught_up():
             self._catching_up = (caught_up, time.monotonic() + self.finish_timeout_s, Future())
+            self.catch_up_poll.reset()
             if not await self._catching_up[2]:
                 self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
             self._catching_up = None
@@ -282,15 +286,16 @@ class Recorder(Node):
         return response
 
     def _poll_catching_up(self) -> None:
-        if self._catching_up is None:
+        if self._catching_up is None or self._catching_up[2].done():
+            self.catch_up_poll.cancel()
             return
         caught_up, give_up_at, waiter = self._catching_up
-        if waiter.done():
-            return
         if caught_up():
             waiter.set_result(True)
         elif time.monotonic() >= give_up_at:
             waiter.set_result(False)
+        if waiter.done():
+            self.catch_up_poll.cancel()
 
     def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
         self.bag_error = None

@@ -156,5 +156,43 @@ def volatile_reading(out_dir: str) -> None:
     rclpy.shutdown()
 
 
+def late_world(out_dir: str) -> None:
+    """A finish that comes while the recording is behind: the recorder must wait until
+    the world state at the finish's sim time is in (prints "FINISHED early" if the
+    finish came back before that state was even sent)."""
+    from labference.msg import WorldState
+    from labference.srv import FinishEpisode
+
+    from labference_ros.nodes.matching import measurement_qos
+
+    rclpy, node = _recorded_episode("ep_late", out_dir)
+    if node is None:
+        return
+    publisher = node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+
+    def publish_at(t: float) -> None:
+        msg = WorldState()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), round((t - int(t)) * 1e9)
+        publisher.publish(msg)
+
+    publish_at(0.5)
+    client = node.create_client(FinishEpisode, "/recorder/finish_episode")
+    if not client.wait_for_service(timeout_sec=60):
+        print("FINISHED no_service", flush=True)
+        return
+    finished = client.call_async(FinishEpisode.Request(episode_id="ep_late", reason="completed", sim_time=1.0))
+    until = time.monotonic() + 1.5  # inside the recorder's finish_timeout_s (5 s)
+    while time.monotonic() < until and not finished.done():
+        rclpy.spin_once(node, timeout_sec=0.05)
+    if finished.done():
+        print("FINISHED early", flush=True)
+        return
+    publish_at(1.0)
+    rclpy.spin_until_future_complete(node, finished, timeout_sec=60)
+    print(f"FINISHED {finished.result().success if finished.done() else 'timeout'}", flush=True)
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
-    {"hashes": hashes, "start": start, "first_world": first_world, "volatile_reading": volatile_reading}[sys.argv[1]](sys.argv[2])
+    {"hashes": hashes, "start": start, "first_world": first_world, "volatile_reading": volatile_reading,
+     "late_world": late_world}[sys.argv[1]](sys.argv[2])

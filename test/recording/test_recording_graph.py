@@ -308,6 +308,15 @@ def test_a_world_state_sent_before_the_recorder_matched_is_in_the_bag(tmp_path, 
 
 
 @pytest.mark.slow
+def test_a_finish_waits_until_the_recording_has_caught_up(tmp_path, ros_env):
+    # The runner's finish can overtake the last measurements on their way to the recorder;
+    # it must wait for them (here 1.5 s, polled by a timer that ticks only while it waits).
+    topics, log = record_probe_episode(tmp_path, ros_env, "late_world")
+    assert topics.count("/evaluator/world_state") == 2, topics
+    assert not any("before the recording caught up" in line for line in log), log[-10:]
+
+
+@pytest.mark.slow
 def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ros_env):
     # The recorder asks for transient local on the audit's topics; a node of another
     # graph publishing one volatile would never match it unless the recorder falls back.
