@@ -74,24 +74,26 @@ def stage_times(bag, episode_id: str, repeats: int, pick=statistics.median) -> s
     import json
 
     from labference_ros.core.records import episode_deadline, task_family_name
+    from labference_ros.recording.audit import cyclic_gc_paused
     from labference_ros.recording.bag_reader import EpisodeBagReader
     from labference_ros.recording.replay import read_inputs, rebuild
     from labference_ros.tasks import family as task_family
 
     times: dict[str, list[float]] = {"open": [], "inputs": [], "referee": []}
     for _ in range(repeats):
-        c0 = time.process_time()
-        reader = EpisodeBagReader(bag)
-        c1 = time.process_time()
-        inputs = read_inputs(reader, episode_id)
-        c2 = time.process_time()
-        run = json.loads((reader.dir.parent / "run.json").read_text())
-        fam = task_family(task_family_name(run))
-        instance = fam.instance_from_json(json.dumps(run["instance"]))
-        c3 = time.process_time()
-        rebuild(fam, inputs, instance, episode_id, (inputs.sim_span[1], "episode_end"), [],
-                deadline_s=episode_deadline(run))
-        c4 = time.process_time()
+        with cyclic_gc_paused():  # as audit_episode runs them
+            c0 = time.process_time()
+            reader = EpisodeBagReader(bag)
+            c1 = time.process_time()
+            inputs = read_inputs(reader, episode_id)
+            c2 = time.process_time()
+            run = json.loads((reader.dir.parent / "run.json").read_text())
+            fam = task_family(task_family_name(run))
+            instance = fam.instance_from_json(json.dumps(run["instance"]))
+            c3 = time.process_time()
+            rebuild(fam, inputs, instance, episode_id, (inputs.sim_span[1], "episode_end"), [],
+                    deadline_s=episode_deadline(run))
+            c4 = time.process_time()
         for name, dt in (("open", c1 - c0), ("inputs", c2 - c1), ("referee", c4 - c3)):
             times[name].append(dt)
     n = len(inputs.worlds)
