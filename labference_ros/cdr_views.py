@@ -103,7 +103,7 @@ class _Reader:
         self.e = "<" if data[1] == 1 else ">"
         # With a list: where each numeric field and each alignment gap sits, (offset,
         # struct codes, count of values), for a _Layout that later reads the same shape
-        # of message with one struct call.
+        # of message with two struct calls.
         self.spans = spans
 
     def _number(self, codes: str, n_values: int) -> None:
@@ -196,7 +196,7 @@ def balance_reading(data: bytes, spans: list | None = None) -> BalanceReading:
     return BalanceReading(header, raw_g, filtered_g, displayed_g, stable, overload, valid, r.string(), r.string())
 
 
-# -- streams of one message shape: one struct call per message -------------------------
+# -- streams of one message shape: two struct calls per message ------------------------
 # A recorded episode repeats the same shape (object names, contact lists, strings)
 # for long stretches: only the numbers change. A _Layout, learnt from one full
 # parse, reads a message of that shape with two precompiled structs: one takes

@@ -68,20 +68,13 @@ def object_measurement(name: str, kind: str, px: float, py: float, pz: float, qx
 
 def object_from_numbers(name: str, kind: str, numbers: tuple, contacts: tuple[str, ...]) -> ObjectMeasurement:
     """object_measurement from the pose's and twist's 13 numbers in message order, as
-    cdr_views' reader slices them. The referee and the audit build one per object per
-    world state: the instance is made as frozen_instance makes it, without its call."""
+    cdr_views' reader slices them (the referee and the audit build one per object per
+    world state: one call, no argument unpacking)."""
     px, py, pz, qx, qy, qz, qw, lx, ly, lz, ax, ay, az = numbers
-    measurement = _new_instance(ObjectMeasurement)
-    _set_attribute(measurement, "__dict__", {
+    return frozen_instance(ObjectMeasurement, {
         "name": name, "kind": kind, "position": (px, py, pz), "orientation": (qw, qx, qy, qz),
-        "linear_speed": _sqrt(lx ** 2 + ly ** 2 + lz ** 2), "angular_speed": _sqrt(ax ** 2 + ay ** 2 + az ** 2),
+        "linear_speed": math.sqrt(lx ** 2 + ly ** 2 + lz ** 2), "angular_speed": math.sqrt(ax ** 2 + ay ** 2 + az ** 2),
         "contacts": contacts})
-    return measurement
-
-
-_new_instance = object.__new__
-_set_attribute = object.__setattr__
-_sqrt = math.sqrt
 
 
 def world_measurement(t: float, objects: dict, gripper_width: float, gripper_closing: bool,

@@ -286,7 +286,7 @@ class Recorder(Node):
         return response
 
     def _poll_catching_up(self) -> None:
-        if self._catching_up is None or self._catching_up[2].done():
+        if self._catching_up is None:
             self.catch_up_poll.cancel()
             return
         caught_up, give_up_at, waiter = self._catching_up

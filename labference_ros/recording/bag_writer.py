@@ -14,7 +14,6 @@ bag whose writer was killed can still be audited and rewritten closed
 """
 from __future__ import annotations
 
-import fnmatch
 import json
 import pathlib
 from dataclasses import dataclass
@@ -52,12 +51,12 @@ def chunk_group(topic: str) -> str:
     """Each camera's images chunk alone; what the referee scores from and what it and
     the tested system said (the replay audit's topics) share one chunk stream, and the
     robot's streams and commands another, so an audit decompresses neither."""
-    from .topics import EVALUATOR_TOPICS, camera_of
+    from .topics import EVALUATOR_TOPICS, camera_of, matches_any
 
     cam = camera_of(topic)
     if cam:
         return f"camera:{cam}"
-    return "evaluator" if any(fnmatch.fnmatchcase(topic, p) for p in EVALUATOR_TOPICS) else "default"
+    return "evaluator" if matches_any(topic, EVALUATOR_TOPICS) else "default"
 
 
 def yaml_text(data) -> str:

@@ -24,6 +24,11 @@ WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/r
 CHECKED_READING = "/evaluator/balance_reading"
 
 
+EVENTS = "/referee/events"
+# Every topic the audit reads (bag_writer.chunk_group keeps them in chunks of their own).
+AUDITED_TOPICS = (WORLD, READING, CHECKED_READING, POLICY_RECEIPTS, CHUNKS, EVENTS)
+
+
 def reading_topic(topics) -> str:
     """The balance topic the online referee read in the run that left these topics."""
     return CHECKED_READING if CHECKED_READING in topics else READING
@@ -79,7 +84,7 @@ def read_inputs(reader, episode_id: str) -> BagInputs:
                     inp.interventions.append((d.t, d.intervention))
         elif topic == CHUNKS:
             inp.chunks.append(msg)
-        elif topic == "/referee/events":
+        elif topic == EVENTS:
             inp.referee_events.append(msg)
     return inp
 
@@ -88,7 +93,7 @@ def _decoded(reader, reading: str):
     """World states and readings straight to core measurements ((t, reading) for the
     latter), each as (value or None, why not); the rest as rclpy messages; images are
     never decoded."""
-    wanted = {WORLD, reading, POLICY_RECEIPTS, CHUNKS, "/referee/events"}
+    wanted = {WORLD, reading, POLICY_RECEIPTS, CHUNKS, EVENTS}
     worlds, readings = WorldStateDecoder(), BalanceReadingDecoder()
     direct = {"labference/msg/WorldState": functools.partial(decoded_or_reason, worlds),
               "labference/msg/BalanceReading": functools.partial(decoded_or_reason, readings)}

@@ -64,7 +64,11 @@ DURABLE_TOPICS = ("/balance/wrench", "/balance/reading", "/evaluator/world_state
 
 
 def wanted(topic: str) -> bool:
-    return topic in RECORDED_TOPICS or any(fnmatch.fnmatchcase(topic, p) for p in RECORDED_PATTERNS)
+    return topic in RECORDED_TOPICS or matches_any(topic, RECORDED_PATTERNS)
+
+
+def matches_any(topic: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(topic, p) for p in patterns)
 
 
 def msg_dirs() -> list[pathlib.Path]:

@@ -175,10 +175,17 @@ def late_world(out_dir: str) -> None:
         msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), round((t - int(t)) * 1e9)
         publisher.publish(msg)
 
+    # The recorder must have the state at 0.5 s before the finish: a topic it has seen
+    # nothing of is not waited for.
+    deadline = time.monotonic() + 60
+    while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
     publish_at(0.5)
+    time.sleep(1.0)  # delivery after the match
     client = node.create_client(FinishEpisode, "/recorder/finish_episode")
     if not client.wait_for_service(timeout_sec=60):
         print("FINISHED no_service", flush=True)
+        rclpy.shutdown()
         return
     finished = client.call_async(FinishEpisode.Request(episode_id="ep_late", reason="completed", sim_time=1.0))
     until = time.monotonic() + 1.5  # inside the recorder's finish_timeout_s (5 s)
@@ -186,6 +193,7 @@ def late_world(out_dir: str) -> None:
         rclpy.spin_once(node, timeout_sec=0.05)
     if finished.done():
         print("FINISHED early", flush=True)
+        rclpy.shutdown()
         return
     publish_at(1.0)
     rclpy.spin_until_future_complete(node, finished, timeout_sec=60)

@@ -135,6 +135,16 @@ def test_reading_the_audit_topics_decompresses_no_image_chunk_and_no_robot_chunk
     assert all(chunk_topics[offset] == {"/balance/reading"} for offset in read_at)  # no frame, no wrench
 
 
+def test_every_topic_the_audit_reads_chunks_with_the_evaluation_alone():
+    from labference_ros.recording.bag_writer import chunk_group
+    from labference_ros.recording.replay import AUDITED_TOPICS
+
+    assert {chunk_group(t) for t in AUDITED_TOPICS} == {"evaluator"}
+    robot = ("/clock", "/joint_states", "/balance/wrench", "/panda_arm_controller/joint_trajectory", "/tf")
+    assert {chunk_group(t) for t in robot} == {"default"}
+    assert chunk_group("/cameras/front/image_raw") == "camera:front"
+
+
 def _flip_byte_in_chunk(src: pathlib.Path, dst: pathlib.Path, nth_chunk: int) -> int:
     from mcap.reader import make_reader
 

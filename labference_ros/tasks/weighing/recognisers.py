@@ -28,7 +28,7 @@ def support_classes(m: WorldMeasurement) -> dict[str, str]:
     Touching the pan together with the table or the balance body (a weight
     leaning on the rim) is ambiguous: a shallow placement never counts as pan support.
     """
-    return _supports(tuple((name, o.contacts) for name, o in m.objects.items()), m.pan_contacts)
+    return dict(_contact_facts(tuple(m.objects), tuple(map(_contacts_of, m.objects.values())), m.pan_contacts)[0])
 
 
 def _supports(contacts: tuple[tuple[str, tuple[str, ...]], ...], pan_contacts: tuple[str, ...]) -> dict[str, str]:
