@@ -17,14 +17,11 @@ from labference_ros.core.input_merge import InputMerger, cutoff, feed, finish as
 from labference_ros.msgconv import delivery_from_receipt
 from labference_ros.tasks.base import TaskFamily
 
-WORLD, READING, POLICY_RECEIPTS, CHUNKS = ("/evaluator/world_state", "/balance/reading", "/policy/receipts",
-                                           "/policy/action_chunks")
+WORLD, READING, POLICY_RECEIPTS, CHUNKS, EVENTS = ("/evaluator/world_state", "/balance/reading",
+                                                   "/policy/receipts", "/policy/action_chunks", "/referee/events")
 # On a real cell the referee reads the world estimator's checked reading instead
 # (graphs/weighing_real.py remaps it): a bag that has it is re-scored from it.
 CHECKED_READING = "/evaluator/balance_reading"
-
-
-EVENTS = "/referee/events"
 # Every topic the audit reads (bag_writer.chunk_group keeps them in chunks of their own).
 AUDITED_TOPICS = (WORLD, READING, CHECKED_READING, POLICY_RECEIPTS, CHUNKS, EVENTS)
 
