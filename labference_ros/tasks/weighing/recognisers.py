@@ -88,10 +88,6 @@ def touches_location(m: WorldMeasurement, name: str, location: str) -> bool:
     return False
 
 
-def robot_touching(o: ObjectMeasurement) -> bool:
-    return not ROBOT_PARTS.isdisjoint(o.contacts)
-
-
 @dataclass(frozen=True)
 class MeasurementView:
     """Derived facts of one measurement, shared by all trackers and predicates."""
@@ -125,7 +121,7 @@ def _contact_facts(names: tuple[str, ...], contacts: tuple[tuple[str, ...], ...]
     touched, bilateral = [], []
     pairs = tuple(zip(names, contacts))
     for name, cs in pairs:
-        if not ROBOT_PARTS.isdisjoint(cs):  # robot_touching; a bilateral grasp touches too
+        if not ROBOT_PARTS.isdisjoint(cs):  # a robot part touches it; a bilateral grasp touches too
             touched.append(name)
             if LEFT_FINGER in cs and RIGHT_FINGER in cs:
                 bilateral.append(name)
