@@ -109,6 +109,15 @@ def _finish_episode(rclpy, node, episode_id: str) -> None:
     print(f"FINISHED {finished.success if finished else 'timeout'}", flush=True)
 
 
+def _await_delivery(publisher) -> None:
+    """Until the recorder's reader has matched the (transient local) writer, then 1 s
+    for what was written to reach it."""
+    deadline = time.monotonic() + 60
+    while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+
+
 def first_world(out_dir: str) -> None:
     from labference.msg import WorldState
 
@@ -126,10 +135,7 @@ def first_world(out_dir: str) -> None:
     publisher.publish(WorldState())
     # The recorder's reader matches this writer some time later (seconds under load);
     # only then can the sample reach it, from the writer's history.
-    deadline = time.monotonic() + 60
-    while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # delivery after the match
+    _await_delivery(publisher)
     _finish_episode(rclpy, node, "ep_first")
     publisher_node.destroy_node()
     rclpy.shutdown(context=publisher_context)
@@ -177,11 +183,8 @@ def late_world(out_dir: str) -> None:
 
     # The recorder must have the state at 0.5 s before the finish: a topic it has seen
     # nothing of is not waited for.
-    deadline = time.monotonic() + 60
-    while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
     publish_at(0.5)
-    time.sleep(1.0)  # delivery after the match
+    _await_delivery(publisher)
     client = node.create_client(FinishEpisode, "/recorder/finish_episode")
     if not client.wait_for_service(timeout_sec=60):
         print("FINISHED no_service", flush=True)
