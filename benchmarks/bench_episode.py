@@ -15,6 +15,7 @@ launch from the end of the episode before (the first: from the launch on). Ratio
 graph's episode ends on the referee's dwell, a little before the raw one).
 
     .venv/bin/python benchmarks/bench_episode.py
+    .venv/bin/python benchmarks/bench_episode.py --episodes 4 --rounds 5   # median and range
 """
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ import tempfile
 import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+# Issue 19's targets for a campaign worker's episodes, graph / raw per sim second.
+WALL_TARGET = 1.3
+CPU_TARGET = 1.5
 
 from raw_schedule import RawSchedule  # noqa: E402
 
@@ -151,9 +156,36 @@ def main() -> None:
     ap.add_argument("--raw-repeats", type=int, default=2)
     ap.add_argument("--record", action="store_true",
                     help="Record the graph's episodes (bags and videos, as record:=true does).")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="Repeat the whole measurement (raw, graph, raw) this many times and print the "
+                         "median and range of the per-round ratios: this machine's speed drifts by 10-30 %% "
+                         "between minutes, so one round decides little near a target.")
     a = ap.parse_args()
+    if a.rounds < 1 or a.episodes < 1 or a.raw_repeats < 1:
+        ap.error("--rounds, --episodes and --raw-repeats must be at least 1")
+    if a.rounds > 1 and a.episodes < 2:
+        ap.error("--rounds > 1 compares the episodes after the first: give --episodes 2 or more")
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
     size = (a.height, a.width)
+    later = []
+    for k in range(1, a.rounds + 1):
+        if a.rounds > 1:
+            print(f"round {k} of {a.rounds}", flush=True)
+        ratio = one_round(instance, size, a)
+        if ratio is not None:
+            later.append(ratio)
+    if a.rounds > 1:
+        walls, cpus = zip(*later)
+        print(f"over {a.rounds} rounds, episodes 2-{a.episodes}: wall median {statistics.median(walls):.2f} "
+              f"({min(walls):.2f}-{max(walls):.2f}), CPU median {statistics.median(cpus):.2f} "
+              f"({min(cpus):.2f}-{max(cpus):.2f}); wall at most {WALL_TARGET} in "
+              f"{sum(w <= WALL_TARGET for w in walls)} of {a.rounds}, CPU at most {CPU_TARGET} in "
+              f"{sum(c <= CPU_TARGET for c in cpus)} of {a.rounds}")
+
+
+def one_round(instance, size, a) -> tuple[float, float] | None:
+    """Raw episodes before and after the graph's; prints this round and returns the median
+    (wall, CPU) ratio of the graph's episodes after the first (None with one episode)."""
     # Raw runs before and after the graph: this machine's speed drifts between minutes.
     before = (a.raw_repeats + 1) // 2
     raws = [raw_episode(instance, a.camera_rate, size) for _ in range(before)]
@@ -171,16 +203,18 @@ def main() -> None:
 
     first = ratios(*graph[0])
     print(f"ratio graph/raw per sim second, first episode (start-up included): wall {first[0]:.2f}, CPU {first[1]:.2f}")
+    result = None
     if len(graph) > 1:
         later = [ratios(*e) for e in graph[1:]]
-        wall_r, cpu_r = (statistics.median(x) for x in zip(*later))
+        result = tuple(statistics.median(x) for x in zip(*later))
         print(f"ratio graph/raw per sim second, episodes 2-{len(graph)} (a campaign worker's every further episode), "
-              f"median: wall {wall_r:.2f}, CPU {cpu_r:.2f}")
+              f"median: wall {result[0]:.2f}, CPU {result[1]:.2f}")
     print("CPU seconds per node over the whole launch: " +
           ", ".join(f"{k} {v:.1f}" for k, v in sorted(per_node.items(), key=lambda kv: -kv[1])))
     if per_episode:
         print("CPU seconds per node per episode, episodes 2 on (median): " +
-              ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_episode.items(), key=lambda kv: -kv[1])))
+              ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_episode.items(), key=lambda kv: -kv[1])), flush=True)
+    return result
 
 
 if __name__ == "__main__":
