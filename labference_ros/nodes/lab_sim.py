@@ -1,7 +1,13 @@
 """lab_sim: the step owner. Publishes clock, joints, cameras, the load-cell wrench
 (where the task's scene has a balance) and evaluator world state; applies
 JointTrajectory (JTC replace semantics) and gripper commands; serves reset,
-checkpoints and sync-mode advance. The task family (`task`) builds the scene."""
+checkpoints and sync-mode advance. The task family (`task`) builds the scene.
+
+Sync mode lets a caller keep one control interval ahead: an advance asked while
+another runs waits for it (a third is refused), and a command stamped later than
+the current sim time waits until sim time reaches its stamp, so it acts at its
+boundary exactly as if it had arrived there (the policy bridge sends the next
+row while this one runs)."""
 from __future__ import annotations
 
 import dataclasses
@@ -56,6 +62,8 @@ READING_POLL_S = 0.001
 # An advance whose control boundary's commands have not come within this is refused
 # (parameter command_wait_s).
 COMMAND_WAIT_S = 10.0
+# A command stamped within this of the current sim time is for now (rounding of stamps).
+STAMP_EPS_S = 1e-9
 
 
 class LabSim(Node):
@@ -108,6 +116,13 @@ class LabSim(Node):
         self.readings: dict[int, tuple[float, bool]] = {}
         self.display_waits = True  # False after a wait timed out in this timeline
         self.advancing = False
+        # Sync mode: the newest arm and gripper command stamped after the current sim time,
+        # applied when sim time reaches its stamp (a newer command of either kind replaces it).
+        self.ahead_arm: JointTrajectory | None = None
+        self.ahead_gripper: GripperCommand | None = None
+        # Ends when the advance being served does; an advance asked meanwhile waits on it.
+        self.advance_done: Future | None = None
+        self.advance_waiting = False
 
         qos = QoSProfile(depth=10)
         img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
@@ -160,23 +175,55 @@ class LabSim(Node):
     def on_trajectory(self, msg: JointTrajectory):
         if not self.loaded:
             return
-        reason = self.follower.replace(msg, self.backend.sim_time, self._arm_targets())
-        if reason:
-            self.get_logger().warning(f"rejected arm trajectory: {reason}; holding")
-            self.follower.clear()
-            self.backend.hold_arm()
-        self.last_arm_stamp = stamp_to_s(msg.header.stamp)
+        stamp = stamp_to_s(msg.header.stamp)
+        self.ahead_arm = None
+        if self._is_ahead(stamp):
+            self.ahead_arm = msg
+        else:
+            self._apply_trajectory(msg)
+        # The newest boundary commanded: a later command may replace one held for it (a
+        # stop), and the advance that waits for that boundary's command goes on all the same.
+        self.last_arm_stamp = max(self.last_arm_stamp, stamp)
         self._wake_waiter()
 
     def on_gripper(self, msg: GripperCommand):
         if not self.loaded:
             return
+        stamp = stamp_to_s(msg.header.stamp)
+        self.ahead_gripper = None
+        if self._is_ahead(stamp):
+            self.ahead_gripper = msg
+        else:
+            self._apply_gripper(msg)
+        self.last_gripper_stamp = max(self.last_gripper_stamp, stamp)
+        self._wake_waiter()
+
+    def _is_ahead(self, stamp: float) -> bool:
+        """A sync-mode command for a boundary sim time has not reached yet."""
+        return self.step_mode == "sync" and stamp > self.backend.sim_time + STAMP_EPS_S
+
+    def _apply_trajectory(self, msg: JointTrajectory) -> None:
+        reason = self.follower.replace(msg, self.backend.sim_time, self._arm_targets())
+        if reason:
+            self.get_logger().warning(f"rejected arm trajectory: {reason}; holding")
+            self.follower.clear()
+            self.backend.hold_arm()
+
+    def _apply_gripper(self, msg: GripperCommand) -> None:
         check = self.backend.set_gripper(msg.width, msg.speed, msg.force, msg.epsilon_inner,
                                          msg.epsilon_outer, msg.grasp)
         if not check.ok:
             self.get_logger().warning(f"rejected gripper command: {check.reason}")
-        self.last_gripper_stamp = stamp_to_s(msg.header.stamp)
-        self._wake_waiter()
+
+    def _apply_commands_due(self) -> None:
+        """The commands held for a boundary, once sim time has reached it."""
+        now = self.backend.sim_time + STAMP_EPS_S
+        if self.ahead_arm is not None and stamp_to_s(self.ahead_arm.header.stamp) <= now:
+            msg, self.ahead_arm = self.ahead_arm, None
+            self._apply_trajectory(msg)
+        if self.ahead_gripper is not None and stamp_to_s(self.ahead_gripper.header.stamp) <= now:
+            msg, self.ahead_gripper = self.ahead_gripper, None
+            self._apply_gripper(msg)
 
     def _wake_waiter(self):
         if self.command_waiter and self.command_waiter[1]() and not self.command_waiter[0].done():
@@ -207,8 +254,11 @@ class LabSim(Node):
 
     def _new_timeline(self):
         """At a reset or restore: sim time starts again, the readings owed with it; an
-        advance still waiting for a reading or for commands of the old timeline gives up."""
+        advance still waiting for a reading or for commands of the old timeline gives up,
+        and commands held for a boundary of the old timeline are dropped."""
         self.timeline += 1
+        self.ahead_arm = self.ahead_gripper = None
+        self.last_arm_stamp = self.last_gripper_stamp = -1.0
         self.timeline_start_ns = _ns(self.backend.sim_time)
         self.wrench_stamps.clear()
         self.wrench_sent_ns.clear()
@@ -309,10 +359,13 @@ class LabSim(Node):
         """Physics over duration_s with the measurements due on the way; yields the sim
         time of each camera frame due, which the caller renders (after the display)."""
         dt = self.backend.timestep
+        self._apply_commands_due()
         frame = self.publish_due()  # the state at the boundary itself (t = 0 after a reset)
         if frame is not None:
             yield frame
         for _ in range(int(round(duration_s / dt))):
+            if self.ahead_arm is not None or self.ahead_gripper is not None:
+                self._apply_commands_due()
             target = self.follower.target_at(self.backend.sim_time)
             if target is not None:
                 # The follower's targets come in panda_joint1..7 order, as floats.
@@ -429,7 +482,6 @@ class LabSim(Node):
         self.follower.clear()
         self._new_timeline()
         self.next_measure = self.next_camera = 0.0
-        self.last_arm_stamp = self.last_gripper_stamp = -1.0
         if self.step_mode == "realtime":
             self._wall_anchor = None
         # Tare first; measurements start with the first advance, after the tare is out.
@@ -442,9 +494,32 @@ class LabSim(Node):
         return response
 
     async def on_advance(self, request, response):
+        """One advance at a time: one asked while another runs waits for it to end (the
+        caller's next interval, sent ahead); a third is refused."""
+        running = self.advance_done is not None and not self.advance_done.done()
+        if running and self.loaded and self.step_mode == "sync" and not self.advance_waiting:
+            timeline = self.timeline
+            self.advance_waiting = True
+            try:
+                await self.advance_done
+            finally:
+                self.advance_waiting = False
+            if self.timeline != timeline:
+                response.success, response.message = False, RESET_DURING_ADVANCE
+                return response
+            running = self.advance_done is not None and not self.advance_done.done()
+        if running:
+            response.success, response.message = False, ADVANCE_RUNNING
+            return response
+        self.advance_done = Future()
+        try:
+            return await self._serve_advance(request, response)
+        finally:
+            self.advance_done.set_result(True)
+
+    async def _serve_advance(self, request, response):
         refused = ("no scene loaded" if not self.loaded
-                   else "advance is only served in sync mode" if self.step_mode != "sync"
-                   else ADVANCE_RUNNING if self.advancing or self.command_waiter else "")
+                   else "advance is only served in sync mode" if self.step_mode != "sync" else "")
         if refused:
             response.success, response.message = False, refused
             return response

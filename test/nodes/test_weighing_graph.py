@@ -36,12 +36,15 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     """The boundary's command may reach lab_sim after the advance request; the
     advance must wait for it (command subscriptions keep running) and succeed. A
     command that never comes refuses the advance after command_wait_s, a command
-    sent before the request is taken at once, a second advance is refused while one
-    waits, and a reset ends a wait for commands (test/peers/advance_barrier.py)."""
+    sent before the request is taken at once, a second advance waits while one runs
+    and a third is refused, and a reset ends the waits (test/peers/advance_barrier.py).
+    A command stamped at the next boundary and its advance, sent while an interval
+    runs, give the physics they give when sent after it."""
     probe = Proc([sys.executable, str(REPO / "test" / "peers" / "advance_barrier.py")], env=graph)
-    results = probe.wait_for("RESULT", timeout=120, count=5)
+    results = probe.wait_for("RESULT", timeout=120, count=6)
+    ahead = probe.wait_for("AHEAD", timeout=120)
     probe.stop()
-    assert len(results) == 5, probe.seen[-20:]
+    assert len(results) == 6, probe.seen[-20:]
     answers = [line.split(" ", 3)[1:] for line in results]
     assert answers[0][0] == "True", results
     ok, waited, message = answers[1]
@@ -49,7 +52,11 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     assert COMMAND_WAIT_S <= float(waited) < COMMAND_WAIT_S + 5, results
     assert answers[2][0] == "True", results
     assert answers[3][0] == "False" and answers[3][2] == "another advance is running", results
-    assert answers[4][0] == "False" and answers[4][2] == "the scene was reset or restored during the advance", results
+    assert float(answers[3][1]) < 1.0, results  # refused at once, not queued
+    reset = "the scene was reset or restored during the advance"
+    assert answers[4][0] == "False" and answers[4][2] == reset, results  # the one that waited
+    assert answers[5][0] == "False" and answers[5][2] == reset, results
+    assert ahead == ["AHEAD True 0.200"], probe.seen[-20:]
 
 
 def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answers(tmp_path):

@@ -3,8 +3,13 @@
 1. the boundary's gripper command is sent 1 s after the request: the advance waits for it;
 2. its arm command never comes: refused once lab_sim's command_wait_s has passed;
 3. its gripper command was sent before the request: served;
-4. its arm command never comes; meanwhile a second advance is refused (one runs at a
-   time) and the scene is reset, which ends the wait."""
+4. its arm command never comes; meanwhile a second advance is asked (it waits for the
+   first), a third is refused (one waits at a time) and the scene is reset, which ends
+   the first's wait and the second's: printed third, second, first;
+5. "AHEAD <same> <sim time>": the same two arm commands and intervals, once each command
+   and advance sent after the previous answer and once all sent at once (the second
+   command, stamped at the first interval's end, reaches lab_sim while or before that
+   interval runs): the arm's joint state after them is the same to the bit."""
 from __future__ import annotations
 
 import sys
@@ -15,6 +20,10 @@ from peer_session import PeerSession
 
 def main() -> int:
     peer = PeerSession("advance_barrier")
+    from builtin_interfaces.msg import Duration
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
     from labference.msg import GripperCommand
     from labference.srv import Advance, ResetEpisode
 
@@ -23,6 +32,9 @@ def main() -> int:
 
     node = peer.node
     grip = node.create_publisher(GripperCommand, "/panda_gripper/command", 10)
+    arm = node.create_publisher(JointTrajectory, "/panda_arm_controller/joint_trajectory", 10)
+    joints: list = []
+    node.create_subscription(JointState, "/joint_states", joints.append, 100)
 
     advance = peer.client(Advance, "/lab_sim/advance")
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
@@ -56,11 +68,57 @@ def main() -> int:
     time.sleep(0.5)  # delivered before the request
     timed_advance(t, require_gripper_command=True)
 
-    def second_advance_then_reset():
+    def queue_then_reset():
+        req = Advance.Request(duration_s=0.1, require_arm_command=True)
+        s_to_stamp(t, req.command_stamp)
+        start = time.monotonic()
+        second = advance.call_async(req)
+        time.sleep(0.5)  # the second now waits for the first
         timed_advance(t, require_arm_command=True)
         peer.call(ResetEpisode, "/lab_sim/reset", reset)
+        res = peer.wait(second, 30)
+        print(f"RESULT {bool(res and res.success)} {time.monotonic() - start:.2f} "
+              f"{res.message if res else 'no reply'}", flush=True)
 
-    timed_advance(t, second_advance_then_reset, require_arm_command=True)
+    timed_advance(t, queue_then_reset, require_arm_command=True)
+
+    # 5. Commands sent one interval ahead act at their stamp.
+    names = [f"panda_joint{i}" for i in range(1, 8)]
+    home = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+    targets = [[q + 0.05 for q in home], [q + 0.15 for q in home]]
+
+    def command(k: int) -> None:
+        msg = JointTrajectory(joint_names=names)
+        s_to_stamp(0.1 * k, msg.header.stamp)
+        msg.points.append(JointTrajectoryPoint(positions=targets[k], time_from_start=Duration(nanosec=100_000_000)))
+        arm.publish(msg)
+
+    def interval(k: int):
+        req = Advance.Request(duration_s=0.1, require_arm_command=True)
+        s_to_stamp(0.1 * k, req.command_stamp)
+        return advance.call_async(req)
+
+    def final_joints(all_at_once: bool):
+        assert peer.call(ResetEpisode, "/lab_sim/reset", reset).success
+        if all_at_once:
+            command(0)
+            first = interval(0)
+            command(1)
+            second = interval(1)
+            answers = [peer.wait(first, 30), peer.wait(second, 30)]
+        else:
+            answers = []
+            for k in (0, 1):
+                command(k)
+                answers.append(peer.wait(interval(k), 30))
+        assert all(a is not None and a.success for a in answers), answers
+        time.sleep(0.5)  # the last joint state arrives
+        last = joints[-1]
+        return answers[-1].sim_time, tuple(last.position), last.header.stamp
+
+    step_by_step = final_joints(False)
+    ahead = final_joints(True)
+    print(f"AHEAD {step_by_step[1] == ahead[1] and step_by_step[2] == ahead[2]} {ahead[0]:.3f}", flush=True)
     peer.close()
     return 0
 
