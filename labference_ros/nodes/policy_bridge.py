@@ -5,7 +5,10 @@ JointTrajectory + GripperCommand messages, one control interval each.
 
 Sync mode owns no physics but asks lab_sim to advance exactly one control
 interval per row (/lab_sim/advance, command-stamped), so physics moves only
-over commanded intervals and pauses during inference. The loop is a state
+over commanded intervals and pauses during inference. While a row's interval
+runs, the next row and its advance are already sent (lab_sim holds a command
+until sim time reaches its stamp and an advance until the one before ends), so
+no round trip sits between two rows. The loop is a state
 machine on a timer; inference runs in a worker thread and every service call
 is call_async, so the single-threaded executor never blocks.
 The episode's protocol (evidence versions, stop rules, observation numbering
@@ -283,11 +286,14 @@ class PolicyBridge(Node):
         loop = ep["loop"]
         if request.pause and not ep.get("paused"):
             ep["paused"] = True
-            in_flight = loop.setpoint  # the row being executed now, if an interval is running
+            # The rows of the intervals asked for and not answered yet (the one running, and
+            # the next one sent ahead): they run, then the arm decelerates from the last.
+            ahead = ep.get("ahead")
+            in_flight = list(ep.get("in_flight", [])) + ([ahead["row"]] if ahead else [])
             stop = loop.pause(ep["t"], request.reason)
             if stop is not None:  # replaces the trajectory: the arm decelerates to rest
                 if ep["state"] == "advancing":
-                    stop = np.vstack([in_flight[None, :], stop])
+                    stop = np.vstack([*(row[None, :] for row in in_flight if row is not None), stop])
                 self._send_rows(ep, stop, self.spec.hold_interval_s)
         elif not request.pause and ep.get("paused"):
             ep["paused"] = False
@@ -387,13 +393,19 @@ class PolicyBridge(Node):
         # after that, a lab_sim that leaves shows as an advance without a reply.
         if not ep.get("advance_answered") and not self.advance.service_is_ready():
             return  # lab_sim not up yet: try again next tick
-        req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
-                              require_gripper_command=gripper)
-        s_to_stamp(ep["t"], req.command_stamp)
+        req = self._advance_request(ep["t"], duration, arm, gripper)
         ep["state"], ep["then"], ep["advance_request"] = "advancing", then, req
+        ep["in_flight"] = [ep["loop"].setpoint]
         ep["advance_sent"] = time.monotonic()
         ep["advance_futures"] = []
         self._send_advance(ep)
+
+    @staticmethod
+    def _advance_request(t: float, duration: float, arm: bool, gripper: bool) -> Advance.Request:
+        req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
+                              require_gripper_command=gripper)
+        s_to_stamp(t, req.command_stamp)
+        return req
 
     def _send_advance(self, ep):
         future = self.advance.call_async(ep["advance_request"])
@@ -417,6 +429,8 @@ class PolicyBridge(Node):
         first counts, and a refusal because an earlier one still runs is no answer."""
         is_prime = ep["advance_request"].duration_s == 0.0
         answers = [f.result() for f in ep["advance_futures"] if f.done()]
+        if not answers and "ahead" not in ep:
+            self._send_ahead(ep)
         if is_prime:
             answers = [a for a in answers if a is None or a.message != ADVANCE_RUNNING]
         if not answers:
@@ -437,6 +451,40 @@ class PolicyBridge(Node):
             raise EvaluationValidityError(f"lab_sim advance failed: {getattr(res, 'message', 'no reply')}")
         ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()
         ep["advance_answered"] = True
+        ahead = ep.pop("ahead", None)
+        if ahead is not None:  # the next row's interval, asked while this one ran
+            ep["state"], ep["then"] = "advancing", "execute"
+            ep["advance_request"], ep["advance_futures"] = ahead["request"], ahead["futures"]
+            ep["advance_sent"] = ep["advance_last_sent"] = ahead["sent"]
+            ep["in_flight"] = [ahead["row"]]
+            self._tick_again = True  # and the row after it goes out now
+
+    def _send_ahead(self, ep) -> None:
+        """While a row's interval runs, send the next row and ask for its interval, stamped
+        at the boundary where this one ends. Only between two rows of a chunk: not after a
+        prime, a pause or the last row (the observation after it waits for the answer)."""
+        ep["ahead"] = None  # asked once per interval
+        if self.v["step_mode"] != "sync" or ep["then"] != "execute" or ep.get("paused"):
+            return
+        dt = self.spec.hold_interval_s
+        if abs(ep["advance_request"].duration_s - dt) > EPS:
+            return
+        loop = ep["loop"]
+        t_next = ep["t"] + dt
+        command = loop.next_command(t_next)
+        if command is None:
+            return
+        arm = grip = False
+        if command.row is not None:
+            self._send_rows(ep, [command.row], dt, t=t_next)
+            arm = True
+            if command.gripper is not None:
+                self._send_gripper(ep, command.gripper, t=t_next)
+                grip = True
+        request = self._advance_request(t_next, dt, arm, grip)
+        future = self.advance.call_async(request)
+        future.add_done_callback(lambda _reply: self.tick())
+        ep["ahead"] = {"request": request, "futures": [future], "sent": time.monotonic(), "row": loop.setpoint}
 
     def _stamp(self, key) -> float | None:
         source = self.sampled.get(key)
@@ -655,21 +703,22 @@ class PolicyBridge(Node):
     def _send_row(self, ep, row, dt):
         self._send_rows(ep, [row], dt)
 
-    def _send_rows(self, ep, rows, dt):
-        """Arm targets one interval apart from now (JTC replace semantics)."""
+    def _send_rows(self, ep, rows, dt, t: float | None = None):
+        """Arm targets one interval apart from the boundary t (default: now; JTC replace
+        semantics)."""
         traj = JointTrajectory(joint_names=list(self.spec.dimension_names[:7]))
-        s_to_stamp(ep["t"], traj.header.stamp)
+        s_to_stamp(ep["t"] if t is None else t, traj.header.stamp)
         for k, row in enumerate(rows, start=1):
             ns = int(round(k * dt * 1e9))
             traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in row[:7]],
                                                     time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
         self.pub_traj.publish(traj)
 
-    def _send_gripper(self, ep, value):
+    def _send_gripper(self, ep, value, t: float | None = None):
         c = self.spec.gripper.command(value)
         msg = GripperCommand(grasp=c["grasp"], width=c["width"], speed=c["speed"], force=c["force"],
                              epsilon_inner=c["epsilon_inner"], epsilon_outer=c["epsilon_outer"])
-        s_to_stamp(ep["t"], msg.header.stamp)
+        s_to_stamp(ep["t"] if t is None else t, msg.header.stamp)
         self.pub_grip.publish(msg)
 
     def close(self):
