@@ -4,10 +4,13 @@ JointTrajectory (JTC replace semantics) and gripper commands; serves reset,
 checkpoints and sync-mode advance. The task family (`task`) builds the scene.
 
 Sync mode lets a caller keep one control interval ahead: an advance asked while
-another runs waits for it (a third is refused), and a command stamped later than
-the current sim time waits until sim time reaches its stamp, so it acts at its
-boundary exactly as if it had arrived there (the policy bridge sends the next
-row while this one runs)."""
+another runs waits for it (a third is refused; with LABFERENCE_EXECUTOR=single the
+advance service's callback group keeps it in the middleware until the first ends),
+and a command stamped later than the current sim time waits until sim time reaches
+its stamp, so it acts at its boundary exactly as if it had arrived there (the
+policy bridge sends the next row while this one runs). An advance whose
+command_stamp is ahead of sim time when its turn comes (asked before a reset, or
+after an advance that failed) is refused."""
 from __future__ import annotations
 
 import dataclasses
@@ -64,6 +67,9 @@ READING_POLL_S = 0.001
 COMMAND_WAIT_S = 10.0
 # A command stamped within this of the current sim time is for now (rounding of stamps).
 STAMP_EPS_S = 1e-9
+STAMP_TOLERANCE_NS = 1
+# Boundaries whose commands lab_sim remembers, per kind (the bridge is at most one ahead).
+COMMANDS_KEPT = 64
 
 
 class LabSim(Node):
@@ -98,7 +104,10 @@ class LabSim(Node):
         self.follower = TrajectoryFollower()
         self.loaded = False
         self.next_measure = self.next_camera = 0.0
-        self.last_arm_stamp = self.last_gripper_stamp = -1.0
+        # The boundaries (stamps, ns) whose arm and gripper commands arrived in this timeline:
+        # an advance that names its boundary waits until that boundary's commands are here.
+        self.arm_stamps: deque[int] = deque(maxlen=COMMANDS_KEPT)
+        self.gripper_stamps: deque[int] = deque(maxlen=COMMANDS_KEPT)
         self.checkpoints: dict[str, bytes] = {}
         # (rclpy Future, predicate) while an advance waits for commands; the future's result
         # is why the wait ended: "arrived", "timeout" or "reset".
@@ -175,32 +184,32 @@ class LabSim(Node):
     def on_trajectory(self, msg: JointTrajectory):
         if not self.loaded:
             return
-        stamp = stamp_to_s(msg.header.stamp)
+        self._apply_commands_due()  # one held for a boundary reached is applied, never replaced
         self.ahead_arm = None
-        if self._is_ahead(stamp):
+        if self._is_ahead(msg.header.stamp):
             self.ahead_arm = msg
         else:
             self._apply_trajectory(msg)
-        # The newest boundary commanded: a later command may replace one held for it (a
-        # stop), and the advance that waits for that boundary's command goes on all the same.
-        self.last_arm_stamp = max(self.last_arm_stamp, stamp)
+        # A later command may replace one held for its boundary (a stop): the advance that
+        # waits for that boundary's command goes on all the same.
+        self.arm_stamps.append(_stamp_ns(msg.header.stamp))
         self._wake_waiter()
 
     def on_gripper(self, msg: GripperCommand):
         if not self.loaded:
             return
-        stamp = stamp_to_s(msg.header.stamp)
+        self._apply_commands_due()
         self.ahead_gripper = None
-        if self._is_ahead(stamp):
+        if self._is_ahead(msg.header.stamp):
             self.ahead_gripper = msg
         else:
             self._apply_gripper(msg)
-        self.last_gripper_stamp = max(self.last_gripper_stamp, stamp)
+        self.gripper_stamps.append(_stamp_ns(msg.header.stamp))
         self._wake_waiter()
 
-    def _is_ahead(self, stamp: float) -> bool:
-        """A sync-mode command for a boundary sim time has not reached yet."""
-        return self.step_mode == "sync" and stamp > self.backend.sim_time + STAMP_EPS_S
+    def _is_ahead(self, stamp) -> bool:
+        """A sync-mode stamp (builtin_interfaces/Time) of a boundary sim time has not reached yet."""
+        return self.step_mode == "sync" and stamp_to_s(stamp) > self.backend.sim_time + STAMP_EPS_S
 
     def _apply_trajectory(self, msg: JointTrajectory) -> None:
         reason = self.follower.replace(msg, self.backend.sim_time, self._arm_targets())
@@ -258,7 +267,8 @@ class LabSim(Node):
         and commands held for a boundary of the old timeline are dropped."""
         self.timeline += 1
         self.ahead_arm = self.ahead_gripper = None
-        self.last_arm_stamp = self.last_gripper_stamp = -1.0
+        self.arm_stamps.clear()
+        self.gripper_stamps.clear()
         self.timeline_start_ns = _ns(self.backend.sim_time)
         self.wrench_stamps.clear()
         self.wrench_sent_ns.clear()
@@ -375,6 +385,7 @@ class LabSim(Node):
             frame = self.publish_due()
             if frame is not None:
                 yield frame
+        self._apply_commands_due()  # the next boundary's, held while this interval ran
 
     def publish_due(self) -> float | None:
         """Publish the measurement due now; the sim time when a camera frame is due too."""
@@ -523,11 +534,18 @@ class LabSim(Node):
         if refused:
             response.success, response.message = False, refused
             return response
-        want = stamp_to_s(request.command_stamp)
+        if self._is_ahead(request.command_stamp):
+            # Stale (asked before a reset or restore, or after an advance before it failed): an
+            # advance starts at the boundary it names.
+            response.success = False
+            response.message = (f"command_stamp {stamp_to_s(request.command_stamp):.3f} s is ahead of "
+                                f"sim time {self.backend.sim_time:.3f} s")
+            return response
+        want = _stamp_ns(request.command_stamp)
 
         def arrived():
-            return not ((request.require_arm_command and self.last_arm_stamp < want - 1e-9)
-                        or (request.require_gripper_command and self.last_gripper_stamp < want - 1e-9))
+            return not ((request.require_arm_command and not _has_stamp(self.arm_stamps, want))
+                        or (request.require_gripper_command and not _has_stamp(self.gripper_stamps, want)))
 
         # Commands of this control boundary must be applied before physics moves,
         # whatever order DDS delivered the topic and the service request in.
@@ -557,9 +575,11 @@ class LabSim(Node):
         return response
 
     def on_save(self, request, response):
-        if not self.loaded or self.advancing:
+        held = self.ahead_arm is not None or self.ahead_gripper is not None
+        if not self.loaded or self.advancing or held:
             response.success = False
-            response.message = "no scene loaded" if not self.loaded else "an advance is running"
+            response.message = ("no scene loaded" if not self.loaded else "an advance is running" if self.advancing
+                                else "a command for a later boundary is held")
             return response
         blob = pack_checkpoint(self.backend.save_state(), self.follower)
         cid = request.label or uuid.uuid4().hex[:12]
@@ -597,6 +617,15 @@ class LabSim(Node):
     def destroy_node(self):
         destroy_reader(self, "input_reader")
         return super().destroy_node()
+
+
+def _stamp_ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def _has_stamp(stamps, want_ns: int) -> bool:
+    """Whether a command stamped want_ns (within the rounding of sim-time sums) arrived."""
+    return any(abs(s - want_ns) <= STAMP_TOLERANCE_NS for s in stamps)
 
 
 def _ns(t: float) -> int:

@@ -323,6 +323,7 @@ class PolicyBridge(Node):
         ep["state"] = state
         self.inference_poll.cancel()
         self.input_poll.cancel()
+        self._drop_pending_advances(ep, ahead_too=True)  # an ended episode awaits no answer
         summary = self.system.end_episode(reason)
         if summary is not None:
             ep["system_summary"] = summary
@@ -413,8 +414,11 @@ class PolicyBridge(Node):
         ep["advance_futures"].append(future)
         ep["advance_last_sent"] = time.monotonic()
 
-    def _drop_pending_advances(self, ep):
-        for future in ep["advance_futures"]:
+    def _drop_pending_advances(self, ep, ahead_too: bool = False):
+        """Forget the current advance's requests not answered (a prime asked again), and
+        with ahead_too the one sent ahead."""
+        ahead = ep.pop("ahead", None) if ahead_too else None
+        for future in ep["advance_futures"] + (ahead["futures"] if ahead else []):
             if not future.done():
                 self.advance.remove_pending_request(future)
         ep["advance_futures"] = []

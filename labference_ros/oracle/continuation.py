@@ -364,7 +364,11 @@ def run_in_world(system, world, referee, *, session: str, deadline_t: float, sto
     through core.episode_loop.EpisodeLoop exactly as the policy bridge drives it
     in the graph (sync mode): observe -> deliver -> (Oracle handoff) -> act ->
     reports -> chunk check -> one row per hold interval, the referee fed a
-    measurement after each. Returns why it ended (the referee's finish reason).
+    measurement after each. Here the referee's evidence is heard after every
+    interval, before the next row is taken; in the graph it reaches the bridge
+    whenever the referee node has scored the measurements, and the row the bridge
+    sent ahead runs even when that evidence invalidates the chunk.
+    Returns why it ended (the referee's finish reason).
     ``observation_episode_id``: the episode id the system sees (default the
     referee's); matched branches pass one id so their requests stay identical.
     ``envelope``: the safety envelope check the bridge runs with safety:=franka."""

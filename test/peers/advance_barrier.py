@@ -9,7 +9,8 @@
 5. "AHEAD <same> <sim time>": the same two arm commands and intervals, once each command
    and advance sent after the previous answer and once all sent at once (the second
    command, stamped at the first interval's end, reaches lab_sim while or before that
-   interval runs): the arm's joint state after them is the same to the bit."""
+   interval runs): the arm's joint state after them is the same to the bit;
+6. "STALE <ok> <message>": an advance whose command_stamp is ahead of sim time."""
 from __future__ import annotations
 
 import sys
@@ -119,6 +120,11 @@ def main() -> int:
     step_by_step = final_joints(False)
     ahead = final_joints(True)
     print(f"AHEAD {step_by_step[1] == ahead[1] and step_by_step[2] == ahead[2]} {ahead[0]:.3f}", flush=True)
+    # 6. An advance naming a boundary sim time has not reached (asked before a reset) is refused.
+    stale = Advance.Request(duration_s=0.1)
+    s_to_stamp(ahead[0] + 0.1, stale.command_stamp)
+    res = peer.wait(advance.call_async(stale), 30)
+    print(f"STALE {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
     peer.close()
     return 0
 
