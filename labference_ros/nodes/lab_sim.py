@@ -182,30 +182,26 @@ class LabSim(Node):
 
     # commands ---------------------------------------------------------------
     def on_trajectory(self, msg: JointTrajectory):
-        if not self.loaded:
-            return
-        self._apply_commands_due()  # one held for a boundary reached is applied, never replaced
-        self.ahead_arm = None
-        if self._is_ahead(msg.header.stamp):
-            self.ahead_arm = msg
-        else:
-            self._apply_trajectory(msg)
-        # A later command may replace one held for its boundary (a stop): the advance that
-        # waits for that boundary's command goes on all the same.
-        self.arm_stamps.append(_stamp_ns(msg.header.stamp))
-        self._wake_waiter()
+        if self.loaded:
+            self.ahead_arm = self._take_command(msg, self.arm_stamps, self._apply_trajectory)
 
     def on_gripper(self, msg: GripperCommand):
-        if not self.loaded:
-            return
+        if self.loaded:
+            self.ahead_gripper = self._take_command(msg, self.gripper_stamps, self._apply_gripper)
+
+    def _take_command(self, msg, stamps: deque, apply):
+        """One arm or gripper command: applied now, or returned to be held until sim time
+        reaches its stamp; either way it replaces the one of its kind held before (JTC replace
+        semantics), but a held one whose boundary is reached is applied first. Its boundary
+        counts as commanded even when a later command replaces it (a stop replacing the row
+        sent ahead): the advance that waits for that boundary's command goes on."""
         self._apply_commands_due()
-        self.ahead_gripper = None
-        if self._is_ahead(msg.header.stamp):
-            self.ahead_gripper = msg
-        else:
-            self._apply_gripper(msg)
-        self.gripper_stamps.append(_stamp_ns(msg.header.stamp))
+        held = msg if self._is_ahead(msg.header.stamp) else None
+        if held is None:
+            apply(msg)
+        stamps.append(_stamp_ns(msg.header.stamp))
         self._wake_waiter()
+        return held
 
     def _is_ahead(self, stamp) -> bool:
         """A sync-mode stamp (builtin_interfaces/Time) of a boundary sim time has not reached yet."""
