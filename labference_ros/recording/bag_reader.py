@@ -37,7 +37,7 @@ def scan_mcap(path: pathlib.Path) -> str:
         while True:
             head = f.read(9)
             if len(head) < 9:
-                return (f"{path}: truncated at byte {offset} of {size}: incomplete record header "
+                return (f"{path}: truncated at byte {size}: incomplete record header at byte {offset} "
                         f"(no footer; the last complete record ends at byte {offset})")
             op, length = head[0], struct.unpack("<Q", head[1:])[0]
             if offset + 9 + length > size:

@@ -3,6 +3,7 @@ and clear errors for truncated or unclosed bags."""
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 
@@ -50,6 +51,20 @@ def test_truncated_mcap_names_file_and_offset_and_stays_readable(tmp_path):
     reader = EpisodeBagReader(bag)
     assert reader.truncated.startswith(f"{mcap}: truncated at byte") and "truncated but readable" in reader.truncated
     assert len(list(reader.messages(decoder="rosbags"))) == 50
+
+
+def test_a_bag_cut_inside_a_record_header_names_where_the_file_ends(tmp_path):
+    bag = write_bag(tmp_path / "bag")
+    mcap = next(bag.glob("*.mcap"))
+    data = mcap.read_bytes()
+    # The start of the third record (after the magic, the header and the first record).
+    offset = 8
+    for _ in range(2):
+        offset += 9 + struct.unpack_from("<Q", data, offset + 1)[0]
+    with open(mcap, "r+b") as f:
+        f.truncate(offset + 4)
+    assert scan_mcap(mcap) == (f"{mcap}: truncated at byte {offset + 4}: incomplete record header at byte {offset} "
+                               f"(no footer; the last complete record ends at byte {offset})")
 
 
 def test_unclosed_bag_is_reported(tmp_path):
