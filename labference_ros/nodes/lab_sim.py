@@ -365,7 +365,6 @@ class LabSim(Node):
         """Physics over duration_s with the measurements due on the way; yields the sim
         time of each camera frame due, which the caller renders (after the display)."""
         dt = self.backend.timestep
-        self._apply_commands_due()
         frame = self.publish_due()  # the state at the boundary itself (t = 0 after a reset)
         if frame is not None:
             yield frame

@@ -409,10 +409,13 @@ class PolicyBridge(Node):
         return req
 
     def _send_advance(self, ep):
-        future = self.advance.call_async(ep["advance_request"])
-        future.add_done_callback(lambda _reply: self.tick())
-        ep["advance_futures"].append(future)
+        ep["advance_futures"].append(self._call_advance(ep["advance_request"]))
         ep["advance_last_sent"] = time.monotonic()
+
+    def _call_advance(self, request: Advance.Request):
+        future = self.advance.call_async(request)
+        future.add_done_callback(lambda _reply: self.tick())
+        return future
 
     def _drop_pending_advances(self, ep, ahead_too: bool = False):
         """Forget the current advance's requests not answered (a prime asked again), and
@@ -478,17 +481,9 @@ class PolicyBridge(Node):
         command = loop.next_command(t_next)
         if command is None:
             return
-        arm = grip = False
-        if command.row is not None:
-            self._send_rows(ep, [command.row], dt, t=t_next)
-            arm = True
-            if command.gripper is not None:
-                self._send_gripper(ep, command.gripper, t=t_next)
-                grip = True
-        request = self._advance_request(t_next, dt, arm, grip)
-        future = self.advance.call_async(request)
-        future.add_done_callback(lambda _reply: self.tick())
-        ep["ahead"] = {"request": request, "futures": [future], "sent": time.monotonic(), "row": loop.setpoint}
+        request = self._advance_request(t_next, dt, *self._send_command(ep, command, t_next))
+        ep["ahead"] = {"request": request, "futures": [self._call_advance(request)], "sent": time.monotonic(),
+                       "row": loop.setpoint}
 
     def _stamp(self, key) -> float | None:
         source = self.sampled.get(key)
@@ -694,18 +689,19 @@ class PolicyBridge(Node):
         if command is None:
             ep["state"], ep["since"] = "observe", time.monotonic()
             return
-        dt = self.spec.hold_interval_s
-        arm = grip = False
-        if command.row is not None:
-            self._send_row(ep, command.row, dt)
-            arm = True
-            if command.gripper is not None:
-                self._send_gripper(ep, command.gripper)
-                grip = True
-        self._advance(ep, dt, arm=arm, gripper=grip, then="execute")
+        arm, grip = self._send_command(ep, command, ep["t"])
+        self._advance(ep, self.spec.hold_interval_s, arm=arm, gripper=grip, then="execute")
 
-    def _send_row(self, ep, row, dt):
-        self._send_rows(ep, [row], dt)
+    def _send_command(self, ep, command, t: float) -> tuple[bool, bool]:
+        """One row's commands for the interval from boundary t (a hold row sends none);
+        whether an arm and a gripper command went out."""
+        if command.row is None:
+            return False, False
+        self._send_rows(ep, [command.row], self.spec.hold_interval_s, t=t)
+        if command.gripper is None:
+            return True, False
+        self._send_gripper(ep, command.gripper, t=t)
+        return True, True
 
     def _send_rows(self, ep, rows, dt, t: float | None = None):
         """Arm targets one interval apart from the boundary t (default: now; JTC replace
