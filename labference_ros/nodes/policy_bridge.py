@@ -700,7 +700,7 @@ class PolicyBridge(Node):
         self._send_rows(ep, [command.row], self.spec.hold_interval_s, t=t)
         if command.gripper is None:
             return True, False
-        self._send_gripper(ep, command.gripper, t=t)
+        self._send_gripper(command.gripper, t)
         return True, True
 
     def _send_rows(self, ep, rows, dt, t: float | None = None):
@@ -714,11 +714,12 @@ class PolicyBridge(Node):
                                                     time_from_start=Duration(sec=ns // 10**9, nanosec=ns % 10**9)))
         self.pub_traj.publish(traj)
 
-    def _send_gripper(self, ep, value, t: float | None = None):
+    def _send_gripper(self, value, t: float):
+        """The gripper command of the interval from boundary t."""
         c = self.spec.gripper.command(value)
         msg = GripperCommand(grasp=c["grasp"], width=c["width"], speed=c["speed"], force=c["force"],
                              epsilon_inner=c["epsilon_inner"], epsilon_outer=c["epsilon_outer"])
-        s_to_stamp(ep["t"] if t is None else t, msg.header.stamp)
+        s_to_stamp(t, msg.header.stamp)
         self.pub_grip.publish(msg)
 
     def close(self):
