@@ -16,9 +16,10 @@ from labference_ros.reporting.episodes import load, resolve
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
 GIT = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
-# A ROS domain of this test run's own within what a campaign accepts (0..101 on Linux;
-# test/conftest.py picks one above that). A two-worker campaign uses it and the next.
-CAMPAIGN_DOMAIN = str(60 + os.getpid() % 40)
+# The pair of ROS domains test/conftest.py gives this test run (or this pytest-xdist
+# worker) alone: a two-worker campaign uses the first and the next. A domain picked any
+# other way can be another worker's, whose graph then holds it and the launch refuses.
+CAMPAIGN_DOMAIN = os.environ["ROS_DOMAIN_ID"]
 
 
 @pytest.fixture(autouse=True)
