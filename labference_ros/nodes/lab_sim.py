@@ -10,7 +10,9 @@ and a command stamped later than the current sim time waits until sim time reach
 its stamp, so it acts at its boundary exactly as if it had arrived there (the
 policy bridge sends the next row while this one runs). An advance whose
 command_stamp is ahead of sim time when its turn comes (asked before a reset, or
-after an advance that failed) is refused."""
+after an advance that failed) is refused. An advance's answer carries the last
+measurement published (joint state and world state), so the caller needs no
+subscription to read the state at its boundaries."""
 from __future__ import annotations
 
 import dataclasses
@@ -124,6 +126,9 @@ class LabSim(Node):
         self.wrench_sent_ns: dict[int, int] = {}
         self.readings: dict[int, tuple[float, bool]] = {}
         self.display_waits = True  # False after a wait timed out in this timeline
+        # This timeline's last measurement, as published: an advance's answer carries it.
+        self.last_joints: JointState | None = None
+        self.last_world = b""
         self.advancing = False
         # Sync mode: the newest arm and gripper command stamped after the current sim time,
         # applied when sim time reaches its stamp (a newer command of either kind replaces it).
@@ -262,6 +267,7 @@ class LabSim(Node):
         advance still waiting for a reading or for commands of the old timeline gives up,
         and commands held for a boundary of the old timeline are dropped."""
         self.timeline += 1
+        self.last_joints, self.last_world = None, b""
         self.ahead_arm = self.ahead_gripper = None
         self.arm_stamps.clear()
         self.gripper_stamps.clear()
@@ -420,6 +426,7 @@ class LabSim(Node):
                           effort=list(js.effort))
         jmsg.header.stamp = stamp
         self.pub_joints.publish(jmsg)
+        self.last_joints = jmsg
         if self.backend.has_load_cell:
             stamp_ns = _ns(t)
             self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
@@ -427,7 +434,8 @@ class LabSim(Node):
                 del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
             self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
             self.wrench_stamps.append(stamp_ns)
-        self.pub_world.publish(self.world_encoder(m, self.family.support_labels(m)))
+        self.last_world = self.world_encoder(m, self.family.support_labels(m))
+        self.pub_world.publish(self.last_world)
 
     def publish_cameras(self, t: float) -> None:
         stamp = s_to_stamp(t, Time())
@@ -567,6 +575,8 @@ class LabSim(Node):
         finally:
             self.advancing = False
         response.success, response.message, response.sim_time = not stopped, stopped, self.backend.sim_time
+        if not stopped and self.last_joints is not None:
+            response.joint_state, response.world_state = self.last_joints, self.last_world
         return response
 
     def on_save(self, request, response):

@@ -29,7 +29,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from rclpy.serialization import deserialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -132,9 +132,10 @@ class PolicyBridge(Node):
         qos = QoSProfile(depth=10)
         img_qos = image_qos(str(v["image_reliability"]))
         self.inputs = {}  # topic -> subscription, awaited at each episode's start
-        # Sync mode reads joints, frames and world state only at observations (a few a
-        # second of 100 Hz streams): their subscriptions sit on a node no executor spins
-        # and are taken when used. Realtime keeps callbacks: each joint state moves its clock.
+        # Sync mode reads joints and world state only at boundaries, from lab_sim's answer
+        # to each advance (the measurement it published there), and frames only at
+        # observations: their subscriptions sit on a node no executor spins and are taken
+        # when used. Realtime keeps callbacks: each joint state moves its clock.
         self.sampled: dict[str, SampledInput] = {}  # key of self.latest -> input
         self.input_reader = None
         if v["step_mode"] == "sync":
@@ -150,7 +151,8 @@ class PolicyBridge(Node):
             self.sampled[key] = SampledInput(self.input_reader, msg_type, topic, profile)
             self.inputs[topic] = self.sampled[key].subscription
 
-        stream("joints", JointState, "/joint_states", qos)
+        if self.input_reader is None:
+            stream("joints", JointState, "/joint_states", qos)
         for cam in self.cameras:
             stream(f"image:{cam}", Image, f"/cameras/{cam}/image_raw", img_qos)
         subscribe(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, QoSProfile(depth=50))
@@ -160,7 +162,7 @@ class PolicyBridge(Node):
                       RECEIPT_QOS)
             subscribe(DeliveryReceipt, "/oracle/receipts", self._then_tick(self.support.on_oracle_receipt),
                       RECEIPT_QOS)
-        if self.system.privileged:  # evaluator state reaches privileged systems only
+        if self.system.privileged and self.input_reader is None:  # evaluator state reaches privileged systems only
             stream("world", WorldState, "/evaluator/world_state", QoSProfile(depth=10))
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
@@ -458,6 +460,7 @@ class PolicyBridge(Node):
             raise EvaluationValidityError(f"lab_sim advance failed: {getattr(res, 'message', 'no reply')}")
         ep["t"], ep["state"], ep["since"] = res.sim_time, ep["then"], time.monotonic()
         ep["advance_answered"] = True
+        self._keep_boundary_state(res)
         ahead = ep.pop("ahead", None)
         if ahead is not None:  # the next row's interval, asked while this one ran
             ep["state"], ep["then"] = "advancing", "execute"
@@ -465,6 +468,14 @@ class PolicyBridge(Node):
             ep["advance_sent"] = ep["advance_last_sent"] = ahead["sent"]
             ep["in_flight"] = [ahead["row"]]
             self._tick_again = True  # and the row after it goes out now
+
+    def _keep_boundary_state(self, answer: Advance.Response) -> None:
+        """The joint and (privileged) world state lab_sim measured at the boundary, as the
+        bytes its topics carried."""
+        if answer.joint_state.name:  # empty while lab_sim has measured nothing since its reset
+            self.latest["joints"] = serialize_message(answer.joint_state)
+        if self.system.privileged and len(answer.world_state):
+            self.latest["world"] = answer.world_state.tobytes()
 
     def _send_ahead(self, ep) -> None:
         """While a row's interval runs, send the next row and ask for its interval, stamped

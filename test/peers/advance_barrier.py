@@ -10,7 +10,9 @@
    and advance sent after the previous answer and once all sent at once (the second
    command, stamped at the first interval's end, reaches lab_sim while or before that
    interval runs): the arm's joint state after them is the same to the bit;
-6. "STALE <ok> <message>": an advance whose command_stamp is ahead of sim time."""
+6. "STALE <ok> <message>": an advance whose command_stamp is ahead of sim time;
+7. "ANSWER <joints same> <world same> <stamp>": the last answer of 5 carries the joint
+   state and the world-state bytes lab_sim published last, at the answer's sim time."""
 from __future__ import annotations
 
 import sys
@@ -22,10 +24,11 @@ from peer_session import PeerSession
 def main() -> int:
     peer = PeerSession("advance_barrier")
     from builtin_interfaces.msg import Duration
+    from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from labference.msg import GripperCommand
+    from labference.msg import GripperCommand, WorldState
     from labference.srv import Advance, ResetEpisode
 
     from labference_ros.msgconv import s_to_stamp
@@ -36,6 +39,8 @@ def main() -> int:
     arm = node.create_publisher(JointTrajectory, "/panda_arm_controller/joint_trajectory", 10)
     joints: list = []
     node.create_subscription(JointState, "/joint_states", joints.append, 100)
+    worlds: list = []  # serialized, as published
+    node.create_subscription(WorldState, "/evaluator/world_state", worlds.append, 100, raw=True)
 
     advance = peer.client(Advance, "/lab_sim/advance")
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
@@ -115,7 +120,7 @@ def main() -> int:
         assert all(a is not None and a.success for a in answers), answers
         time.sleep(0.5)  # the last joint state arrives
         last = joints[-1]
-        return answers[-1].sim_time, tuple(last.position), last.header.stamp
+        return answers[-1].sim_time, tuple(last.position), last.header.stamp, answers[-1], worlds[-1]
 
     step_by_step = final_joints(False)
     ahead = final_joints(True)
@@ -125,6 +130,13 @@ def main() -> int:
     s_to_stamp(ahead[0] + 0.1, stale.command_stamp)
     res = peer.wait(advance.call_async(stale), 30)
     print(f"STALE {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
+    # 7. The answer carries the state published at its end.
+    answer, world = ahead[3], ahead[4]
+    same_joints = tuple(answer.joint_state.position) == ahead[1] and answer.joint_state.header.stamp == ahead[2]
+    stamp = answer.joint_state.header.stamp
+    # The transport pads what it delivers to a multiple of four bytes: compare the messages.
+    same_world = deserialize_message(answer.world_state.tobytes(), WorldState) == deserialize_message(world, WorldState)
+    print(f"ANSWER {same_joints} {same_world} {stamp.sec + stamp.nanosec * 1e-9:.3f}", flush=True)
     peer.close()
     return 0
 

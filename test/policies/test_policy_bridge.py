@@ -68,13 +68,19 @@ def test_display_reader_through_the_bridge(tmp_path, domain):
     assert receipts[0]["camera_stamps"]["front"] == 0.0 and receipts[0]["image_shapes"]["front"] == [240, 320, 3]
 
 
-def test_unreachable_policy_server_is_an_error_status_not_a_crash(domain):
+# Sync mode takes the joint state from lab_sim's answer to each advance; realtime
+# subscribes to it. A non-privileged system's bridge never subscribes to evaluator state.
+@pytest.mark.parametrize("step_mode, subscribers", [
+    ("sync", {"/joint_states": 0, "/evaluator/world_state": 0}),
+    ("realtime", {"/joint_states": 1, "/evaluator/world_state": 0})])
+def test_unreachable_policy_server_is_an_error_status_not_a_crash(domain, step_mode, subscribers):
     from fake_servers import free_port
     env = loopback_environ()
     env["ROS_DOMAIN_ID"] = domain
     params = json.dumps({"url": f"http://127.0.0.1:{free_port()}", "timeout_s": 2.0})
     bridge = Proc([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
-                   "-p", "system:=http", "-p", f"system_params_json:='{params}'"], env=env)  # YAML-quoted
+                   "-p", "system:=http", "-p", f"system_params_json:='{params}'",  # YAML-quoted
+                   "-p", f"step_mode:={step_mode}"], env=env)
     try:
         probe = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_probe.py")], env=env)
         lines = probe.wait_for("PROBE", timeout=90)
@@ -86,8 +92,7 @@ def test_unreachable_policy_server_is_an_error_status_not_a_crash(domain):
         bridge.stop()
     assert out["success"] is False and "unreachable" in out["message"]
     assert out["status"]["state"] == "error" and "unreachable" in out["status"]["reason"]
-    # A non-privileged system's bridge never subscribes to evaluator state.
-    assert out["subscribers"] == {"/joint_states": 1, "/evaluator/world_state": 0}
+    assert out["subscribers"] == subscribers
 
 
 @pytest.mark.slow
