@@ -123,6 +123,8 @@ def make_node():
                                      "rehearsal": REHEARSAL_CONNECTED_TOPICS}.get(self.setup, CONNECTED_TOPICS)
             if task_family(str(p["task"])).cell_description().balance is None:  # no balance, no load cell
                 self.connected_topics = tuple(t for t in self.connected_topics if not t.startswith("/balance/"))
+            if str(p["step_mode"]) == "sync":  # the bridge takes the joint state from lab_sim's advance answers
+                self.connected_topics = tuple(t for t in self.connected_topics if t != "/joint_states")
             self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
             self.record = bool(p["record"])
             self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
@@ -213,16 +215,20 @@ def make_node():
             return (self.reset, self.referee_start, self.referee_finish, self.bridge_start, self.bridge_finish,
                     *recording, *rehearsal)
 
+        def graph_missing(self) -> list[str]:
+            """What the graph still lacks before the first episode: services, and topics between
+            the other nodes without a publisher or a subscriber (an episode's first measurements
+            could be published before anyone listens)."""
+            missing = [c.srv_name for c in self.clients_needed() if not c.service_is_ready()]
+            missing += [f"{t} (no publisher or no subscriber)" for t in self.connected_topics
+                        if not (self.count_publishers(t) and self.count_subscribers(t))]
+            if self.settings.support not in ("", "none") and not any(  # the oracle must hear the first legal set
+                    i.node_name == "oracle" for i in self.get_subscriptions_info_by_topic("/referee/legal_set")):
+                missing.append("/referee/legal_set (the oracle's subscription)")
+            return missing
+
         def graph_ready(self):
-            services = all(c.service_is_ready() for c in self.clients_needed())
-            # Topics between the other nodes must be discovered too, or an episode's
-            # first measurements can be published before anyone listens.
-            topics = all(self.count_publishers(t) > 0 and self.count_subscribers(t) > 0
-                         for t in self.connected_topics)
-            if self.settings.support not in ("", "none"):  # the oracle must hear the first legal set
-                topics = topics and any(i.node_name == "oracle"
-                                        for i in self.get_subscriptions_info_by_topic("/referee/legal_set"))
-            return True if services and topics else None
+            return None if self.graph_missing() else True
 
         def call(self, client, request):
             return ServiceCall(client, request, self.service_timeout_s)
@@ -256,9 +262,8 @@ def make_node():
             # seconds: wait for the whole graph once, then hold every call to service_timeout_s.
             missing = yield Until(self.graph_ready, self.startup_timeout_s)
             if missing is None:
-                absent = [c.srv_name for c in self.clients_needed() if not c.service_is_ready()]
                 self.get_logger().error(f"graph not ready after {self.startup_timeout_s:g} s, missing "
-                                        f"{', '.join(absent)}; episodes will record the failures")
+                                        f"{', '.join(self.graph_missing())}; episodes will record the failures")
             self.bar = tqdm(total=len(instances), desc="episodes", unit="ep", file=sys.stderr,
                             mininterval=0, dynamic_ncols=False, ncols=120)
             for index, instance in enumerate(instances):

@@ -576,7 +576,9 @@ class LabSim(Node):
             self.advancing = False
         response.success, response.message, response.sim_time = not stopped, stopped, self.backend.sim_time
         if not stopped and self.last_joints is not None:
-            response.joint_state, response.world_state = self.last_joints, self.last_world
+            response.joint_state = self.last_joints
+            if request.include_world_state:
+                response.world_state = self.last_world
         return response
 
     def on_save(self, request, response):

@@ -132,10 +132,10 @@ class PolicyBridge(Node):
         qos = QoSProfile(depth=10)
         img_qos = image_qos(str(v["image_reliability"]))
         self.inputs = {}  # topic -> subscription, awaited at each episode's start
-        # Sync mode reads joints and world state only at boundaries, from lab_sim's answer
-        # to each advance (the measurement it published there), and frames only at
-        # observations: their subscriptions sit on a node no executor spins and are taken
-        # when used. Realtime keeps callbacks: each joint state moves its clock.
+        # Sync mode reads joints and (privileged) world state only at boundaries, from
+        # lab_sim's answer to each advance (the measurement it published there), and frames
+        # only at observations: the frames' subscriptions sit on a node no executor spins and
+        # are taken when used. Realtime keeps callbacks: each joint state moves its clock.
         self.sampled: dict[str, SampledInput] = {}  # key of self.latest -> input
         self.input_reader = None
         if v["step_mode"] == "sync":
@@ -403,10 +403,9 @@ class PolicyBridge(Node):
         ep["advance_futures"] = []
         self._send_advance(ep)
 
-    @staticmethod
-    def _advance_request(t: float, duration: float, arm: bool, gripper: bool) -> Advance.Request:
+    def _advance_request(self, t: float, duration: float, arm: bool, gripper: bool) -> Advance.Request:
         req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
-                              require_gripper_command=gripper)
+                              require_gripper_command=gripper, include_world_state=self.system.privileged)
         s_to_stamp(t, req.command_stamp)
         return req
 
@@ -470,11 +469,11 @@ class PolicyBridge(Node):
             self._tick_again = True  # and the row after it goes out now
 
     def _keep_boundary_state(self, answer: Advance.Response) -> None:
-        """The joint and (privileged) world state lab_sim measured at the boundary, as the
-        bytes its topics carried."""
+        """The joint and (privileged) world state lab_sim measured at the boundary, serialized
+        as the topics would deliver them."""
         if answer.joint_state.name:  # empty while lab_sim has measured nothing since its reset
             self.latest["joints"] = serialize_message(answer.joint_state)
-        if self.system.privileged and len(answer.world_state):
+        if len(answer.world_state):  # asked for by privileged systems only
             self.latest["world"] = answer.world_state.tobytes()
 
     def _send_ahead(self, ep) -> None:

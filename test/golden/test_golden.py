@@ -77,4 +77,6 @@ def test_same_launch_seeds_give_identical_scores(name, tmp_path):
     proc = subprocess.run([str(labference), "launch", "weighing_sim.launch.py", *launch["args"], "record:=false",
                            f"output_dir:={out}"], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # The runner starts the first episode once every part of the graph is there, not at its startup timeout.
+    assert "graph not ready" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert_run_matches_golden(name, out)

@@ -40,8 +40,8 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     and a third is refused, and a reset ends the waits (test/peers/advance_barrier.py).
     A command stamped at the next boundary and its advance, sent while an interval
     runs, give the physics they give when sent after it; an advance naming a boundary
-    sim time has not reached is refused. An answer carries the joint and world state
-    lab_sim published at its end."""
+    sim time has not reached is refused. An answer carries the joint state lab_sim
+    published at its end, and the world state when asked for it."""
     probe = Proc([sys.executable, str(REPO / "test" / "peers" / "advance_barrier.py")], env=graph)
     results = probe.wait_for("RESULT", timeout=120, count=6)
     ahead = probe.wait_for("AHEAD", timeout=120)
@@ -62,7 +62,7 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     assert answers[5][0] == "False" and answers[5][2] == reset, results
     assert ahead == ["AHEAD True 0.200"], probe.seen[-20:]
     assert stale == ["STALE False command_stamp 0.300 s is ahead of sim time 0.200 s"], probe.seen[-20:]
-    assert answer == ["ANSWER True True 0.200"], probe.seen[-20:]
+    assert answer == ["ANSWER True True True 0.200"], probe.seen[-20:]
 
 
 def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answers(tmp_path):

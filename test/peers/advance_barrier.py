@@ -11,8 +11,9 @@
    command, stamped at the first interval's end, reaches lab_sim while or before that
    interval runs): the arm's joint state after them is the same to the bit;
 6. "STALE <ok> <message>": an advance whose command_stamp is ahead of sim time;
-7. "ANSWER <joints same> <world same> <stamp>": the last answer of 5 carries the joint
-   state and the world-state bytes lab_sim published last, at the answer's sim time."""
+7. "ANSWER <joints same> <world same> <world withheld> <stamp>": the last answer of 5
+   carries the joint state and the world state lab_sim published last, at the answer's
+   sim time; the first, which did not ask for the world state, carries none."""
 from __future__ import annotations
 
 import sys
@@ -100,7 +101,7 @@ def main() -> int:
         arm.publish(msg)
 
     def interval(k: int):
-        req = Advance.Request(duration_s=0.1, require_arm_command=True)
+        req = Advance.Request(duration_s=0.1, require_arm_command=True, include_world_state=k == 1)
         s_to_stamp(0.1 * k, req.command_stamp)
         return advance.call_async(req)
 
@@ -120,7 +121,7 @@ def main() -> int:
         assert all(a is not None and a.success for a in answers), answers
         time.sleep(0.5)  # the last joint state arrives
         last = joints[-1]
-        return answers[-1].sim_time, tuple(last.position), last.header.stamp, answers[-1], worlds[-1]
+        return answers[-1].sim_time, tuple(last.position), last.header.stamp, answers, worlds[-1]
 
     step_by_step = final_joints(False)
     ahead = final_joints(True)
@@ -131,12 +132,13 @@ def main() -> int:
     res = peer.wait(advance.call_async(stale), 30)
     print(f"STALE {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
     # 7. The answer carries the state published at its end.
-    answer, world = ahead[3], ahead[4]
+    (first, answer), world = ahead[3], ahead[4]
+    withheld = len(first.joint_state.name) > 0 and len(first.world_state) == 0
     same_joints = tuple(answer.joint_state.position) == ahead[1] and answer.joint_state.header.stamp == ahead[2]
     stamp = answer.joint_state.header.stamp
     # The transport pads what it delivers to a multiple of four bytes: compare the messages.
     same_world = deserialize_message(answer.world_state.tobytes(), WorldState) == deserialize_message(world, WorldState)
-    print(f"ANSWER {same_joints} {same_world} {stamp.sec + stamp.nanosec * 1e-9:.3f}", flush=True)
+    print(f"ANSWER {same_joints} {same_world} {withheld} {stamp.sec + stamp.nanosec * 1e-9:.3f}", flush=True)
     peer.close()
     return 0
 
