@@ -392,13 +392,20 @@ class LabSim(Node):
         """Publish the measurement due now; the sim time when a camera frame is due too."""
         t = self.backend.sim_time
         camera_due = t + 1e-9 >= self.next_camera
-        # Every camera tick has its measurement (at the default rates they coincide anyway).
+        # Every camera tick has its measurement, and the measurements keep their own period
+        # from the reset whatever the camera rate, so that every control boundary on it is
+        # measured (at the default rates the two coincide anyway).
         if camera_due or t + 1e-9 >= self.next_measure:
             self.publish_measurements(t, environment_may_act=camera_due)
-            self.next_measure = t + self.measure_period
+        while t + 1e-9 >= self.next_measure:
+            self.next_measure += self.measure_period
         if not camera_due:
             return None
-        self.next_camera = t + self.camera_period
+        # Frames keep their grid too (k / camera_rate from the reset): a frame due between two
+        # physics steps is rendered at the next, and a policy's frame of the last tick
+        # (floor(t * camera_rate) / camera_rate) is found at every boundary.
+        while t + 1e-9 >= self.next_camera:
+            self.next_camera += self.camera_period
         return t
 
     @staticmethod
