@@ -28,6 +28,8 @@ def _fill(msg, depth: int = 0):
             setattr(msg, name, [1.25, -2.5, 3.0 + i])
         elif kind.startswith("sequence<string"):
             setattr(msg, name, ["a", f"b{i}"])
+        elif kind.startswith("sequence<uint8"):  # serialized bytes
+            setattr(msg, name, bytes([0, 1, 255, i]))
         elif kind.startswith("sequence<"):
             inner = type(msg).SLOT_TYPES[i].value_type
             pkg, _, cls = (inner.namespaces[0], None, inner.name)
