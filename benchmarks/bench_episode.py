@@ -104,39 +104,72 @@ def graph_episodes(instance, camera_rate: float, size: tuple[int, int], episodes
         return [(a["wall_s"], a["sim_s"], c) for a, c in zip(attempts, cpu)], per_node, per_episode
 
 
+# The watcher runs beside the graph on the same cores, so it must cost little: it looks
+# for a finished episode every EPISODE_POLL_S (a directory listing), reads the processes'
+# CPU times when one has finished and every CPU_SAMPLE_S (an exiting process keeps its
+# last sample), and lists the launch's process tree only every TREE_REFRESH_S. Listing
+# the tree and reading every command line every 20 ms took 15 % of a core.
+EPISODE_POLL_S = 0.02
+CPU_SAMPLE_S = 0.5
+TREE_REFRESH_S = 1.0
+
+
 def _watch_cpu(proc: subprocess.Popen, episodes_dir: str):
     """CPU seconds of every process of the launch when each episode ended (its scores.json
-    appeared), sampled every 20 ms; and the CPU seconds of each node process (its last
-    sample, up to 20 ms short)."""
+    appeared, seen within EPISODE_POLL_S), and the CPU seconds of each node process (its
+    last sample, up to CPU_SAMPLE_S short)."""
     import psutil
 
     root = psutil.Process(proc.pid)
+    processes: dict[int, tuple[psutil.Process, str | None]] = {}  # pid -> (process, node name)
     last: dict[str, float] = {}
     seen: dict[int, float] = {}  # pid -> CPU s at its last sample (exited processes keep theirs)
     ends: dict[int, float] = {}
     node_ends: dict[int, dict[str, float]] = {}
-    while proc.poll() is None:
+
+    def refresh_tree() -> None:
         try:
-            processes = [root, *root.children(recursive=True)]
+            tree = [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
-            break
-        for p in processes:
+            return
+        for p in tree:
+            if p.pid in processes:
+                continue
             try:
                 cmd = p.cmdline()
+            except psutil.Error:
+                continue
+            name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
+            processes[p.pid] = (p, name)
+
+    def sample() -> float:
+        for pid, (p, name) in processes.items():
+            try:
                 t = p.cpu_times()
             except psutil.Error:
                 continue
-            seen[p.pid] = t.user + t.system
-            name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
+            seen[pid] = t.user + t.system
             if name:
-                last[name] = t.user + t.system
-        total = sum(seen.values())
+                last[name] = seen[pid]
+        return sum(seen.values())
+
+    next_tree = next_sample = 0.0
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now >= next_tree:
+            refresh_tree()
+            next_tree = now + TREE_REFRESH_S
+        total = None
+        if now >= next_sample:
+            total = sample()
+            next_sample = now + CPU_SAMPLE_S
         episodes = sorted(os.listdir(episodes_dir)) if os.path.isdir(episodes_dir) else []
         for k, name in enumerate(episodes):
             if k not in ends and os.path.exists(os.path.join(episodes_dir, name, "scores.json")):
+                total = sample() if total is None else total
                 ends[k] = total
                 node_ends[k] = dict(last)
-        time.sleep(0.02)
+        time.sleep(EPISODE_POLL_S)
     proc.wait()
     # An episode whose scores appeared after the last sample ends with the launch.
     names = sorted(os.listdir(episodes_dir)) if os.path.isdir(episodes_dir) else []
