@@ -130,6 +130,11 @@ class LabSim(Node):
         self.last_joints: JointState | None = None
         self.last_world = b""
         self.advancing = False
+        # Sync mode: an advance's measurements, held until a frame is due or the advance
+        # ends and then written a topic at a time (publisher -> messages, in order), so that
+        # each reader wakes for a burst instead of for every message.
+        self.holding = False
+        self.held: dict[object, list] = {}
         # Sync mode: the newest arm and gripper command stamped after the current sim time,
         # applied when sim time reaches its stamp (a newer command of either kind replaces it).
         self.ahead_arm: JointTrajectory | None = None
@@ -351,7 +356,19 @@ class LabSim(Node):
         """Sync: each frame waits for the reading it is owed (DISPLAY_LAG_S). Returns ''
         or why the advance stopped (a reset or restore while it waited)."""
         timeline = self.timeline
-        for t in self.steps(duration_s):
+        frames = self.steps(duration_s)
+        while True:
+            # Measurements are held only while physics runs: they go out before each frame
+            # (its reading may be owed for one of them) and before the answer, and nothing
+            # is held while a frame waits (a reset may publish meanwhile).
+            self.holding = True
+            try:
+                t = next(frames, None)
+            finally:
+                self.holding = False
+                self.release_held()
+            if t is None:
+                return ""
             owed = self.show_reading_for_frame(t)
             # Without a balance on the graph (a test of lab_sim alone) nothing is coming.
             if owed is not None and self.display_waits and self.inputs["/balance/reading"].get_publisher_count():
@@ -365,7 +382,6 @@ class LabSim(Node):
                         f"no balance reading stamped {owed * 1e-9:.3f} s within {DISPLAY_WAIT_S} s: the frame at "
                         f"{t:.3f} s shows an older one, and frames no longer wait until the next reset")
             self.publish_cameras(t)
-        return ""
 
     def steps(self, duration_s: float):
         """Physics over duration_s with the measurements due on the way; yields the sim
@@ -427,22 +443,47 @@ class LabSim(Node):
             if happened:  # the state changed at this instant: publish it after the change, saying why
                 m = dataclasses.replace(self.backend.measure(), environment=happened)
         stamp = s_to_stamp(t, Time())
-        self.pub_clock.publish(Clock(clock=stamp))
+        # Volatile topics go out only while someone reads them: a sample no reader has
+        # matched is dropped anyway, and each write costs the middleware about 50 us.
+        if self.pub_clock.get_subscription_count():
+            self._publish(self.pub_clock, Clock(clock=stamp))
         js = self.backend.joint_state()
         jmsg = JointState(name=list(js.names), position=list(js.position), velocity=list(js.velocity),
                           effort=list(js.effort))
         jmsg.header.stamp = stamp
-        self.pub_joints.publish(jmsg)
+        if self.pub_joints.get_subscription_count():  # none in sync mode: the advance's answer carries it
+            self._publish(self.pub_joints, jmsg)
         self.last_joints = jmsg
         if self.backend.has_load_cell:
-            stamp_ns = _ns(t)
-            self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
-            if len(self.wrench_sent_ns) > 1000:
-                del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
-            self.pub_wrench.publish(self.wrench_msg(self.backend.pan_wrench(), stamp))
-            self.wrench_stamps.append(stamp_ns)
+            self._publish(self.pub_wrench, self.wrench_msg(self.backend.pan_wrench(), stamp))
         self.last_world = self.world_encoder(m, self.family.support_labels(m))
-        self.pub_world.publish(self.last_world)
+        self._publish(self.pub_world, self.last_world)
+
+    def _publish(self, publisher, msg) -> None:
+        if self.holding:
+            self.held.setdefault(publisher, []).append(msg)
+        elif publisher is self.pub_wrench:
+            self._publish_wrench(msg)
+        else:
+            publisher.publish(msg)
+
+    def _publish_wrench(self, msg: WrenchStamped) -> None:
+        stamp_ns = _stamp_ns(msg.header.stamp)
+        self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
+        if len(self.wrench_sent_ns) > 1000:
+            del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
+        self.pub_wrench.publish(msg)
+        self.wrench_stamps.append(stamp_ns)  # each wrench published is owed a reading
+
+    def release_held(self) -> None:
+        """Publish the measurements held so far, each topic's in order."""
+        held, self.held = self.held, {}
+        for publisher, messages in held.items():
+            for msg in messages:
+                if publisher is self.pub_wrench:
+                    self._publish_wrench(msg)
+                else:
+                    publisher.publish(msg)
 
     def publish_cameras(self, t: float) -> None:
         stamp = s_to_stamp(t, Time())
@@ -456,9 +497,10 @@ class LabSim(Node):
                         step=pixels.shape[1] * 3, data=pixels.tobytes())
             img.header.stamp, img.header.frame_id = stamp, camera_frame_id(cam)
             self.pub_images[cam].publish(img)
-            info = CameraInfo(height=img.height, width=img.width)
-            info.header = img.header
-            self.pub_info[cam].publish(info)
+            if self.pub_info[cam].get_subscription_count():
+                info = CameraInfo(height=img.height, width=img.width)
+                info.header = img.header
+                self.pub_info[cam].publish(info)
 
     def publish_static_frames(self) -> None:
         from labference_ros.sim.frames import cell_frames
