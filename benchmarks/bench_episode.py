@@ -17,6 +17,7 @@ graph's episode ends on the referee's dwell, a little before the raw one).
 
     .venv/bin/python benchmarks/bench_episode.py
     .venv/bin/python benchmarks/bench_episode.py --episodes 4 --rounds 5   # median and range
+    .venv/bin/python benchmarks/bench_episode.py --graph-only   # the graph's own figures, to compare versions
 """
 from __future__ import annotations
 
@@ -91,7 +92,12 @@ def graph_episodes(instance, camera_rate: float, size: tuple[int, int], episodes
                                  f"instances:={path}", f"record:={'true' if record else 'false'}",
                                  f"camera_rate:={camera_rate}", f"image_width:={size[1]}", f"image_height:={size[0]}",
                                  f"output_dir:={out}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        watch_cpu0, watch_wall0 = _cpu(resource.RUSAGE_SELF), time.perf_counter()
         ends, per_node, node_ends = _watch_cpu(proc, os.path.join(out, "episodes"))
+        watch_cpu = _cpu(resource.RUSAGE_SELF) - watch_cpu0
+        watch_wall = time.perf_counter() - watch_wall0
+        print(f"the CPU watcher's own CPU: {watch_cpu:.2f} s over {watch_wall:.1f} s of the launch "
+              f"({100 * watch_cpu / watch_wall:.1f} % of a core)", flush=True)
         assert proc.returncode == 0, proc.returncode
         attempts = [json.loads(line) for line in open(os.path.join(out, "attempts.jsonl"))]
         assert [a["status"] for a in attempts] == ["ok"] * episodes, attempts
@@ -188,6 +194,9 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=4,
                     help="Episodes of the instance through one launch (the first pays the start-up)")
     ap.add_argument("--raw-repeats", type=int, default=2)
+    ap.add_argument("--graph-only", action="store_true",
+                    help="Run only the graph and print its own figures per sim second (no raw episodes, no "
+                         "ratio): for comparing two versions of the graph, alternated.")
     ap.add_argument("--record", action="store_true",
                     help="Record the graph's episodes (bags and videos, as record:=true does).")
     ap.add_argument("--rounds", type=int, default=1,
@@ -201,6 +210,13 @@ def main() -> None:
         ap.error("--rounds > 1 compares the episodes after the first: give --episodes 2 or more")
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
     size = (a.height, a.width)
+    if a.graph_only:
+        for k in range(1, a.rounds + 1):
+            if a.rounds > 1:
+                print(f"round {k} of {a.rounds}", flush=True)
+            graph, per_node, per_episode = graph_episodes(instance, a.camera_rate, size, a.episodes, a.record)
+            print_graph(graph, per_node, per_episode)
+        return
     # The first raw episode in a process pays one-time costs (its first model and renderer
     # load, the planner's first plan): about 1 CPU s more than the next. The graph pays its own in its
     # first episode, which the ratio leaves out, so the raw side warms up too.
@@ -232,7 +248,8 @@ def one_round(instance, size, a) -> tuple[float, float] | None:
     raws += [raw_episode(instance, a.camera_rate, size) for _ in range(a.raw_repeats - before)]
     raw_wall, raw_sim, raw_cpu = (statistics.median(x) for x in zip(*raws))
     print(f"raw MuJoCo episode (median of {a.raw_repeats}): {raw_wall:6.2f} s wall, {raw_cpu:6.2f} s CPU for "
-          f"{raw_sim:5.2f} s sim (model load and planning included)")
+          f"{raw_sim:5.2f} s sim (model load and planning included); per sim s {raw_wall / raw_sim:.3f} wall, "
+          f"{raw_cpu / raw_sim:.3f} CPU")
     for k, (wall, sim, cpu) in enumerate(graph, start=1):
         print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
               f"(all processes) for {sim:5.2f} s sim")
@@ -248,12 +265,28 @@ def one_round(instance, size, a) -> tuple[float, float] | None:
         result = tuple(statistics.median(x) for x in zip(*later))
         print(f"ratio graph/raw per sim second, episodes 2-{len(graph)} (a campaign worker's every further episode), "
               f"median: wall {result[0]:.2f}, CPU {result[1]:.2f}")
+    print_nodes(per_node, per_episode)
+    return result
+
+
+def print_graph(graph, per_node, per_episode) -> None:
+    """--graph-only: each episode, the median per sim second of the episodes after the first, per node."""
+    for k, (wall, sim, cpu) in enumerate(graph, start=1):
+        print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
+              f"(all processes) for {sim:5.2f} s sim")
+    if len(graph) > 1:
+        wall = statistics.median(w / s for w, s, _c in graph[1:])
+        cpu = statistics.median(c / s for _w, s, c in graph[1:])
+        print(f"graph per sim second, episodes 2-{len(graph)} (median): wall {wall:.3f}, CPU {cpu:.3f}")
+    print_nodes(per_node, per_episode)
+
+
+def print_nodes(per_node, per_episode) -> None:
     print("CPU seconds per node over the whole launch: " +
           ", ".join(f"{k} {v:.1f}" for k, v in sorted(per_node.items(), key=lambda kv: -kv[1])))
     if per_episode:
         print("CPU seconds per node per episode, episodes 2 on (median): " +
               ", ".join(f"{k} {v:.2f}" for k, v in sorted(per_episode.items(), key=lambda kv: -kv[1])), flush=True)
-    return result
 
 
 if __name__ == "__main__":
