@@ -115,7 +115,9 @@ def graph_episodes(instance, camera_rate: float, size: tuple[int, int], episodes
 # for a finished episode every EPISODE_POLL_S (a directory listing), reads the processes'
 # CPU times when one has finished and every CPU_SAMPLE_S (an exiting process keeps its
 # last sample), and lists the launch's process tree only every TREE_REFRESH_S. Listing
-# the tree and reading every command line every 20 ms took 15 % of a core.
+# the tree and reading every command line every 20 ms took 15 % of a core. So a process
+# that lives less than TREE_REFRESH_S may go uncounted, and one that exits loses up to
+# CPU_SAMPLE_S of CPU: the graph's nodes live as long as the launch.
 EPISODE_POLL_S = 0.02
 CPU_SAMPLE_S = 0.5
 TREE_REFRESH_S = 1.0
@@ -140,14 +142,16 @@ def _watch_cpu(proc: subprocess.Popen, episodes_dir: str):
         except psutil.NoSuchProcess:
             return
         for p in tree:
-            if p.pid in processes:
+            if p.pid in processes and processes[p.pid][1] is not None:
                 continue
+            # A process without a node's name is looked at again: one seen between its fork and
+            # its exec still shows its parent's command line.
             try:
                 cmd = p.cmdline()
             except psutil.Error:
                 continue
             name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
-            processes[p.pid] = (p, name)
+            processes[p.pid] = (processes[p.pid][0] if p.pid in processes else p, name)
 
     def sample() -> float:
         for pid, (p, name) in processes.items():
@@ -196,7 +200,7 @@ def main() -> None:
     ap.add_argument("--raw-repeats", type=int, default=2)
     ap.add_argument("--graph-only", action="store_true",
                     help="Run only the graph and print its own figures per sim second (no raw episodes, no "
-                         "ratio): for comparing two versions of the graph, alternated.")
+                         "ratio; --raw-repeats is not used): for comparing two versions of the graph, alternated.")
     ap.add_argument("--record", action="store_true",
                     help="Record the graph's episodes (bags and videos, as record:=true does).")
     ap.add_argument("--rounds", type=int, default=1,
@@ -208,14 +212,22 @@ def main() -> None:
         ap.error("--rounds, --episodes and --raw-repeats must be at least 1")
     if a.rounds > 1 and a.episodes < 2:
         ap.error("--rounds > 1 compares the episodes after the first: give --episodes 2 or more")
+    if a.graph_only and a.episodes < 2:
+        ap.error("--graph-only reports the episodes after the first: give --episodes 2 or more")
     instance = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
     size = (a.height, a.width)
     if a.graph_only:
+        rounds = []
         for k in range(1, a.rounds + 1):
             if a.rounds > 1:
                 print(f"round {k} of {a.rounds}", flush=True)
             graph, per_node, per_episode = graph_episodes(instance, a.camera_rate, size, a.episodes, a.record)
-            print_graph(graph, per_node, per_episode)
+            rounds.append(print_graph(graph, per_node, per_episode))
+        if a.rounds > 1:
+            walls, cpus = zip(*rounds)
+            print(f"over {a.rounds} rounds, graph per sim second, episodes 2-{a.episodes}: wall median "
+                  f"{statistics.median(walls):.3f} ({min(walls):.3f}-{max(walls):.3f}), CPU median "
+                  f"{statistics.median(cpus):.3f} ({min(cpus):.3f}-{max(cpus):.3f})")
         return
     # The first raw episode in a process pays one-time costs (its first model and renderer
     # load, the planner's first plan): about 1 CPU s more than the next. The graph pays its own in its
@@ -269,16 +281,17 @@ def one_round(instance, size, a) -> tuple[float, float] | None:
     return result
 
 
-def print_graph(graph, per_node, per_episode) -> None:
-    """--graph-only: each episode, the median per sim second of the episodes after the first, per node."""
+def print_graph(graph, per_node, per_episode) -> tuple[float, float]:
+    """--graph-only: each episode, the median per sim second of the episodes after the first
+    (returned: wall, CPU), per node."""
     for k, (wall, sim, cpu) in enumerate(graph, start=1):
         print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
               f"(all processes) for {sim:5.2f} s sim")
-    if len(graph) > 1:
-        wall = statistics.median(w / s for w, s, _c in graph[1:])
-        cpu = statistics.median(c / s for _w, s, c in graph[1:])
-        print(f"graph per sim second, episodes 2-{len(graph)} (median): wall {wall:.3f}, CPU {cpu:.3f}")
+    wall = statistics.median(w / s for w, s, _c in graph[1:])
+    cpu = statistics.median(c / s for _w, s, c in graph[1:])
+    print(f"graph per sim second, episodes 2-{len(graph)} (median): wall {wall:.3f}, CPU {cpu:.3f}")
     print_nodes(per_node, per_episode)
+    return wall, cpu
 
 
 def print_nodes(per_node, per_episode) -> None:
