@@ -132,7 +132,7 @@ class LabSim(Node):
         self.advancing = False
         # Sync mode: an advance's measurements, held until a frame is due or the advance
         # ends and then written a topic at a time (publisher -> messages, in order), so that
-        # each reader wakes for a burst instead of for every message.
+        # a reader can take several in one wake-up.
         self.holding = False
         self.held: dict[object, list] = {}
         # Sync mode: the newest arm and gripper command stamped after the current sim time,
@@ -444,7 +444,7 @@ class LabSim(Node):
                 m = dataclasses.replace(self.backend.measure(), environment=happened)
         stamp = s_to_stamp(t, Time())
         # Volatile topics go out only while someone reads them: a sample no reader has
-        # matched is dropped anyway, and each write costs the middleware about 50 us.
+        # matched is dropped anyway, and each write costs the middleware tens of us.
         if self.pub_clock.get_subscription_count():
             self._publish(self.pub_clock, Clock(clock=stamp))
         js = self.backend.joint_state()
@@ -462,28 +462,26 @@ class LabSim(Node):
     def _publish(self, publisher, msg) -> None:
         if self.holding:
             self.held.setdefault(publisher, []).append(msg)
-        elif publisher is self.pub_wrench:
-            self._publish_wrench(msg)
         else:
-            publisher.publish(msg)
-
-    def _publish_wrench(self, msg: WrenchStamped) -> None:
-        stamp_ns = _stamp_ns(msg.header.stamp)
-        self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
-        if len(self.wrench_sent_ns) > 1000:
-            del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
-        self.pub_wrench.publish(msg)
-        self.wrench_stamps.append(stamp_ns)  # each wrench published is owed a reading
+            self._write(publisher, msg)
 
     def release_held(self) -> None:
         """Publish the measurements held so far, each topic's in order."""
         held, self.held = self.held, {}
         for publisher, messages in held.items():
             for msg in messages:
-                if publisher is self.pub_wrench:
-                    self._publish_wrench(msg)
-                else:
-                    publisher.publish(msg)
+                self._write(publisher, msg)
+
+    def _write(self, publisher, msg) -> None:
+        if publisher is not self.pub_wrench:
+            publisher.publish(msg)
+            return
+        stamp_ns = _stamp_ns(msg.header.stamp)
+        self.wrench_sent_ns[stamp_ns] = time.time_ns()  # before: the reading comes after
+        if len(self.wrench_sent_ns) > 1000:
+            del self.wrench_sent_ns[next(iter(self.wrench_sent_ns))]
+        publisher.publish(msg)
+        self.wrench_stamps.append(stamp_ns)  # each wrench published is owed a reading
 
     def publish_cameras(self, t: float) -> None:
         stamp = s_to_stamp(t, Time())
