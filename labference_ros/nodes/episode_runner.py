@@ -220,8 +220,13 @@ def make_node():
             the other nodes without a publisher or a subscriber (an episode's first measurements
             could be published before anyone listens)."""
             missing = [c.srv_name for c in self.clients_needed() if not c.service_is_ready()]
-            missing += [f"{t} (no publisher or no subscriber)" for t in self.connected_topics
-                        if not (self.count_publishers(t) and self.count_subscribers(t))]
+            for topic in self.connected_topics:
+                # Which side this node's view of the graph lacks: the data may flow while the
+                # view (rmw's graph cache) still misses an endpoint.
+                sides = [side for side, count in (("publisher", self.count_publishers(topic)),
+                                                  ("subscriber", self.count_subscribers(topic))) if not count]
+                if sides:
+                    missing.append(f"{topic} (no {' and no '.join(sides)})")
             if self.settings.support not in ("", "none") and not any(  # the oracle must hear the first legal set
                     i.node_name == "oracle" for i in self.get_subscriptions_info_by_topic("/referee/legal_set")):
                 missing.append("/referee/legal_set (the oracle's subscription)")
