@@ -151,7 +151,7 @@ def _watch_cpu(proc: subprocess.Popen, episodes_dir: str):
             except psutil.Error:
                 continue
             name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
-            processes[p.pid] = (processes[p.pid][0] if p.pid in processes else p, name)
+            processes[p.pid] = (p, name)
 
     def sample() -> float:
         for pid, (p, name) in processes.items():
@@ -262,9 +262,7 @@ def one_round(instance, size, a) -> tuple[float, float] | None:
     print(f"raw MuJoCo episode (median of {a.raw_repeats}): {raw_wall:6.2f} s wall, {raw_cpu:6.2f} s CPU for "
           f"{raw_sim:5.2f} s sim (model load and planning included); per sim s {raw_wall / raw_sim:.3f} wall, "
           f"{raw_cpu / raw_sim:.3f} CPU")
-    for k, (wall, sim, cpu) in enumerate(graph, start=1):
-        print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
-              f"(all processes) for {sim:5.2f} s sim")
+    print_episodes(graph)
 
     def ratios(wall, sim, cpu):
         return (wall / sim) / (raw_wall / raw_sim), (cpu / sim) / (raw_cpu / raw_sim)
@@ -284,14 +282,18 @@ def one_round(instance, size, a) -> tuple[float, float] | None:
 def print_graph(graph, per_node, per_episode) -> tuple[float, float]:
     """--graph-only: each episode, the median per sim second of the episodes after the first
     (returned: wall, CPU), per node."""
-    for k, (wall, sim, cpu) in enumerate(graph, start=1):
-        print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
-              f"(all processes) for {sim:5.2f} s sim")
+    print_episodes(graph)
     wall = statistics.median(w / s for w, s, _c in graph[1:])
     cpu = statistics.median(c / s for _w, s, c in graph[1:])
     print(f"graph per sim second, episodes 2-{len(graph)} (median): wall {wall:.3f}, CPU {cpu:.3f}")
     print_nodes(per_node, per_episode)
     return wall, cpu
+
+
+def print_episodes(graph) -> None:
+    for k, (wall, sim, cpu) in enumerate(graph, start=1):
+        print(f"graph episode {k}{' (start-up included)' if k == 1 else ''}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
+              f"(all processes) for {sim:5.2f} s sim")
 
 
 def print_nodes(per_node, per_episode) -> None:
