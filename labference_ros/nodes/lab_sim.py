@@ -3,12 +3,13 @@
 JointTrajectory (JTC replace semantics) and gripper commands; serves reset,
 checkpoints and sync-mode advance. The task family (`task`) builds the scene.
 
-Sync mode lets a caller keep one control interval ahead: an advance asked while
-another runs waits for it (a third is refused; with LABFERENCE_EXECUTOR=single the
-advance service's callback group keeps it in the middleware until the first ends),
-and a command stamped later than the current sim time waits until sim time reaches
-its stamp, so it acts at its boundary exactly as if it had arrived there (the
-policy bridge sends the next row while this one runs). An advance whose
+Sync mode lets a caller keep one advance ahead: an advance asked while another
+runs waits for it (a third is refused; with LABFERENCE_EXECUTOR=single the advance
+service's callback group keeps it in the middleware until the first ends), and a
+command stamped later than the current sim time waits until sim time reaches its
+stamp, so it acts at its boundary exactly as if it had arrived there. The policy
+bridge so sends several rows, one command each, for one advance that names their
+boundaries, and the next advance's rows while one runs. An advance whose
 command_stamp is ahead of sim time when its turn comes (asked before a reset, or
 after an advance that failed) is refused. An advance's answer carries the last
 measurement published (joint state and world state), so the caller needs no
@@ -43,7 +44,7 @@ from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpo
 from labference_ros.cdr_views import WorldStateEncoder
 from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
 from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
-from labference_ros.nodes.matching import await_matched, measurement_qos
+from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.sim.frames import camera_frame_id
@@ -70,8 +71,9 @@ COMMAND_WAIT_S = 10.0
 # A command stamped within this of the current sim time is for now (rounding of stamps).
 STAMP_EPS_S = 1e-9
 STAMP_TOLERANCE_NS = 1
-# Boundaries whose commands lab_sim remembers, per kind (the bridge is at most one ahead).
-COMMANDS_KEPT = 64
+# Boundaries whose commands lab_sim remembers, per kind: at least the rows of the advance
+# that runs and of the one asked ahead (the policy bridge's rows_per_advance, twice).
+COMMANDS_KEPT = 128
 
 
 class LabSim(Node):
@@ -108,8 +110,8 @@ class LabSim(Node):
         self.next_measure = self.next_camera = 0.0
         # The boundaries (stamps, ns) whose arm and gripper commands arrived in this timeline:
         # an advance that names its boundary waits until that boundary's commands are here.
-        self.arm_stamps: deque[int] = deque(maxlen=COMMANDS_KEPT)
-        self.gripper_stamps: deque[int] = deque(maxlen=COMMANDS_KEPT)
+        self.arm_stamps = CommandedBoundaries(COMMANDS_KEPT)
+        self.gripper_stamps = CommandedBoundaries(COMMANDS_KEPT)
         self.checkpoints: dict[str, bytes] = {}
         # (rclpy Future, predicate) while an advance waits for commands; the future's result
         # is why the wait ended: "arrived", "timeout" or "reset".
@@ -135,10 +137,10 @@ class LabSim(Node):
         # a reader can take several in one wake-up.
         self.holding = False
         self.held: dict[object, list] = {}
-        # Sync mode: the newest arm and gripper command stamped after the current sim time,
-        # applied when sim time reaches its stamp (a newer command of either kind replaces it).
-        self.ahead_arm: JointTrajectory | None = None
-        self.ahead_gripper: GripperCommand | None = None
+        # Sync mode: the arm and gripper commands stamped after the current sim time, in stamp
+        # order, each applied when sim time reaches its stamp.
+        self.held_arm: deque[JointTrajectory] = deque()
+        self.held_gripper: deque[GripperCommand] = deque()
         # Ends when the advance being served does; an advance asked meanwhile waits on it.
         self.advance_done: Future | None = None
         self.advance_waiting = False
@@ -166,9 +168,9 @@ class LabSim(Node):
         self.reading_input = SampledInput(self.input_reader, BalanceReading, "/balance/reading",
                                           measurement_qos(50), raw=False)
         self.inputs = {  # awaited at each reset: commands and the display's reading from the first step
-            arm_topic: self.create_subscription(JointTrajectory, arm_topic, self.on_trajectory, qos),
+            arm_topic: self.create_subscription(JointTrajectory, arm_topic, self.on_trajectory, command_qos()),
             "/panda_gripper/command": self.create_subscription(
-                GripperCommand, "/panda_gripper/command", self.on_gripper, qos),
+                GripperCommand, "/panda_gripper/command", self.on_gripper, command_qos()),
             "/balance/reading": self.reading_input.subscription,
         }
         self.create_service(ResetEpisode, "/lab_sim/reset", self.on_reset)
@@ -193,25 +195,29 @@ class LabSim(Node):
     # commands ---------------------------------------------------------------
     def on_trajectory(self, msg: JointTrajectory):
         if self.loaded:
-            self.ahead_arm = self._take_command(msg, self.arm_stamps, self._apply_trajectory)
+            self._take_command(msg, self.held_arm, self.arm_stamps, self._apply_trajectory)
 
     def on_gripper(self, msg: GripperCommand):
         if self.loaded:
-            self.ahead_gripper = self._take_command(msg, self.gripper_stamps, self._apply_gripper)
+            self._take_command(msg, self.held_gripper, self.gripper_stamps, self._apply_gripper)
 
-    def _take_command(self, msg, stamps: deque, apply):
-        """One arm or gripper command: applied now, or returned to be held until sim time
-        reaches its stamp; either way it replaces the one of its kind held before (JTC replace
-        semantics), but a held one whose boundary is reached is applied first. Its boundary
-        counts as commanded even when a later command replaces it (a stop replacing the row
-        sent ahead): the advance that waits for that boundary's command goes on."""
+    def _take_command(self, msg, held: deque, stamps: CommandedBoundaries, apply) -> None:
+        """One arm or gripper command: applied now, or held until sim time reaches its stamp.
+        Either way it replaces the held commands of its kind stamped at or after its own (JTC
+        replace semantics: what was planned from its boundary on), but held ones whose
+        boundary is reached are applied first. Its boundary counts as commanded even when a
+        later command replaces it (a stop replacing the rows sent ahead): the advance that
+        waits for that boundary's command goes on."""
         self._apply_commands_due()
-        held = msg if self._is_ahead(msg.header.stamp) else None
-        if held is None:
+        stamp = _stamp_ns(msg.header.stamp)
+        while held and _stamp_ns(held[-1].header.stamp) >= stamp:
+            held.pop()
+        if self._is_ahead(msg.header.stamp):
+            held.append(msg)
+        else:
             apply(msg)
-        stamps.append(_stamp_ns(msg.header.stamp))
+        stamps.add(stamp)
         self._wake_waiter()
-        return held
 
     def _is_ahead(self, stamp) -> bool:
         """A sync-mode stamp (builtin_interfaces/Time) of a boundary sim time has not reached yet."""
@@ -233,12 +239,10 @@ class LabSim(Node):
     def _apply_commands_due(self) -> None:
         """The commands held for a boundary, once sim time has reached it."""
         now = self.backend.sim_time + STAMP_EPS_S
-        if self.ahead_arm is not None and stamp_to_s(self.ahead_arm.header.stamp) <= now:
-            msg, self.ahead_arm = self.ahead_arm, None
-            self._apply_trajectory(msg)
-        if self.ahead_gripper is not None and stamp_to_s(self.ahead_gripper.header.stamp) <= now:
-            msg, self.ahead_gripper = self.ahead_gripper, None
-            self._apply_gripper(msg)
+        while self.held_arm and stamp_to_s(self.held_arm[0].header.stamp) <= now:
+            self._apply_trajectory(self.held_arm.popleft())
+        while self.held_gripper and stamp_to_s(self.held_gripper[0].header.stamp) <= now:
+            self._apply_gripper(self.held_gripper.popleft())
 
     def _wake_waiter(self):
         if self.command_waiter and self.command_waiter[1]() and not self.command_waiter[0].done():
@@ -273,7 +277,8 @@ class LabSim(Node):
         and commands held for a boundary of the old timeline are dropped."""
         self.timeline += 1
         self.last_joints, self.last_world = None, b""
-        self.ahead_arm = self.ahead_gripper = None
+        self.held_arm.clear()
+        self.held_gripper.clear()
         self.arm_stamps.clear()
         self.gripper_stamps.clear()
         self.timeline_start_ns = _ns(self.backend.sim_time)
@@ -391,7 +396,7 @@ class LabSim(Node):
         if frame is not None:
             yield frame
         for _ in range(int(round(duration_s / dt))):
-            if self.ahead_arm is not None or self.ahead_gripper is not None:
+            if self.held_arm or self.held_gripper:
                 self._apply_commands_due()
             target = self.follower.target_at(self.backend.sim_time)
             if target is not None:
@@ -591,11 +596,24 @@ class LabSim(Node):
             response.message = (f"command_stamp {stamp_to_s(request.command_stamp):.3f} s is ahead of "
                                 f"sim time {self.backend.sim_time:.3f} s")
             return response
+        if not (math.isfinite(request.duration_s) and 0.0 <= request.duration_s <= 10.0):
+            response.success, response.message = False, f"bad duration {request.duration_s}"
+            return response
         want = _stamp_ns(request.command_stamp)
+        arm_wanted = [want] * request.require_arm_command + [_stamp_ns(s) for s in request.arm_command_stamps]
+        gripper_wanted = ([want] * request.require_gripper_command
+                          + [_stamp_ns(s) for s in request.gripper_command_stamps])
+        end = want + _ns(request.duration_s)
+        outside = [s for s in arm_wanted + gripper_wanted if not want <= s < max(end, want + 1)]
+        if outside:
+            response.success = False
+            response.message = (f"a command stamp ({outside[0] * 1e-9:.3f} s) lies outside the interval "
+                                f"[{want * 1e-9:.3f}, {end * 1e-9:.3f}) s")
+            return response
 
         def arrived():
-            return not ((request.require_arm_command and not _has_stamp(self.arm_stamps, want))
-                        or (request.require_gripper_command and not _has_stamp(self.gripper_stamps, want)))
+            return all(s in self.arm_stamps for s in arm_wanted) and all(s in self.gripper_stamps
+                                                                         for s in gripper_wanted)
 
         # Commands of this control boundary must be applied before physics moves,
         # whatever order DDS delivered the topic and the service request in.
@@ -613,9 +631,6 @@ class LabSim(Node):
             if ended == "reset" or self.timeline != timeline:
                 response.success, response.message = False, RESET_DURING_ADVANCE
                 return response
-        if not (math.isfinite(request.duration_s) and 0.0 <= request.duration_s <= 10.0):
-            response.success, response.message = False, f"bad duration {request.duration_s}"
-            return response
         self.advancing = True
         try:
             stopped = await self.advance_synced(request.duration_s)
@@ -629,7 +644,7 @@ class LabSim(Node):
         return response
 
     def on_save(self, request, response):
-        held = self.ahead_arm is not None or self.ahead_gripper is not None
+        held = bool(self.held_arm or self.held_gripper)
         if not self.loaded or self.advancing or held:
             response.success = False
             response.message = ("no scene loaded" if not self.loaded else "an advance is running" if self.advancing
@@ -677,9 +692,29 @@ def _stamp_ns(stamp) -> int:
     return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
-def _has_stamp(stamps, want_ns: int) -> bool:
-    """Whether a command stamped want_ns (within the rounding of sim-time sums) arrived."""
-    return any(abs(s - want_ns) <= STAMP_TOLERANCE_NS for s in stamps)
+class CommandedBoundaries:
+    """The boundaries (stamps, ns) whose commands of one kind arrived in this timeline: the
+    newest ``kept``; one is found within the rounding of sim-time sums (a nanosecond)."""
+
+    def __init__(self, kept: int):
+        self.kept = kept
+        self.order: deque[int] = deque()
+        self.stamps: set[int] = set()
+
+    def add(self, stamp_ns: int) -> None:
+        if stamp_ns in self.stamps:
+            return
+        self.order.append(stamp_ns)
+        self.stamps.add(stamp_ns)
+        if len(self.order) > self.kept:
+            self.stamps.discard(self.order.popleft())
+
+    def __contains__(self, stamp_ns: int) -> bool:
+        return any(stamp_ns + d in self.stamps for d in range(-STAMP_TOLERANCE_NS, STAMP_TOLERANCE_NS + 1))
+
+    def clear(self) -> None:
+        self.order.clear()
+        self.stamps.clear()
 
 
 def _ns(t: float) -> int:

@@ -28,6 +28,19 @@ def measurement_qos(depth: int) -> QoSProfile:
     return QoSProfile(depth=depth, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+# Sync mode: how many arm or gripper commands may wait in a reader's queue (and in the
+# writer's history, for a reader that has not acknowledged them): the policy bridge sends
+# the rows of two advances at once, up to 50 each, while lab_sim may still be stepping.
+COMMAND_QUEUE_DEPTH = 128
+
+
+def command_qos() -> QoSProfile:
+    """The arm trajectory and gripper command topics: reliable, deep enough that no row of
+    the advances sent ahead is overwritten before lab_sim takes it (a lost row would stall
+    the advance that waits for its boundary)."""
+    return QoSProfile(depth=COMMAND_QUEUE_DEPTH)
+
+
 IMAGE_RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
 
 

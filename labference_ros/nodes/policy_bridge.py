@@ -3,12 +3,14 @@ registered topics, publishes its delivery receipt, calls the tested system,
 checks the chunk against the ActionSpec and turns accepted rows into
 JointTrajectory + GripperCommand messages, one control interval each.
 
-Sync mode owns no physics but asks lab_sim to advance exactly one control
-interval per row (/lab_sim/advance, command-stamped), so physics moves only
-over commanded intervals and pauses during inference. While a row's interval
-runs, the next row and its advance are already sent (lab_sim holds a command
-until sim time reaches its stamp and an advance until the one before ends), so
-no round trip sits between two rows. The loop is a state
+Sync mode owns no physics but asks lab_sim to advance over commanded control
+intervals only (/lab_sim/advance, command-stamped), so physics pauses during
+inference. Each row still goes out as its own command stamped at its boundary,
+as a controller would receive it, but one advance runs up to rows_per_advance
+of them (lab_sim holds a command until sim time reaches its stamp), and while
+it runs the next rows and their advance are already sent (lab_sim holds an
+advance until the one before ends), so no round trip sits between two rows and
+only one per rows_per_advance is paid at all. The loop is a state
 machine on a timer; inference runs in a worker thread and every service call
 is call_async, so the single-threaded executor never blocks.
 The episode's protocol (evidence versions, stop rules, observation numbering
@@ -26,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
@@ -44,7 +46,7 @@ from labference_ros.core.linefile import LineFile
 from labference_ros.cdr_views import WorldStateDecoder, header_stamp_s
 from labference_ros.msgconv import s_to_stamp, stamp_to_s
 from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING
-from labference_ros.nodes.matching import await_matched, image_qos
+from labference_ros.nodes.matching import await_matched, command_qos, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
@@ -73,6 +75,15 @@ TIMEOUT_POLL_S = 0.05
 # zero advance changes nothing, so asking again is safe.
 PRIME_RESEND_S = 1.0
 MAX_STEPS_PER_TICK = 16
+# Sync mode: the rows of a chunk one advance runs. Each advance costs a service round
+# trip and its answer (the boundary's joint and world state); the rows sent for the
+# advance that runs and the one asked ahead run even when an operator pauses meanwhile
+# (the arm then decelerates from the last), so this also bounds how late a pause acts:
+# at most 10 rows, 0.2 s of sim time at 50 Hz.
+ROWS_PER_ADVANCE = 5
+# The rows of two advances must fit lab_sim's command queues and its memory of commanded
+# boundaries (matching.COMMAND_QUEUE_DEPTH, lab_sim.COMMANDS_KEPT: 128 each).
+MAX_ROWS_PER_ADVANCE = 50
 
 
 # Deliveries and their echoes are latched: a receipt published before the peer's
@@ -100,9 +111,12 @@ class PolicyBridge(Node):
             ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
             ("task", "feedback_weighing"), ("match_timeout_s", 5.0), ("safety", "none"),
-            ("image_reliability", "reliable"), ("report_mirror", "")])
+            ("image_reliability", "reliable"), ("report_mirror", ""), ("rows_per_advance", ROWS_PER_ADVANCE)])
         v = {x.name: x.value for x in p}
         self.v = v
+        self.rows_per_advance = int(v["rows_per_advance"])
+        if not 1 <= self.rows_per_advance <= MAX_ROWS_PER_ADVANCE:
+            raise ValueError(f"rows_per_advance must be 1 to {MAX_ROWS_PER_ADVANCE}, got {self.rows_per_advance}")
         self.family = task_family(str(v["task"]))
         self.scene_changes_on_its_own = bool(self.family.environment_profile())
         self.cameras = self.family.cameras  # what the tested system sees
@@ -166,8 +180,8 @@ class PolicyBridge(Node):
             stream("world", WorldState, "/evaluator/world_state", QoSProfile(depth=10))
         self.pub_receipt = self.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
         self.pub_chunk = self.create_publisher(ActionChunk, "/policy/action_chunks", QoSProfile(depth=50))
-        self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", qos)
-        self.pub_grip = self.create_publisher(GripperCommand, "/panda_gripper/command", qos)
+        self.pub_traj = self.create_publisher(JointTrajectory, f"/{v['controller']}/joint_trajectory", command_qos())
+        self.pub_grip = self.create_publisher(GripperCommand, "/panda_gripper/command", command_qos())
         self.pub_status = self.create_publisher(
             String, "/policy_bridge/status", QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.advance = self.create_client(Advance, "/lab_sim/advance")
@@ -288,10 +302,10 @@ class PolicyBridge(Node):
         loop = ep["loop"]
         if request.pause and not ep.get("paused"):
             ep["paused"] = True
-            # The rows of the intervals asked for and not answered yet (the one running, and
+            # The rows of the advances asked for and not answered yet (the one running, and
             # the next one sent ahead): they run, then the arm decelerates from the last.
             ahead = ep.get("ahead")
-            in_flight = list(ep.get("in_flight", [])) + ([ahead["row"]] if ahead else [])
+            in_flight = list(ep.get("in_flight", [])) + (ahead["rows"] if ahead else [])
             stop = loop.pause(ep["t"], request.reason)
             if stop is not None:  # replaces the trajectory: the arm decelerates to rest
                 if ep["state"] == "advancing":
@@ -388,7 +402,9 @@ class PolicyBridge(Node):
             self.get_logger().error(f"policy bridge failed: {exc!r}")
             self._end("error", f"{type(exc).__name__}: {exc}")
 
-    def _advance(self, ep, duration, arm=False, gripper=False, then="observe"):
+    def _advance(self, ep, duration, then="observe", request=None, rows=None):
+        """Ask lab_sim to run ``duration`` from the current boundary with no command (a
+        prime, a paused hold), or ``request`` for the ``rows`` sent with it."""
         if self.v["step_mode"] != "sync":
             ep["state"] = then
             return
@@ -396,18 +412,44 @@ class PolicyBridge(Node):
         # after that, a lab_sim that leaves shows as an advance without a reply.
         if not ep.get("advance_answered") and not self.advance.service_is_ready():
             return  # lab_sim not up yet: try again next tick
-        req = self._advance_request(ep["t"], duration, arm, gripper)
+        req = request if request is not None else self._advance_request(ep["t"], duration, [], [])
         ep["state"], ep["then"], ep["advance_request"] = "advancing", then, req
-        ep["in_flight"] = [ep["loop"].setpoint]
+        ep["in_flight"] = rows if rows is not None else [ep["loop"].setpoint]
         ep["advance_sent"] = time.monotonic()
         ep["advance_futures"] = []
         self._send_advance(ep)
 
-    def _advance_request(self, t: float, duration: float, arm: bool, gripper: bool) -> Advance.Request:
-        req = Advance.Request(duration_s=float(duration), require_arm_command=arm,
-                              require_gripper_command=gripper, include_world_state=self.system.privileged)
+    def _advance_request(self, t: float, duration: float, arm_stamps: list[float],
+                         gripper_stamps: list[float]) -> Advance.Request:
+        """The advance over ``duration`` from boundary t that waits for the arm and gripper
+        commands stamped at the given boundaries (t itself among them or not)."""
+        req = Advance.Request(duration_s=float(duration), include_world_state=self.system.privileged)
         s_to_stamp(t, req.command_stamp)
+        req.arm_command_stamps = [s_to_stamp(x, Time()) for x in arm_stamps]
+        req.gripper_command_stamps = [s_to_stamp(x, Time()) for x in gripper_stamps]
         return req
+
+    def _send_segment(self, ep, t0: float):
+        """The chunk's next rows (at most rows_per_advance), each sent as the commands of
+        its own interval from boundary t0 on; the advance that runs them and the setpoint
+        after each row, or None when the queue is done (observe next)."""
+        loop = ep["loop"]
+        dt = self.spec.hold_interval_s
+        arm_stamps, gripper_stamps, setpoints = [], [], []
+        while len(setpoints) < self.rows_per_advance:
+            t = t0 + len(setpoints) * dt
+            command = loop.next_command(t)
+            if command is None:
+                break
+            arm, gripper = self._send_command(ep, command, t)
+            if arm:
+                arm_stamps.append(t)
+            if gripper:
+                gripper_stamps.append(t)
+            setpoints.append(loop.setpoint)
+        if not setpoints:
+            return None
+        return self._advance_request(t0, len(setpoints) * dt, arm_stamps, gripper_stamps), setpoints
 
     def _send_advance(self, ep):
         ep["advance_futures"].append(self._call_advance(ep["advance_request"]))
@@ -465,8 +507,8 @@ class PolicyBridge(Node):
             ep["state"], ep["then"] = "advancing", "execute"
             ep["advance_request"], ep["advance_futures"] = ahead["request"], ahead["futures"]
             ep["advance_sent"] = ep["advance_last_sent"] = ahead["sent"]
-            ep["in_flight"] = [ahead["row"]]
-            self._tick_again = True  # and the row after it goes out now
+            ep["in_flight"] = ahead["rows"]
+            self._tick_again = True  # and the rows after them go out now
 
     def _keep_boundary_state(self, answer: Advance.Response) -> None:
         """The joint and (privileged) world state lab_sim measured at the boundary, serialized
@@ -477,23 +519,18 @@ class PolicyBridge(Node):
             self.latest["world"] = answer.world_state.tobytes()
 
     def _send_ahead(self, ep) -> None:
-        """While a row's interval runs, send the next row and ask for its interval, stamped
-        at the boundary where this one ends. Only between two rows of a chunk: not after a
-        prime, a pause or the last row (the observation after it waits for the answer)."""
-        ep["ahead"] = None  # asked once per interval
+        """While an advance's rows run, send the next rows and ask for their advance, from
+        the boundary where this one ends. Only between rows of a chunk: not after a prime, a
+        pause or the chunk's last row (the observation after it waits for the answer)."""
+        ep["ahead"] = None  # asked once per advance
         if self.v["step_mode"] != "sync" or ep["then"] != "execute" or ep.get("paused"):
             return
-        dt = self.spec.hold_interval_s
-        if abs(ep["advance_request"].duration_s - dt) > EPS:
+        segment = self._send_segment(ep, ep["t"] + ep["advance_request"].duration_s)
+        if segment is None:
             return
-        loop = ep["loop"]
-        t_next = ep["t"] + dt
-        command = loop.next_command(t_next)
-        if command is None:
-            return
-        request = self._advance_request(t_next, dt, *self._send_command(ep, command, t_next))
+        request, rows = segment
         ep["ahead"] = {"request": request, "futures": [self._call_advance(request)], "sent": time.monotonic(),
-                       "row": loop.setpoint}
+                       "rows": rows}
 
     def _stamp(self, key) -> float | None:
         source = self.sampled.get(key)
@@ -686,21 +723,30 @@ class PolicyBridge(Node):
             elif self.v["step_mode"] == "sync":
                 self._advance(ep, self.spec.hold_interval_s, then="execute")
             return
-        if self.v["step_mode"] == "realtime" and loop.queue and loop.latest_ev <= loop.chunk_ev:
-            # Rows are paced on the simulator's clock, not the wall clock: a
-            # simulator slower than real time must not receive targets faster
-            # than its physics moves (JTC replace semantics would skip them).
-            now = self._current_time(ep)
-            if now < ep.get("next_row_t", 0.0) - EPS:
+        if self.v["step_mode"] == "realtime":
+            if loop.queue and loop.latest_ev <= loop.chunk_ev:
+                # Rows are paced on the simulator's clock, not the wall clock: a
+                # simulator slower than real time must not receive targets faster
+                # than its physics moves (JTC replace semantics would skip them).
+                now = self._current_time(ep)
+                if now < ep.get("next_row_t", 0.0) - EPS:
+                    return
+                ep["next_row_t"] = now + self.spec.hold_interval_s
+                ep["t"] = now
+            command = loop.next_command(ep["t"])
+            if command is None:
+                ep["state"], ep["since"] = "observe", time.monotonic()
                 return
-            ep["next_row_t"] = now + self.spec.hold_interval_s
-            ep["t"] = now
-        command = loop.next_command(ep["t"])
-        if command is None:
+            self._send_command(ep, command, ep["t"])  # and the state stays: the next row follows
+            return
+        if not ep.get("advance_answered") and not self.advance.service_is_ready():
+            return  # lab_sim not up yet (no row taken): try again next tick
+        segment = self._send_segment(ep, ep["t"])
+        if segment is None:
             ep["state"], ep["since"] = "observe", time.monotonic()
             return
-        arm, grip = self._send_command(ep, command, ep["t"])
-        self._advance(ep, self.spec.hold_interval_s, arm=arm, gripper=grip, then="execute")
+        request, rows = segment
+        self._advance(ep, request.duration_s, then="execute", request=request, rows=rows)
 
     def _send_command(self, ep, command, t: float) -> tuple[bool, bool]:
         """One row's commands for the interval from boundary t (a hold row sends none);

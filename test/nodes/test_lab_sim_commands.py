@@ -1,13 +1,15 @@
-"""lab_sim in sync mode holds a command stamped after its sim time until sim time
-reaches the stamp (the bridge sends a row while the row before runs): which command
-acts when, and which boundaries count as commanded."""
+"""lab_sim in sync mode holds the commands stamped after its sim time until sim time
+reaches each stamp (the bridge sends several rows for one advance, and the next
+advance's rows while one runs): which command acts when, and which boundaries count
+as commanded."""
 from __future__ import annotations
 
+from collections import deque
 from types import SimpleNamespace
 
 from trajectory_msgs.msg import JointTrajectory
 
-from labference_ros.nodes.lab_sim import LabSim, _has_stamp, _stamp_ns
+from labference_ros.nodes.lab_sim import CommandedBoundaries, LabSim, _stamp_ns
 
 MS = 1_000_000
 
@@ -22,7 +24,7 @@ def sim_at(now_ms: int, step_mode: str = "sync") -> SimpleNamespace:
     """What on_trajectory looks at: a loaded scene at sim time now_ms; the trajectories it
     applies are appended to .applied."""
     sim = SimpleNamespace(loaded=True, step_mode=step_mode, backend=SimpleNamespace(sim_time=now_ms / 1000),
-                          ahead_arm=None, ahead_gripper=None, arm_stamps=[], applied=[])
+                          held_arm=deque(), held_gripper=deque(), arm_stamps=CommandedBoundaries(4), applied=[])
     sim._apply_commands_due = lambda: LabSim._apply_commands_due(sim)
     sim._take_command = lambda *args: LabSim._take_command(sim, *args)
     sim._is_ahead = lambda stamp: LabSim._is_ahead(sim, stamp)
@@ -42,10 +44,20 @@ def send(sim: SimpleNamespace, *stamps_ms: int) -> list[JointTrajectory]:
 def test_a_command_for_a_later_boundary_waits_for_it():
     sim = sim_at(0)
     now, ahead = send(sim, 0, 20)
-    assert sim.applied == [now] and sim.ahead_arm is ahead
+    assert sim.applied == [now] and list(sim.held_arm) == [ahead]
     sim.backend.sim_time = 0.02
     LabSim._apply_commands_due(sim)
-    assert sim.applied == [now, ahead] and sim.ahead_arm is None
+    assert sim.applied == [now, ahead] and not sim.held_arm
+
+
+def test_the_rows_of_one_advance_act_each_at_its_own_boundary():
+    sim = sim_at(0)
+    rows = send(sim, 0, 20, 40, 60)
+    assert sim.applied == rows[:1] and list(sim.held_arm) == rows[1:]
+    for stamp_ms in (10, 20, 30, 40, 50, 60):
+        sim.backend.sim_time = stamp_ms / 1000
+        LabSim._apply_commands_due(sim)
+    assert sim.applied == rows and not sim.held_arm
 
 
 def test_a_held_command_whose_boundary_is_reached_is_applied_before_the_next_replaces_it():
@@ -55,20 +67,37 @@ def test_a_held_command_whose_boundary_is_reached_is_applied_before_the_next_rep
     (row_20,) = send(sim, 20)
     sim.backend.sim_time = 0.02
     (row_40,) = send(sim, 40)
-    assert sim.applied == [row_20] and sim.ahead_arm is row_40
+    assert sim.applied == [row_20] and list(sim.held_arm) == [row_40]
 
 
-def test_a_command_for_now_replaces_a_held_one_and_its_boundary_still_counts_as_commanded():
-    # A pause: the stop trajectory, stamped at the running interval's start, replaces the
-    # row sent ahead; the advance for that row's boundary must not wait for it forever.
+def test_a_command_for_now_replaces_the_held_ones_and_their_boundaries_still_count_as_commanded():
+    # A pause: the stop trajectory, stamped at the running advance's start, replaces the
+    # rows sent ahead; the advances for those rows' boundaries must not wait for them forever.
     sim = sim_at(20)
-    ahead, stop = send(sim, 40, 20)
-    assert sim.applied == [stop] and sim.ahead_arm is None
-    assert _has_stamp(sim.arm_stamps, _stamp_ns(ahead.header.stamp))
-    assert not _has_stamp(sim.arm_stamps, _stamp_ns(trajectory(60).header.stamp))
+    *ahead, stop = send(sim, 40, 60, 20)
+    assert sim.applied == [stop] and not sim.held_arm
+    assert all(_stamp_ns(msg.header.stamp) in sim.arm_stamps for msg in ahead)
+    assert _stamp_ns(trajectory(80).header.stamp) not in sim.arm_stamps
+
+
+def test_a_held_command_replaces_the_held_ones_from_its_boundary_on():
+    # JTC replace semantics for what waits: a new plan from 60 ms drops the rows held for
+    # 60 and 80 ms, and the row for 40 ms still acts first.
+    sim = sim_at(20)
+    row_40, _, _, new_60 = send(sim, 40, 60, 80, 60)
+    assert list(sim.held_arm) == [row_40, new_60]
+
+
+def test_commanded_boundaries_keep_the_newest_and_allow_a_nanosecond():
+    kept = CommandedBoundaries(2)
+    for stamp in (1_000, 2_000, 3_000):
+        kept.add(stamp)
+    assert 1_000 not in kept and 2_000 in kept and 3_001 in kept and 2_998 not in kept
+    kept.clear()
+    assert 3_000 not in kept
 
 
 def test_realtime_mode_applies_every_command_on_arrival():
     sim = sim_at(0, step_mode="realtime")
     (ahead,) = send(sim, 500)
-    assert sim.applied == [ahead] and sim.ahead_arm is None
+    assert sim.applied == [ahead] and not sim.held_arm

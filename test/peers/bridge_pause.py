@@ -1,8 +1,8 @@
 """Pauses an executing episode through /policy_bridge/pause, then resumes it.
 Starts lab_sim, the referee and the bridge as bridge_episode.py does, waits until
-the arm moves, pauses, watches one sim second, resumes, waits for the end and
+the arm moves, pauses, watches 1.5 sim seconds, resumes, waits for the end and
 prints "RESULT <json>": the pause's sim time, the trajectories sent after it,
-the arm's motion during the pause, the final status and scores.
+the arm's motion during the pause (1.5 sim s), the final status and scores.
 usage: bridge_pause.py OUTPUT_DIR"""
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def main() -> int:
     pause = peer.call(SetPause, "/policy_bridge/pause", SetPause.Request(episode_id="ep0", pause=True,
                                                                          reason="operator"), 60.0)
     paused_at = joints[-1][0]
-    while joints[-1][0] < paused_at + 1.0 and time.monotonic() < deadline:
+    while joints[-1][0] < paused_at + 1.5 and time.monotonic() < deadline:
         time.sleep(0.01)
     during = [(t, q.tolist()) for t, q in joints if t >= paused_at]
     sent_after = [t for t in sent if t > paused_at + 1e-9]
