@@ -41,12 +41,16 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     A command stamped at the next boundary and its advance, sent while an interval
     runs, give the physics they give when sent after it; an advance naming a boundary
     sim time has not reached is refused. An answer carries the joint state lab_sim
-    published at its end, and the world state when asked for it."""
+    published at its end, and the world state when asked for it. Three rows sent before
+    one advance over their intervals give the physics of one row at a time; a command
+    boundary outside the interval is refused."""
     probe = Proc([sys.executable, str(REPO / "test" / "peers" / "advance_barrier.py")], env=graph)
     results = probe.wait_for("RESULT", timeout=120, count=6)
     ahead = probe.wait_for("AHEAD", timeout=120)
     stale = probe.wait_for("STALE", timeout=60)
     answer = probe.wait_for("ANSWER", timeout=60)
+    rows = probe.wait_for("ROWS", timeout=60)
+    outside = probe.wait_for("OUTSIDE", timeout=60)
     probe.stop()
     assert len(results) == 6, probe.seen[-20:]
     answers = [line.split(" ", 3)[1:] for line in results]
@@ -63,6 +67,9 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
     assert ahead == ["AHEAD True 0.200"], probe.seen[-20:]
     assert stale == ["STALE False command_stamp 0.300 s is ahead of sim time 0.200 s"], probe.seen[-20:]
     assert answer == ["ANSWER True True True 0.200"], probe.seen[-20:]
+    assert rows == ["ROWS True 0.300"], probe.seen[-20:]
+    assert outside == ["OUTSIDE False a command stamp (0.400 s) lies outside the interval [0.300, 0.400) s"], \
+        probe.seen[-20:]
 
 
 def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answers(tmp_path):

@@ -13,7 +13,12 @@
 6. "STALE <ok> <message>": an advance whose command_stamp is ahead of sim time;
 7. "ANSWER <joints same> <world same> <world withheld> <stamp>": the last answer of 5
    carries the joint state and the world state lab_sim published last, at the answer's
-   sim time; the first, which did not ask for the world state, carries none."""
+   sim time; the first, which did not ask for the world state, carries none;
+8. "ROWS <same> <sim time>": three commands (5's two and a third), once each command and
+   advance sent after the previous answer, once all three sent first and then one advance
+   over the three intervals that names their boundaries (lab_sim holds two commands at
+   once): the arm's joint state after them is the same to the bit;
+9. "OUTSIDE <ok> <message>": an advance naming a command boundary past its interval."""
 from __future__ import annotations
 
 import sys
@@ -24,7 +29,7 @@ from peer_session import PeerSession
 
 def main() -> int:
     peer = PeerSession("advance_barrier")
-    from builtin_interfaces.msg import Duration
+    from builtin_interfaces.msg import Duration, Time
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -139,6 +144,30 @@ def main() -> int:
     # The transport pads what it delivers to a multiple of four bytes: compare the messages.
     same_world = deserialize_message(answer.world_state.tobytes(), WorldState) == deserialize_message(world, WorldState)
     print(f"ANSWER {same_joints} {same_world} {withheld} {stamp.sec + stamp.nanosec * 1e-9:.3f}", flush=True)
+    # 8. Three rows one at a time, then all three first and one advance over them.
+    targets.append([q - 0.05 for q in home])
+    assert peer.call(ResetEpisode, "/lab_sim/reset", reset).success
+    for k in (0, 1, 2):
+        command(k)
+        assert peer.wait(interval(k), 30).success
+    time.sleep(0.5)  # the last joint state arrives
+    one_at_a_time = (tuple(joints[-1].position), joints[-1].header.stamp)
+    assert peer.call(ResetEpisode, "/lab_sim/reset", reset).success
+    for k in (0, 1, 2):
+        command(k)
+    rows = Advance.Request(duration_s=0.3)
+    s_to_stamp(0.0, rows.command_stamp)
+    rows.arm_command_stamps = [s_to_stamp(0.1 * k, Time()) for k in (0, 1, 2)]
+    res = peer.wait(advance.call_async(rows), 30)
+    time.sleep(0.5)
+    same = bool(res and res.success) and (tuple(joints[-1].position), joints[-1].header.stamp) == one_at_a_time
+    print(f"ROWS {same} {res.sim_time if res else 0.0:.3f}", flush=True)
+    # 9. A command boundary outside the interval.
+    outside = Advance.Request(duration_s=0.1)
+    s_to_stamp(res.sim_time, outside.command_stamp)
+    outside.arm_command_stamps = [s_to_stamp(res.sim_time + 0.1, Time())]
+    res = peer.wait(advance.call_async(outside), 30)
+    print(f"OUTSIDE {bool(res and res.success)} {res.message if res else 'no reply'}", flush=True)
     peer.close()
     return 0
 
