@@ -11,6 +11,10 @@ one topic's messages back to back: they share the subscriber's wake-ups more tha
 lab_sim's back-to-back messages on several topics do, so --burst 3 gives a lower bound.
 
     .venv/bin/python benchmarks/bench_delivery.py [--ticks 1500] [--burst 1] [--deliveries-per-sim-s 880]
+    .venv/bin/python benchmarks/bench_delivery.py --image 320x240 --sampled --ticks 300
+
+--image WxH: sensor_msgs/Image (rgb8) instead, each built from a frame's pixels as
+lab_sim builds its camera messages (with --sampled, read as the policy bridge reads them).
 
 --deliveries-per-sim-s: the weighing graph's count (BENCHMARKS.md,
 "Where the graph's overhead goes": 7 per 10 ms measurement, 3 per 20 ms control
@@ -37,21 +41,43 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def publisher(ticks: int, burst: int, settle_s: float) -> dict:
+def message_type(image: str | None):
+    from sensor_msgs.msg import Image, JointState
+
+    return Image if image else JointState
+
+
+def image_size(image: str) -> tuple[int, int]:
+    """(height, width) of a --image WxH argument."""
+    width, height = (int(x) for x in image.lower().split("x"))
+    return height, width
+
+
+def publisher(ticks: int, burst: int, settle_s: float, image: str | None = None) -> dict:
+    import numpy as np
     from rclpy.qos import QoSProfile
-    from sensor_msgs.msg import JointState
+    from sensor_msgs.msg import Image, JointState
 
     from labference_ros.nodes.runtime import init_ros
 
     rclpy = init_ros([])
     node = rclpy.create_node("bench_delivery_publisher")
-    pub = node.create_publisher(JointState, TOPIC, QoSProfile(depth=10))
+    pub = node.create_publisher(message_type(image), TOPIC, QoSProfile(depth=10))
     time.sleep(settle_s)  # discovery
     subscribers = pub.get_subscription_count()  # before the subscriber, done, leaves
     msg = JointState(name=[f"panda_joint{i}" for i in range(1, 10)], position=[0.1] * 9, velocity=[0.0] * 9,
                      effort=[0.0] * 9)
+    frames = []
+    if image:  # a few different frames, so that no layer can reuse the last one
+        rng = np.random.default_rng(0)
+        frames = [rng.integers(0, 256, (*image_size(image), 3), dtype=np.uint8) for _ in range(4)]
     c0, t0 = _cpu(), time.perf_counter()
     for i in range(ticks):
+        if frames:  # built per frame, as lab_sim's publish_cameras builds it
+            pixels = frames[i % len(frames)]
+            msg = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
+                        step=pixels.shape[1] * 3, data=pixels.tobytes())
+            msg.header.frame_id = "front_optical_frame"
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i * 10_000_000, 1_000_000_000)
         for _ in range(burst):
             pub.publish(msg)
@@ -63,10 +89,9 @@ def publisher(ticks: int, burst: int, settle_s: float) -> dict:
     return {"cpu_s": cpu, "subscribers": subscribers}
 
 
-def subscriber(messages: int, deadline_s: float) -> dict:
+def subscriber(messages: int, deadline_s: float, image: str | None = None) -> dict:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile
-    from sensor_msgs.msg import JointState
 
     from labference_ros.nodes.runtime import init_ros, make_executor
 
@@ -77,7 +102,7 @@ def subscriber(messages: int, deadline_s: float) -> dict:
     def on_message(data: bytes) -> None:
         got.append(_cpu())
 
-    node.create_subscription(JointState, TOPIC, on_message, QoSProfile(depth=10), raw=True)
+    node.create_subscription(message_type(image), TOPIC, on_message, QoSProfile(depth=10), raw=True)
     executor = make_executor(SingleThreadedExecutor)  # the nodes' executor
     executor.add_node(node)
     end = time.monotonic() + deadline_s
@@ -89,13 +114,12 @@ def subscriber(messages: int, deadline_s: float) -> dict:
     return {"received": len(got), "cpu_s": got[-1] - got[0] if len(got) > 1 else 0.0}
 
 
-def sampling_subscriber(ticks: int, burst: int, deadline_s: float) -> dict:
+def sampling_subscriber(ticks: int, burst: int, deadline_s: float, image: str | None = None) -> dict:
     """The same subscription read as nodes.sampled.SampledInput reads it: on no executor,
     the newest message taken every SAMPLE_EVERY_S. DDS still receives every message;
     the count is the publisher's between the first and the last message taken (their
     stamps number the ticks)."""
     from rclpy.qos import QoSProfile
-    from sensor_msgs.msg import JointState
 
     from labference_ros.cdr_views import header_stamp_s
     from labference_ros.nodes.runtime import init_ros
@@ -103,7 +127,7 @@ def sampling_subscriber(ticks: int, burst: int, deadline_s: float) -> dict:
 
     rclpy = init_ros([])
     node = rclpy.create_node("bench_delivery_subscriber")
-    source = SampledInput(node, JointState, TOPIC, QoSProfile(depth=10))
+    source = SampledInput(node, message_type(image), TOPIC, QoSProfile(depth=10))
     first = last = None  # (tick, CPU s)
     end = time.monotonic() + deadline_s
     while (last is None or last[0] < ticks - 1) and time.monotonic() < end:
@@ -119,9 +143,10 @@ def sampling_subscriber(ticks: int, burst: int, deadline_s: float) -> dict:
     return {"received": (last[0] - first[0]) * burst + 1, "cpu_s": last[1] - first[1]}
 
 
-def run_pair(ticks: int, burst: int, subscribed: bool, env: dict, sampled: bool = False) -> tuple[dict, dict | None]:
+def run_pair(ticks: int, burst: int, subscribed: bool, env: dict, sampled: bool = False,
+             image: str | None = None) -> tuple[dict, dict | None]:
     """The publisher, with or without a subscriber."""
-    me = [sys.executable, os.path.abspath(__file__)]
+    me = [sys.executable, os.path.abspath(__file__)] + (["--image", image] if image else [])
     sub = None
     if subscribed:
         sub = subprocess.Popen(me + ["--role", "subscriber", "--messages", str(ticks * burst),
@@ -148,16 +173,24 @@ def main() -> int:
     ap.add_argument("--deliveries-per-sim-s", type=float, default=880.0)
     ap.add_argument("--sampled", action="store_true",
                     help="the subscriber takes the newest message every 0.1 s instead of spinning (nodes.sampled)")
+    ap.add_argument("--image", metavar="WxH",
+                    help="sensor_msgs/Image frames of this size (rgb8), built as lab_sim builds them")
     ap.add_argument("--role", choices=("publisher", "subscriber"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.image:
+        try:
+            image_size(a.image)
+        except ValueError:
+            ap.error(f"--image takes WIDTHxHEIGHT (e.g. 320x240), not {a.image!r}")
     if a.role == "publisher":
-        print(json.dumps(publisher(a.ticks, a.burst, settle_s=3.0)))
+        print(json.dumps(publisher(a.ticks, a.burst, settle_s=3.0, image=a.image)))
         return 0
+    deadline_s = a.ticks / RATE_HZ + SUBSCRIBER_SPARE_S
     if a.role == "subscriber" and a.sampled:
-        print(json.dumps(sampling_subscriber(a.ticks, a.burst, deadline_s=a.ticks / RATE_HZ + SUBSCRIBER_SPARE_S)))
+        print(json.dumps(sampling_subscriber(a.ticks, a.burst, deadline_s, image=a.image)))
         return 0
     if a.role == "subscriber":
-        print(json.dumps(subscriber(a.messages, deadline_s=a.ticks / RATE_HZ + SUBSCRIBER_SPARE_S)))
+        print(json.dumps(subscriber(a.messages, deadline_s, image=a.image)))
         return 0
 
     from labference_ros.launcher.domains import claim_domain
@@ -167,12 +200,13 @@ def main() -> int:
     env = loopback_environ()
     env["ROS_DOMAIN_ID"] = str(claim.domain_id)
     try:
-        alone, _ = run_pair(a.ticks, a.burst, False, env)
-        pub, sub = run_pair(a.ticks, a.burst, True, env, sampled=a.sampled)
+        alone, _ = run_pair(a.ticks, a.burst, False, env, image=a.image)
+        pub, sub = run_pair(a.ticks, a.burst, True, env, sampled=a.sampled, image=a.image)
     finally:
         claim.release()
     n = a.ticks * a.burst
-    print(f"{n} JointState messages, {a.burst} every 10 ms, domain {claim.domain_id}; publisher alone "
+    kind = f"{a.image} Image" if a.image else "JointState"
+    print(f"{n} {kind} messages, {a.burst} every 10 ms, domain {claim.domain_id}; publisher alone "
           f"{alone['cpu_s'] / n * 1e6:.0f} us CPU per message (its loop, sleeps included)")
     writer = (pub["cpu_s"] - alone["cpu_s"]) / n
     reader = sub["cpu_s"] / max(sub["received"] - 1, 1)

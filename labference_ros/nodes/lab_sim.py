@@ -561,7 +561,7 @@ class LabSim(Node):
 
     async def on_advance(self, request, response):
         """One advance at a time: one asked while another runs waits for it to end (the
-        caller's next interval, sent ahead); a third is refused."""
+        caller's next rows, sent ahead); a third is refused."""
         running = self.advance_done is not None and not self.advance_done.done()
         if running and self.loaded and self.step_mode == "sync" and not self.advance_waiting:
             timeline = self.timeline

@@ -503,7 +503,7 @@ class PolicyBridge(Node):
         ep["advance_answered"] = True
         self._keep_boundary_state(res)
         ahead = ep.pop("ahead", None)
-        if ahead is not None:  # the next row's interval, asked while this one ran
+        if ahead is not None:  # the next rows' advance, asked while this one ran
             ep["state"], ep["then"] = "advancing", "execute"
             ep["advance_request"], ep["advance_futures"] = ahead["request"], ahead["futures"]
             ep["advance_sent"] = ep["advance_last_sent"] = ahead["sent"]

@@ -60,6 +60,26 @@ def test_the_rows_of_one_advance_act_each_at_its_own_boundary():
     assert sim.applied == rows and not sim.held_arm
 
 
+def test_held_commands_whose_boundaries_sim_time_passed_at_once_act_in_stamp_order():
+    sim = sim_at(0)
+    rows = send(sim, 20, 40, 60)
+    sim.backend.sim_time = 0.05
+    LabSim._apply_commands_due(sim)
+    assert sim.applied == rows[:2] and list(sim.held_arm) == rows[2:]
+
+
+def test_gripper_commands_are_held_and_replaced_like_arm_commands():
+    sim = sim_at(20)
+    sim.gripper_stamps, sim.gripped = CommandedBoundaries(4), []
+    sim._apply_gripper = sim.gripped.append
+    held_40, held_60, stop = (trajectory(ms) for ms in (40, 60, 20))  # any stamped message will do
+    for msg in (held_40, held_60):
+        LabSim.on_gripper(sim, msg)
+    assert not sim.gripped and list(sim.held_gripper) == [held_40, held_60]
+    LabSim.on_gripper(sim, stop)
+    assert sim.gripped == [stop] and not sim.held_gripper and _stamp_ns(held_60.header.stamp) in sim.gripper_stamps
+
+
 def test_a_held_command_whose_boundary_is_reached_is_applied_before_the_next_replaces_it():
     # The row after arrives once sim time has reached the held row's boundary but before
     # the held row was applied: both rows act, in order.

@@ -127,7 +127,8 @@ def test_a_pause_stops_the_arm_after_the_rows_sent_and_the_episode_resumes(tmp_p
     assert result["profile"]["safety"] == "franka"  # what run.json's policy section keeps (a cell of its own)
     assert kinds.count("paused") == 1 and kinds.count("resumed") == 1
     paused = log[kinds.index("paused")]
-    assert paused["reason"] == "operator" and paused["rows_dropped"] > 0
+    # (Its rows_dropped, the chunk's rows not yet sent, is 0 when the pause came with the last in flight.)
+    assert paused["reason"] == "operator"
     assert not [r for r in log if r["record"] == "chunk" and r["status"] != "accepted"]
 
 
