@@ -267,7 +267,7 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
         finally:
             code = recorder.stop()
             recorder.wait_for("", count=10**6, timeout=2)
-            assert code == 0, recorder.seen[-40:]
+            assert code == 0, "\n".join(recorder.seen[-40:])
     from labference_ros.recording.bag_reader import EpisodeBagReader
 
     reader = EpisodeBagReader(tmp_path / "ep" / "bag")
@@ -291,7 +291,8 @@ def record_probe_episode(tmp_path, ros_env, mode: str) -> tuple[list[str], list[
         finally:
             code = recorder.stop()
             recorder.wait_for("", count=10**6, timeout=2)
-            assert code == 0, recorder.seen[-40:]  # a crash's faulthandler dump is in its output
+            # A crash's faulthandler dump is in its output: printed whole (a list would be cut short).
+            assert code == 0, "\n".join(recorder.seen[-40:])
     topics = [topic for topic, _type, _t, _raw in EpisodeBagReader(tmp_path / "ep" / "bag").raw_messages()]
     return topics, recorder.seen
 
