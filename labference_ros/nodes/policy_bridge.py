@@ -409,8 +409,9 @@ class PolicyBridge(Node):
             ep["state"] = then
             return
         # Asked until lab_sim first answers in this episode (a graph query per row costs);
-        # after that, a lab_sim that leaves shows as an advance without a reply.
-        if not ep.get("advance_answered") and not self.advance.service_is_ready():
+        # after that, a lab_sim that leaves shows as an advance without a reply. Rows already
+        # sent (``request``) were sent after the same check by the caller: their advance goes.
+        if request is None and not ep.get("advance_answered") and not self.advance.service_is_ready():
             return  # lab_sim not up yet: try again next tick
         req = request if request is not None else self._advance_request(ep["t"], duration, [], [])
         ep["state"], ep["then"], ep["advance_request"] = "advancing", then, req
