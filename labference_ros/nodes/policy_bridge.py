@@ -402,20 +402,26 @@ class PolicyBridge(Node):
             self.get_logger().error(f"policy bridge failed: {exc!r}")
             self._end("error", f"{type(exc).__name__}: {exc}")
 
-    def _advance(self, ep, duration, then="observe", request=None, rows=None):
+    def _lab_sim_not_up(self, ep) -> bool:
+        """Asked until lab_sim first answers in this episode (a graph query per row costs);
+        after that, a lab_sim that leaves shows as an advance without a reply."""
+        return not ep.get("advance_answered") and not self.advance.service_is_ready()
+
+    def _advance(self, ep, duration, then="observe"):
         """Ask lab_sim to run ``duration`` from the current boundary with no command (a
-        prime, a paused hold), or ``request`` for the ``rows`` sent with it."""
+        prime, a paused hold)."""
         if self.v["step_mode"] != "sync":
             ep["state"] = then
             return
-        # Asked until lab_sim first answers in this episode (a graph query per row costs);
-        # after that, a lab_sim that leaves shows as an advance without a reply. Rows already
-        # sent (``request``) were sent after the same check by the caller: their advance goes.
-        if request is None and not ep.get("advance_answered") and not self.advance.service_is_ready():
-            return  # lab_sim not up yet: try again next tick
-        req = request if request is not None else self._advance_request(ep["t"], duration, [], [])
-        ep["state"], ep["then"], ep["advance_request"] = "advancing", then, req
-        ep["in_flight"] = rows if rows is not None else [ep["loop"].setpoint]
+        if self._lab_sim_not_up(ep):
+            return  # try again next tick
+        self._start_advance(ep, self._advance_request(ep["t"], duration, [], []), [ep["loop"].setpoint], then)
+
+    def _start_advance(self, ep, request: Advance.Request, rows: list, then: str) -> None:
+        """Send ``request``, the advance that runs ``rows`` (their setpoints: what a pause
+        lets run), and wait for its answer."""
+        ep["state"], ep["then"], ep["advance_request"] = "advancing", then, request
+        ep["in_flight"] = rows
         ep["advance_sent"] = time.monotonic()
         ep["advance_futures"] = []
         self._send_advance(ep)
@@ -740,14 +746,14 @@ class PolicyBridge(Node):
                 return
             self._send_command(ep, command, ep["t"])  # and the state stays: the next row follows
             return
-        if not ep.get("advance_answered") and not self.advance.service_is_ready():
-            return  # lab_sim not up yet (no row taken): try again next tick
+        if self._lab_sim_not_up(ep):
+            return  # no row taken: try again next tick
         segment = self._send_segment(ep, ep["t"])
         if segment is None:
             ep["state"], ep["since"] = "observe", time.monotonic()
             return
         request, rows = segment
-        self._advance(ep, request.duration_s, then="execute", request=request, rows=rows)
+        self._start_advance(ep, request, rows, then="execute")
 
     def _send_command(self, ep, command, t: float) -> tuple[bool, bool]:
         """One row's commands for the interval from boundary t (a hold row sends none);
