@@ -6,7 +6,7 @@ joints) every 10 ms of sim time, renders the three cameras at --camera-rate at
 the graph's image size, and runs on until the referee's 3 s terminal dwell
 could have completed. Graph: `labference launch weighing_sim.launch.py` running
 the same instance --episodes times (record:=false): the first episode pays the
-graph's start-up (seven Python processes importing rclpy, MuJoCo, the planner),
+graph's start-up (six Python processes importing rclpy, MuJoCo, the planner),
 the others are what every further episode of a campaign worker costs (their
 median is printed; this machine's timings drift by 20 % between minutes, so
 the raw episodes run before and after the graph, after one raw warm-up episode
@@ -150,7 +150,10 @@ def _watch_cpu(proc: subprocess.Popen, episodes_dir: str):
                 cmd = p.cmdline()
             except psutil.Error:
                 continue
-            name = next((a.rsplit(".", 1)[-1] for a in cmd if a.startswith("labference_ros.nodes.")), None)
+            at = next((k for k, a in enumerate(cmd) if a.startswith("labference_ros.nodes.")), None)
+            name = None if at is None else cmd[at].rsplit(".", 1)[-1]
+            if name == "composed" and at + 1 < len(cmd):  # nodes that share a process: their joined names
+                name = cmd[at + 1]
             processes[p.pid] = (p, name)
 
     def sample() -> float:

@@ -35,6 +35,11 @@ class NodeSpec:
     ends_graph: bool = False
     # A boolean launch argument that must be true for the node to start ("" = always).
     when: str = ""
+    # Nodes with the same non-empty `process` run in one OS process under the embedded
+    # launcher (as components share a container), unless a test substitutes one of them:
+    # their messages to each other then stay in the process instead of crossing shared
+    # memory and waking another process (launcher/plan.py, nodes/composed.py).
+    process: str = ""
 
     @property
     def module(self) -> str:

@@ -58,12 +58,17 @@ ARGUMENTS = (
 # message stamps instead.
 TASK = "feedback_weighing"  # the task family (labference_ros.tasks) every task-aware node loads
 
+# lab_sim and the balance share one process (`labference launch`; graphs/graph.py):
+# every 10 ms wrench and its reading stay in it. This took about a sixth of the
+# graph's CPU per episode (BENCHMARKS.md, "lab_sim and the balance in one process").
+SIM_PROCESS = "sim"
 NODES = (
     NodeSpec("lab_sim", "lab_sim",
              parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
-                         "image_width": Param("image_width", int), "image_height": Param("image_height", int)}),
+                         "image_width": Param("image_width", int), "image_height": Param("image_height", int)},
+             process=SIM_PROCESS),
     NodeSpec("balance", "balance",
-             parameters={}),
+             parameters={}, process=SIM_PROCESS),
     NodeSpec("referee", "referee",
              parameters={"task": TASK}),
     NodeSpec("policy_bridge", "policy_bridge",

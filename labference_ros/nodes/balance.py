@@ -20,8 +20,9 @@ from labference_ros.nodes.runtime import run_node
 
 
 class Balance(Node):
-    def __init__(self):
-        super().__init__("balance")
+    def __init__(self, **node_options):
+        # node_options: rclpy Node keywords, e.g. a composed process's own arguments per node.
+        super().__init__("balance", **node_options)
         g0 = self.declare_parameter("gravity", 9.81).value
         self.empty_force = self.declare_parameter("empty_force_n", float("nan")).value
         self.source = self.declare_parameter("source", "sim_load_cell").value
@@ -68,6 +69,9 @@ class Balance(Node):
         f, q = msg.wrench.force, msg.wrench.torque
         reading = self.model.update(t, (f.x, f.y, f.z), (q.x, q.y, q.z))
         self.pub.publish(fill_balance_msg(BalanceReading(), reading, t, self.source))
+
+
+NODE = Balance  # what nodes/composed.py builds when the balance shares a process
 
 
 def main(args=None):

@@ -77,8 +77,9 @@ COMMANDS_KEPT = 128
 
 
 class LabSim(Node):
-    def __init__(self):
-        super().__init__("lab_sim")
+    def __init__(self, **node_options):
+        # node_options: rclpy Node keywords, e.g. a composed process's own arguments per node.
+        super().__init__("lab_sim", **node_options)
         p = self.declare_parameters("", [
             ("step_mode", "sync"), ("camera_rate", 10.0), ("measurement_rate", 100.0),
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
@@ -721,6 +722,9 @@ def _ns(t: float) -> int:
     """Sim time as a message stamp's nanoseconds (msgconv.s_to_stamp's rounding)."""
     sec, nanosec = stamp_parts(t)
     return sec * 1_000_000_000 + nanosec
+
+
+NODE = LabSim  # what nodes/composed.py builds when lab_sim shares a process
 
 
 def main(args=None):

@@ -55,9 +55,11 @@ def make_executor(single_threaded):
     return EventsExecutor()
 
 
-def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None) -> int:
+def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None, what: str | None = None) -> int:
     """Create the node with ``make_node`` and spin it until SIGINT/SIGTERM or ``node.done``.
 
+    ``make_node`` may return several nodes (a tuple): they share the process and one
+    executor (nodes/composed.py), and the first to finish ends them all.
     A node may set ``node.exit_code`` and ``node.done = True`` to finish on its own.
     An unexpected exception (in construction or a callback) prints one line naming
     the cause and the log file with its traceback, and exits with EXIT_NODE_FAILED.
@@ -71,7 +73,7 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
 
     from labference_ros.errorlog import describe
 
-    what = os.path.basename(sys.argv[0] or "node").removesuffix(".py")
+    what = what or os.path.basename(sys.argv[0] or "node").removesuffix(".py")
 
     spin_loop = sys._getframe().f_code
     stop = {"asked": False, "constructing": True}
@@ -88,7 +90,7 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
-        node = make_node()
+        made = make_node()
     except (_Stop, KeyboardInterrupt):
         _quiet_signals()
         rclpy.try_shutdown()
@@ -98,37 +100,46 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None)
         _say(describe(what, exc))
         rclpy.try_shutdown()
         return EXIT_NODE_FAILED
+    nodes = tuple(made) if isinstance(made, tuple) else (made,)
     stop["constructing"] = False
     executor = make_executor(SingleThreadedExecutor)
-    executor.add_node(node)
+    for node in nodes:
+        executor.add_node(node)
     code = 0
     try:
-        while rclpy.ok() and not getattr(node, "done", False) and not stop["asked"]:
+        while rclpy.ok() and not any(getattr(n, "done", False) for n in nodes) and not stop["asked"]:
             executor.spin_once(timeout_sec=0.1)
-        code = int(getattr(node, "exit_code", 0))
+        code = _exit_code(nodes)
     except (_Stop, KeyboardInterrupt, ExternalShutdownException):
-        code = int(getattr(node, "exit_code", 0))
+        code = _exit_code(nodes)
     except Exception as exc:
         _say(describe(what, exc))
         code = EXIT_NODE_FAILED
     finally:
         # A second stop signal while closing must not cut the records short.
         _quiet_signals()
-        close = getattr(node, "close", None)
-        if callable(close):
-            try:
-                close()
-            except Exception as exc:
-                _say(describe(f"{what} close", exc))
-                code = code or EXIT_NODE_FAILED
+        for node in nodes:
+            close = getattr(node, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:
+                    _say(describe(f"{what} close", exc))
+                    code = code or EXIT_NODE_FAILED
         executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
+        for node in nodes:
+            node.destroy_node()
         # The executor's own teardown runs here, while the context is still valid,
         # rather than whenever the interpreter happens to collect it.
         del executor
         if rclpy.ok():
             rclpy.shutdown()
     return code
+
+
+def _exit_code(nodes) -> int:
+    """The first non-zero exit code a node set, else 0."""
+    return next((int(c) for c in (getattr(n, "exit_code", 0) for n in nodes) if c), 0)
 
 
 def _quiet_signals() -> None:

@@ -67,15 +67,16 @@ def test_graph_lookup_by_any_spelling():
 
 def test_node_command_lines_carry_name_and_typed_parameters():
     procs = {p.name: p for p in node_processes(GRAPH, parse_launch_arguments(GRAPH, ["seed:=4", "instances:="]))}
-    assert set(procs) == {"lab_sim", "balance", "referee", "policy_bridge", "oracle", "recorder", "episode_runner"}
+    # lab_sim and the balance share a process (test/nodes/test_composed_process.py).
+    assert set(procs) == {"lab_sim+balance", "referee", "policy_bridge", "oracle", "recorder", "episode_runner"}
     runner = procs["episode_runner"].argv
     assert runner[runner.index("-m") + 1] == "labference_ros.nodes.episode_runner"
     assert ("-r", "__node:=episode_runner") == runner[runner.index("--ros-args") + 1: runner.index("--ros-args") + 3]
     assert "seed:=4" in runner and "deadline_s:=60.0" in runner and "instances:=''" in runner
     assert procs["episode_runner"].ends_graph
-    sim = procs["lab_sim"].argv
+    sim = procs["lab_sim+balance"].argv[-1]
     assert "step_mode:='sync'" in sim and "camera_rate:=10.0" in sim
-    assert not procs["lab_sim"].ends_graph
+    assert not procs["lab_sim+balance"].ends_graph
     # No node runs on ROS time: sync-mode timers would wait for the clock they drive.
     assert not any("use_sim_time" in arg for p in procs.values() for arg in p.argv)
 
