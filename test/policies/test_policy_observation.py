@@ -100,6 +100,28 @@ def test_delivery_receipt_identifies_the_evidence(settled):
     assert delivery_receipt(changed)["payload_sha256"] != r["payload_sha256"]
 
 
+@pytest.mark.parametrize("cameras, instruction", [
+    (("front", "wrist", "display"), "weigh the sample"),
+    (('a"b', "\u00fc/\\"), 'quotes " and backslashes \\ and the stand-in\'s prefix image-data- in text'),
+    ((), "no cameras at all"),
+])
+def test_the_payload_hash_is_the_sha256_of_the_serialized_request(settled, cameras, instruction):
+    """payload_hash streams the images' base64 into the digest instead of encoding one
+    JSON text: its digest must be the one a server can compute from what it received."""
+    import dataclasses
+    import hashlib
+
+    from labference_ros.core.observation import payload_hash
+
+    _, obs, _ = settled
+    rng = np.random.default_rng(len(cameras))
+    images = {c: rng.integers(0, 256, (12, 16, 3), dtype=np.uint8) for c in cameras}
+    odd = dataclasses.replace(obs, images=images, image_stamps={c: 0.5 for c in cameras}, instruction=instruction,
+                              history=({"note": "image-data-0"},))
+    for candidate in (obs, odd):
+        assert payload_hash(candidate) == hashlib.sha256(serialize_request(candidate)).hexdigest()
+
+
 def test_the_commanded_setpoint_reaches_the_system_and_a_malformed_one_is_refused(settled):
     _, obs, _ = settled
     src = source_of(obs)
