@@ -58,6 +58,7 @@ def publisher(ticks: int, burst: int, settle_s: float, image: str | None = None)
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import Image, JointState
 
+    from labference_ros.msgconv import image_data
     from labference_ros.nodes.runtime import init_ros
 
     rclpy = init_ros([])
@@ -76,7 +77,8 @@ def publisher(ticks: int, burst: int, settle_s: float, image: str | None = None)
         if frames:  # built per frame, as lab_sim's publish_cameras builds it
             pixels = frames[i % len(frames)]
             msg = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
-                        step=pixels.shape[1] * 3, data=pixels.tobytes())
+                        step=pixels.shape[1] * 3)
+            msg.data = image_data(pixels)
             msg.header.frame_id = "front_optical_frame"
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(i * 10_000_000, 1_000_000_000)
         for _ in range(burst):

@@ -5,6 +5,7 @@ live subscription and messages deserialized from a bag by the replay audit.
 """
 from __future__ import annotations
 
+import array
 import json
 import math
 
@@ -21,6 +22,15 @@ def s_to_stamp(t: float, stamp) -> object:
     """Fill a builtin_interfaces/Time with sim time t (nanosecond rounding)."""
     stamp.sec, stamp.nanosec = stamp_parts(t)
     return stamp
+
+
+def image_data(pixels) -> array.array:
+    """An image's pixels (a numpy array) as sensor_msgs/Image's uint8[] data field holds
+    them, in one buffer copy. Assign it to the field: given to the message's constructor,
+    rclpy copies it again element by element (about 0.2 ms for a 320x240 RGB frame)."""
+    data = array.array("B")
+    data.frombytes(memoryview(pixels.tobytes() if not pixels.flags.c_contiguous else pixels).cast("B"))
+    return data
 
 
 def stamp_parts(t: float) -> tuple[int, int]:

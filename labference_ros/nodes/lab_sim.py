@@ -16,7 +16,6 @@ measurement published (joint state and world state), so the caller needs no
 subscription to read the state at its boundaries."""
 from __future__ import annotations
 
-import array
 import dataclasses
 import math
 import os
@@ -43,7 +42,7 @@ from trajectory_msgs.msg import JointTrajectory
 from labference.msg import BalanceReading, GripperCommand, ObjectState, WorldState
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.cdr_views import WorldStateEncoder
-from labference_ros.msgconv import fill_world_msg, s_to_stamp, stamp_parts, stamp_to_s
+from labference_ros.msgconv import fill_world_msg, image_data, s_to_stamp, stamp_parts, stamp_to_s
 from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
 from labference_ros.nodes.runtime import run_node
@@ -500,7 +499,7 @@ class LabSim(Node):
                 pixels = np.zeros_like(pixels)  # the occluder: nothing useful, same size and encoding
             img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
                         step=pixels.shape[1] * 3)
-            img.data = _byte_array(pixels)
+            img.data = image_data(pixels)  # one copy: the constructor's would be per element
             img.header.stamp, img.header.frame_id = stamp, camera_frame_id(cam)
             self.pub_images[cam].publish(img)
             if self.pub_info[cam].get_subscription_count():
@@ -718,14 +717,6 @@ class CommandedBoundaries:
     def clear(self) -> None:
         self.order.clear()
         self.stamps.clear()
-
-
-def _byte_array(pixels: np.ndarray) -> array.array:
-    """The pixels as a uint8[] field takes them: one copy of the buffer. Passed to the
-    message's constructor, rclpy copies them element by element (about 0.2 ms a frame)."""
-    data = array.array("B")
-    data.frombytes(np.ascontiguousarray(pixels).data)
-    return data
 
 
 def _ns(t: float) -> int:
