@@ -499,7 +499,7 @@ class LabSim(Node):
                 pixels = np.zeros_like(pixels)  # the occluder: nothing useful, same size and encoding
             img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
                         step=pixels.shape[1] * 3)
-            img.data = image_data(pixels)  # one copy: the constructor's would be per element
+            img.data = image_data(pixels)  # one copy of the frame, not two (msgconv.image_data)
             img.header.stamp, img.header.frame_id = stamp, camera_frame_id(cam)
             self.pub_images[cam].publish(img)
             if self.pub_info[cam].get_subscription_count():
