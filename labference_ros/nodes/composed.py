@@ -17,13 +17,19 @@ import json
 import os
 import sys
 
-from labference_ros.nodes.runtime import run_node
+from labference_ros.errorlog import describe
+from labference_ros.nodes.runtime import EXIT_NODE_FAILED, run_node
 
 EXIT_USAGE = 2
 
 
 def parse_spec(text: str) -> list[dict]:
-    """The nodes to build, checked: a list of {name, executable, arguments}."""
+    """The nodes to build, checked: a list of {name, executable, arguments}, names unique.
+
+    A node's arguments may remap topics, but only for a node without sampled inputs
+    (nodes/sampled.py: their reader node takes process-wide arguments only, and this
+    process has none); graph descriptions give shared nodes no remappings (launcher/plan.py).
+    """
     try:
         spec = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -35,35 +41,65 @@ def parse_spec(text: str) -> list[dict]:
             raise ValueError(f"each node needs exactly name, executable and arguments: {entry!r}")
         if not isinstance(entry["arguments"], list) or not all(isinstance(a, str) for a in entry["arguments"]):
             raise ValueError(f"node {entry['name']!r}: arguments must be a list of strings")
+    names = [entry["name"] for entry in spec]
+    if len(set(names)) != len(names):
+        raise ValueError(f"node names must be unique in a process: {names}")
     return spec
 
 
 def node_class(executable: str):
-    module = importlib.import_module(f"labference_ros.nodes.{executable}")
+    module_name = f"labference_ros.nodes.{executable}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise  # the module exists but lacks a dependency: not a usage error
+        raise ValueError(f"no node executable {executable!r}") from None
     cls = getattr(module, "NODE", None)
     if cls is None:
         raise ValueError(f"node executable {executable!r} cannot share a process (its module names no NODE)")
     return cls
 
 
+def build(classes) -> tuple:
+    """The nodes, in order; when one cannot be built, those built before it are closed and
+    destroyed (last first) before the error goes on."""
+    built = []
+    try:
+        for entry, cls in classes:
+            # use_global_arguments=False: each node takes only its own name and parameters.
+            built.append(cls(cli_args=entry["arguments"], use_global_arguments=False))
+    except BaseException:
+        for node in reversed(built):
+            close = getattr(node, "close", None)
+            try:
+                if callable(close):
+                    close()
+                node.destroy_node()
+            except Exception:  # the construction error is the one to report
+                pass
+        raise
+    return tuple(built)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2 or argv[0].startswith("-"):
-        print("usage: python -m labference_ros.nodes.composed NAME NODE_LIST_JSON [--ros-args ...]", file=sys.stderr)
+    if len(argv) != 2 or argv[0].startswith("-"):
+        # No process-wide ROS arguments either: they would reach only the nodes' sampled
+        # input readers, not the nodes themselves.
+        print("usage: python -m labference_ros.nodes.composed NAME NODE_LIST_JSON", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
-    name, text = argv[0], argv[1]
+    name, text = argv
     os.environ.setdefault("MUJOCO_GL", "egl")  # before a node module imports MuJoCo
     try:
         classes = [(entry, node_class(entry["executable"])) for entry in parse_spec(text)]
-    except (ValueError, ImportError) as exc:
+    except ValueError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-
-    def make_nodes():
-        # use_global_arguments=False: each node takes only its own name and parameters.
-        return tuple(cls(cli_args=entry["arguments"], use_global_arguments=False) for entry, cls in classes)
-
-    raise SystemExit(run_node(make_nodes, [sys.argv[0], *argv[2:]], what=name))
+    except Exception as exc:  # a node module that fails to import: its traceback goes to the log
+        print(describe(name, exc), file=sys.stderr)
+        raise SystemExit(EXIT_NODE_FAILED) from None
+    raise SystemExit(run_node(lambda: build(classes), [sys.argv[0]], what=name))
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def make_executor(single_threaded):
 def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None, what: str | None = None) -> int:
     """Create the node with ``make_node`` and spin it until SIGINT/SIGTERM or ``node.done``.
 
-    ``make_node`` may return several nodes (a tuple): they share the process and one
+    ``make_node`` may return several nodes (a tuple or list): they share the process and one
     executor (nodes/composed.py), and the first to finish ends them all.
     A node may set ``node.exit_code`` and ``node.done = True`` to finish on its own.
     An unexpected exception (in construction or a callback) prints one line naming
@@ -100,7 +100,7 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None,
         _say(describe(what, exc))
         rclpy.try_shutdown()
         return EXIT_NODE_FAILED
-    nodes = tuple(made) if isinstance(made, tuple) else (made,)
+    nodes = tuple(made) if isinstance(made, (tuple, list)) else (made,)
     stop["constructing"] = False
     executor = make_executor(SingleThreadedExecutor)
     for node in nodes:
@@ -118,7 +118,7 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None,
     finally:
         # A second stop signal while closing must not cut the records short.
         _quiet_signals()
-        for node in nodes:
+        for node in reversed(nodes):  # the last built first, as a failed construction unwinds
             close = getattr(node, "close", None)
             if callable(close):
                 try:
@@ -127,8 +127,12 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None,
                     _say(describe(f"{what} close", exc))
                     code = code or EXIT_NODE_FAILED
         executor.shutdown(timeout_sec=1.0)
-        for node in nodes:
-            node.destroy_node()
+        for node in reversed(nodes):
+            try:
+                node.destroy_node()
+            except Exception as exc:  # the others still go, and ROS still shuts down
+                _say(describe(f"{what} destroy", exc))
+                code = code or EXIT_NODE_FAILED
         # The executor's own teardown runs here, while the context is still valid,
         # rather than whenever the interpreter happens to collect it.
         del executor

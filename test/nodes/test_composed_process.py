@@ -15,7 +15,7 @@ from ros_domains import own_domain
 from labference_ros.graphs.graph import Graph, NodeSpec
 from labference_ros.graphs.weighing_sim import GRAPH
 from labference_ros.launcher.plan import COMPOSED_MODULE, node_processes
-from labference_ros.nodes.composed import parse_spec
+from labference_ros.nodes.composed import build, parse_spec
 from labference_ros.rosenv import loopback_environ
 
 # The test's own node: a latched tare, then a wrench every 50 ms until both balances
@@ -82,13 +82,40 @@ def test_two_nodes_in_one_process_keep_their_own_names_parameters_and_remappings
 
 
 def test_a_bad_node_list_is_refused_with_its_reason_and_no_traceback():
-    cases = [("[]", "non-empty JSON list"), ("{", "not JSON"),
-             (json.dumps([{"name": "x", "executable": "referee", "arguments": []}]), "cannot share a process")]
-    for text, reason in cases:
-        run = subprocess.run([sys.executable, "-m", COMPOSED_MODULE, "bad", text],
+    one = {"name": "x", "executable": "balance", "arguments": []}
+    cases = [(["[]"], "non-empty JSON list"), (["{"], "not JSON"),
+             ([json.dumps([{**one, "executable": "referee"}])], "cannot share a process"),
+             ([json.dumps([{**one, "executable": "no_such_node"}])], "no node executable 'no_such_node'"),
+             ([json.dumps([one, one])], "unique"),
+             ([json.dumps([one]), "--ros-args", "-r", "__node:=y"], "usage")]
+    for args, reason in cases:
+        run = subprocess.run([sys.executable, "-m", COMPOSED_MODULE, "bad", *args],
                              env={**os.environ, **loopback_environ()}, capture_output=True, text=True, timeout=60)
-        assert run.returncode == 2, (text, run.stderr)
-        assert reason in run.stderr and "Traceback" not in run.stderr, (text, run.stderr)
+        assert run.returncode == 2, (args, run.stderr)
+        assert reason in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
+
+
+def test_a_node_that_cannot_be_built_takes_down_the_ones_built_before_it():
+    calls = []
+
+    class Built:
+        def __init__(self, **options):
+            calls.append(("built", options["cli_args"][0]))
+
+        def close(self):
+            calls.append(("closed",))
+
+        def destroy_node(self):
+            calls.append(("destroyed",))
+
+    class Refused:
+        def __init__(self, **options):
+            raise ValueError("parameter gravity: not a number")
+
+    entry = {"name": "n", "executable": "balance", "arguments": ["first"]}
+    with pytest.raises(ValueError, match="gravity"):
+        build([(entry, Built), (entry, Refused)])
+    assert calls == [("built", "first"), ("closed",), ("destroyed",)]
 
 
 def test_parse_spec_names_what_is_missing():
