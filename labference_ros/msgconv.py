@@ -25,12 +25,16 @@ def s_to_stamp(t: float, stamp) -> object:
 
 
 def image_data(pixels) -> array.array:
-    """An image's pixels (a numpy array) as sensor_msgs/Image's uint8[] data field holds
-    them, in one buffer copy; assign it to the field. The pixels' bytes given to the
-    constructor take two (the bytes, then the field's array), each a fresh 230 kB
+    """An image's pixels (a uint8 numpy array) as sensor_msgs/Image's uint8[] data field
+    holds them, in one buffer copy; assign it to the field. The pixels' bytes given to
+    the constructor take two (the bytes, then the field's array), each a fresh 230 kB
     allocation for a 320x240 RGB frame (benchmarks/bench_observation_bytes.py)."""
+    import numpy as np
+
+    if pixels.dtype != np.uint8:
+        raise ValueError(f"image pixels must be uint8, got {pixels.dtype}")
     data = array.array("B")
-    data.frombytes(memoryview(pixels.tobytes() if not pixels.flags.c_contiguous else pixels).cast("B"))
+    data.frombytes(np.ascontiguousarray(pixels).reshape(-1).data)
     return data
 
 

@@ -154,7 +154,8 @@ def serialize_request(obs: PolicyObservation, image_encoding: str = "base64") ->
 def payload_hash(obs: PolicyObservation) -> str:
     """sha256 of serialize_request(obs): the JSON is built with a stand-in for each
     image's base64 text, and the hash takes the real text in its place. The same
-    digest without JSON-encoding and copying about 1 MB per observation (4.6 -> 1.6 ms)."""
+    digest without JSON-encoding and copying about 1 MB per observation (about a third of
+    the time: benchmarks/bench_observation_bytes.py)."""
     encoded = [base64.b64encode(np.ascontiguousarray(img).tobytes()) for img in obs.images.values()]
     # A token no other string of the request can hold: fresh per call, and JSON text
     # cannot break it (letters, digits and dashes only).

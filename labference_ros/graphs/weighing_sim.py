@@ -59,8 +59,9 @@ ARGUMENTS = (
 TASK = "feedback_weighing"  # the task family (labference_ros.tasks) every task-aware node loads
 
 # lab_sim and the balance share one process (`labference launch`; graphs/graph.py):
-# every 10 ms wrench and its reading stay in it. This took about a sixth of the
-# graph's CPU per episode (BENCHMARKS.md, "lab_sim and the balance in one process").
+# every 10 ms wrench, and the reading lab_sim's display shows, stay in it. The graph's
+# CPU per sim second fell by about a tenth (BENCHMARKS.md, "lab_sim and the balance in
+# one process").
 SIM_PROCESS = "sim"
 NODES = (
     NodeSpec("lab_sim", "lab_sim",

@@ -3,6 +3,7 @@ message carrying the same pixels as one built from the pixels' bytes."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image
 
@@ -29,3 +30,9 @@ def test_a_view_that_is_not_contiguous_keeps_its_pixel_order():
     pixels = np.random.default_rng(1).integers(0, 256, (24, 32, 3), dtype=np.uint8)[:, ::2]
     assert not pixels.flags.c_contiguous
     assert image_data(pixels).tobytes() == pixels.tobytes()
+
+
+def test_an_empty_frame_gives_no_bytes_and_another_pixel_type_is_refused():
+    assert len(image_data(np.zeros((0, 32, 3), np.uint8))) == 0
+    with pytest.raises(ValueError, match="uint8"):
+        image_data(np.zeros((2, 2, 3), np.uint16))
