@@ -51,6 +51,9 @@ while len(sources) < 2 and time.monotonic() < deadline:
     msg.wrench.force.z = -2.2
     wrench.publish(msg)
     rclpy.spin_once(node, timeout_sec=0.05)
+# Node names come with ros_discovery_info, which may follow the endpoints' own discovery.
+while not {"balance_a", "balance_b"} <= set(node.get_node_names()) and time.monotonic() < deadline:
+    rclpy.spin_once(node, timeout_sec=0.05)
 names = sorted(node.get_node_names())
 print("PROBE " + json.dumps({"sources": sources, "names": names}), flush=True)
 """
