@@ -39,15 +39,15 @@ def _value(value) -> str:
     return repr(value)
 
 
-def _node(node: NodeSpec, package: str, shares_process: bool = False) -> list[str]:
+def _node(node: NodeSpec, package: str, shares_process: tuple[str, ...] = ()) -> list[str]:
     # Any node that exits ends the whole graph, as the embedded launcher does;
     # the episode runner's exit is the normal end of a run.
     reason = f"{node.name} finished" if node.ends_graph else f"{node.name} exited"
     lines = []
     if shares_process:
         # rclpy nodes have no component container that ROS 2 launch could load them into.
-        lines.append(f"    # `labference launch` runs the nodes of process {node.process!r} in one process "
-                     "(nodes/composed.py); here each has its own.")
+        lines.append(f"    # `labference launch` runs {' and '.join(shares_process)} in one process "
+                     f"({'+'.join(shares_process)}, nodes/composed.py); here each has its own.")
     lines += [f"    {node.name} = Node(",
              f"        package={package!r}, executable={node.executable!r}, name={node.name!r}, output='screen',",
              "        parameters=[{"]
@@ -75,8 +75,8 @@ def launch_source(graph: Graph) -> str:
         out.append(f"                              description={arg.description!r}{choices}),")
     out.append("    ]")
     for node in graph.nodes:
-        shares = bool(node.process) and sum(n.process == node.process for n in graph.nodes) > 1
-        out += _node(node, graph.package, shares)
+        group = tuple(n.name for n in graph.nodes if node.process and n.process == node.process)
+        out += _node(node, graph.package, group if len(group) > 1 else ())
     names = ", ".join(n.name for n in graph.nodes)
     out.append(f"    return LaunchDescription([*arguments, {names}])")
     return "\n".join(out) + "\n"

@@ -15,12 +15,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import sys
 
 from labference_ros.errorlog import describe
 from labference_ros.nodes.runtime import EXIT_NODE_FAILED, run_node
 
 EXIT_USAGE = 2
+EXECUTABLE = re.compile(r"[a-z_][a-z0-9_]*")  # a module name in labference_ros.nodes
 
 
 def parse_spec(text: str) -> list[dict]:
@@ -39,6 +41,11 @@ def parse_spec(text: str) -> list[dict]:
     for entry in spec:
         if not isinstance(entry, dict) or set(entry) != {"name", "executable", "arguments"}:
             raise ValueError(f"each node needs exactly name, executable and arguments: {entry!r}")
+        if not isinstance(entry["name"], str) or not entry["name"]:
+            raise ValueError(f"a node's name must be a non-empty string: {entry['name']!r}")
+        if not isinstance(entry["executable"], str) or not EXECUTABLE.fullmatch(entry["executable"]):
+            raise ValueError(f"node {entry['name']!r}: executable must name a module of labference_ros.nodes "
+                             f"(e.g. 'balance'), got {entry['executable']!r}")
         if not isinstance(entry["arguments"], list) or not all(isinstance(a, str) for a in entry["arguments"]):
             raise ValueError(f"node {entry['name']!r}: arguments must be a list of strings")
     names = [entry["name"] for entry in spec]
@@ -87,7 +94,10 @@ def main(argv: list[str] | None = None) -> None:
     if len(argv) != 2 or argv[0].startswith("-"):
         # No process-wide ROS arguments either: they would reach only the nodes' sampled
         # input readers, not the nodes themselves.
-        print("usage: python -m labference_ros.nodes.composed NAME NODE_LIST_JSON", file=sys.stderr)
+        print("usage: python -m labference_ros.nodes.composed NAME NODE_LIST_JSON\n"
+              '  NODE_LIST_JSON: [{"name": "lab_sim", "executable": "lab_sim", '
+              '"arguments": ["--ros-args", "-r", "__node:=lab_sim", "-p", "camera_rate:=10.0"]}, ...]',
+              file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
     name, text = argv
     os.environ.setdefault("MUJOCO_GL", "egl")  # before a node module imports MuJoCo

@@ -90,6 +90,8 @@ def test_a_bad_node_list_is_refused_with_its_reason_and_no_traceback():
              ([json.dumps([{**one, "executable": "referee"}])], "cannot share a process"),
              ([json.dumps([{**one, "executable": "no_such_node"}])], "no node executable 'no_such_node'"),
              ([json.dumps([one, one])], "unique"),
+             ([json.dumps([{**one, "executable": "labference_ros.nodes.balance"}])], "must name a module"),
+             ([json.dumps([{**one, "name": ["a"]}])], "non-empty string"),
              ([json.dumps([one]), "--ros-args", "-r", "__node:=y"], "usage")]
     for args, reason in cases:
         run = subprocess.run([sys.executable, "-m", COMPOSED_MODULE, "bad", *args],
