@@ -145,6 +145,10 @@ def test_nodes_of_one_process_start_as_one_unless_one_is_substituted():
     # A stand-in for either (a test's fake node) runs alone, and so does the other.
     alone = {p.name for p in node_processes(graph, graph.defaults(), substitutes={"balance": "fake.py"})}
     assert {"lab_sim", "balance"} <= alone and "lab_sim+balance" not in alone
+    # The generated ROS 2 launch file keeps a process per node and says which ones `labference launch` joins.
+    from labference_ros.graphs.launchgen import launch_source
+    assert "runs lab_sim and balance in one process (lab_sim+balance" in launch_source(graph)
+    assert "in one process" not in launch_source(GRAPH)
     # The weighing graph itself keeps them apart (labference_ros/graphs/weighing_sim.py says why).
     assert {"lab_sim", "balance"} <= {p.name for p in node_processes(GRAPH, GRAPH.defaults())}
 
