@@ -23,10 +23,10 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from rclpy.task import Future
 
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
+from labference_ros.nodes.catch_up import CatchUp
 from labference_ros.nodes.matching import await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
@@ -94,14 +94,11 @@ class Recorder(Node):
                 self._subscribe(topic, msgtype, latched=topic in LATCHED_TOPICS, durable=topic in DURABLE_TOPICS)
             self.create_timer(1.0, self._discover)
         self.create_service(StartEpisode, "/recorder/start_episode", self.on_start)
-        # A finish waiting for the recording to catch up: (caught_up, give-up time, future).
-        # One timer for the node's life polls it, ticking only while a finish waits (50 Hz
-        # of idle timer callbacks were most of a disabled recorder's CPU). Timers created and
-        # destroyed inside each finish were the one unusual thing about the recorder's rare
-        # SIGSEGVs under load.
-        self._catching_up: tuple | None = None
-        self.catch_up_poll = self.create_timer(0.02, self._poll_catching_up)
-        self.catch_up_poll.cancel()
+        # A finish waits for the recording to catch up. One timer for the node's life polls
+        # it, ticking only while a finish waits (50 Hz of idle timer callbacks were most of a
+        # disabled recorder's CPU). Timers created and destroyed inside each finish were the
+        # one unusual thing about the recorder's rare SIGSEGVs under load.
+        self.catch_up = CatchUp(self)
         # Its own callback group: while finishing awaits the referee's episode_end,
         # the subscriptions (default, mutually exclusive group) must still run.
         self.create_service(FinishEpisode, "/recorder/finish_episode", self.on_finish,
@@ -241,7 +238,7 @@ class Recorder(Node):
         if self.bag is None or request.episode_id != self.episode_id:
             response.success, response.message = False, "no such episode is being recorded"
             return response
-        if self._catching_up is not None:
+        if self.catch_up.busy:
             response.success, response.message = False, f"{request.episode_id} is already being finished"
             return response
         def caught_up() -> bool:
@@ -253,12 +250,8 @@ class Recorder(Node):
             return ended and all(self.watermark[t] >= request.sim_time - 1e-6
                                  for t in WATERMARK_TOPICS if t in self.watermark)
 
-        if not caught_up():
-            self._catching_up = (caught_up, time.monotonic() + self.finish_timeout_s, Future())
-            self.catch_up_poll.reset()
-            if not await self._catching_up[2]:
-                self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
-            self._catching_up = None
+        if not await self.catch_up.until(caught_up, self.finish_timeout_s):
+            self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
         bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
         counts = dict(self.bag.counts)
         failure = self.bag_error
@@ -284,18 +277,6 @@ class Recorder(Node):
         response.success, response.message = True, message
         response.scores_json = json.dumps({"bag": str(bag_path), "message_counts": counts})
         return response
-
-    def _poll_catching_up(self) -> None:
-        if self._catching_up is None:
-            self.catch_up_poll.cancel()
-            return
-        caught_up, give_up_at, waiter = self._catching_up
-        if caught_up():
-            waiter.set_result(True)
-        elif time.monotonic() >= give_up_at:
-            waiter.set_result(False)
-        if waiter.done():
-            self.catch_up_poll.cancel()
 
     def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
         self.bag_error = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
@@ -17,10 +18,17 @@ from labference_ros.core.input_merge import (LATE_REPORT_ANSWER, InputMerger, fe
 from labference_ros.core.records import RunRecords, episode_deadline, final_status, run_info
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import delivery_from_receipt, s_to_stamp, stamp_to_s
+from labference_ros.nodes.catch_up import CatchUp
 from labference_ros.nodes.matching import await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import family as task_family
+
+
+# The measurement topics a finish waits for (_caught_up), and lab_sim's measurement
+# period at its default rate (measurement_rate, 100 Hz).
+WAITED = ("/evaluator/world_state", "/balance/reading")
+MEASUREMENT_PERIOD_S = 0.01
 
 
 def operation_msg(op: dict | None) -> Operation:
@@ -65,7 +73,12 @@ class RefereeNode(Node):
         if ".." in self.records_subdir.split("/"):
             raise ValueError(f"records_subdir must stay inside the episode's directory, got {self.records_subdir!r}")
         self.create_service(StartEpisode, "/referee/start_episode", self.on_start)
-        self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish)
+        # A finish waits (at most finish_timeout_s) until the episode's measurements are in:
+        # see _caught_up. Its own callback group, so the subscriptions run meanwhile.
+        self.finish_timeout_s = float(self.declare_parameter("finish_timeout_s", 5.0).value)
+        self.catch_up = CatchUp(self)
+        self.create_service(FinishEpisode, "/referee/finish_episode", self.on_finish,
+                            callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(ReportOperation, "/referee/report_operation", self.on_report)
         self.referee = None  # the family's episode referee while one is scored
         self.records: RunRecords | None = None
@@ -74,6 +87,7 @@ class RefereeNode(Node):
         self.world_decoder, self.reading_decoder = WorldStateDecoder(), BalanceReadingDecoder()
         self.last_t = 0.0
         self.finished_episode = ""  # the episode last finished: later inputs of it are late
+        self.newest: dict[str, float] = {}  # topic -> newest stamp (sim s) received this episode
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
@@ -99,11 +113,24 @@ class RefereeNode(Node):
                                                session_id=request.episode_id, deadline_s=episode_deadline(info))
         self.merger = InputMerger(readings=self.family.reads_balance)
         self.last_t = 0.0
+        self.newest = {}
         response.success, response.message = True, f"scoring {request.episode_id} with {contract.contract_id}"
         return response
 
-    def on_finish(self, request, response):
+    async def on_finish(self, request, response):
         if self.referee is None or request.episode_id != self.referee.episode_id:
+            response.success, response.message = False, "no such episode is being scored"
+            return response
+        if self.catch_up.busy:
+            response.success, response.message = False, f"{request.episode_id} is already being finished"
+            return response
+        # The last measurement instant is at most one period before the runner's finish.
+        target = max([request.sim_time - MEASUREMENT_PERIOD_S, *self.newest.values()])
+        if not await self.catch_up.until(lambda: self._caught_up(target), self.finish_timeout_s):
+            behind = ", ".join(f"{topic} to {self.newest.get(topic, float('nan')):.3f} s" for topic in WAITED)
+            self.get_logger().warning(f"finishing {request.episode_id} before its measurements caught up "
+                                      f"with {target:.3f} s ({behind})")
+        if self.referee is None or request.episode_id != self.referee.episode_id:  # closed meanwhile
             response.success, response.message = False, "no such episode is being scored"
             return response
         # Deliveries stamped after the cutoff (core.input_merge.cutoff: the last
@@ -130,6 +157,17 @@ class RefereeNode(Node):
         else:
             response.success = True
         return response
+
+    def _caught_up(self, target: float) -> bool:
+        """Every measurement topic that carried this episode's measurements has reached
+        ``target``: the newest stamp received on any of them when the finish came, or the
+        runner's finish less one measurement period if that is later. lab_sim publishes a
+        world state and a wrench at every measurement instant, so a topic behind the other
+        has one in flight (a sample DDS resends late, e.g. at the writer's next heartbeat).
+        Scored now, the world states it lacks would go without their readings; arrived
+        after the next episode's start (sim time starts again at each reset), it would pass
+        for that episode's future and release its world states without theirs."""
+        return all(self.newest[topic] >= target - 1e-9 for topic in WAITED if topic in self.newest)
 
     def _records_failed(self, exc: OSError) -> None:
         """A write failed (e.g. the disk is full): say so once, write no more of this episode."""
@@ -162,6 +200,7 @@ class RefereeNode(Node):
         if self.referee is not None:
             measurement = self._decoded(self.world_decoder, data, "/evaluator/world_state")
             if measurement is not None:
+                self._received("/evaluator/world_state", measurement.t)
                 self.merger.add_world(measurement)
                 self._pump()
 
@@ -169,8 +208,12 @@ class RefereeNode(Node):
         if self.referee is not None:
             stamped = self._decoded(self.reading_decoder, data, "/balance/reading")
             if stamped is not None:
+                self._received("/balance/reading", stamped[0])
                 self.merger.add_reading(*stamped)
                 self._pump()
+
+    def _received(self, topic: str, t: float) -> None:
+        self.newest[topic] = max(t, self.newest.get(topic, t))
 
     def _decoded(self, decoder, data: bytes, topic: str):
         value, why = decoded_or_reason(decoder, data)

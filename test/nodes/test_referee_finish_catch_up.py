@@ -1,0 +1,127 @@
+"""A referee's finish waits until the episode's measurements are in. A reading DDS
+delivers late (resent at the writer's next heartbeat, seen in CI when the balance
+shared lab_sim's process) would otherwise be missing from the finished episode, and
+reach the referee after the next episode started: sim time starts again at each
+reset, so the old reading passed for the new episode's future, and its world states
+went out without their readings ("no_reading" at 0 s)."""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import pytest
+from ros_domains import own_domain
+from rosproc import Proc
+
+from labference_ros.rosenv import loopback_environ
+
+PEERS = pathlib.Path(__file__).resolve().parents[1] / "peers"
+
+# The test's publisher and service client. Episode 1 gets world states at 0..40 ms
+# and readings at 0..20 ms; its finish is asked for with the last two readings still
+# held back. They are sent 0.5 s later: before the finish's answer if it waits, else
+# (as a late resend would arrive) after episode 2 has started.
+PROBE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from peer_session import PeerSession
+peer = PeerSession("finish_catch_up_probe")
+from labference.msg import BalanceReading, WorldState
+from labference.srv import FinishEpisode, StartEpisode
+from labference_ros.nodes.matching import measurement_qos
+from labference_ros.tasks.weighing.instances import generate
+
+out_dir = sys.argv[1]
+worlds = peer.node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(500))
+readings = peer.node.create_publisher(BalanceReading, "/balance/reading", measurement_qos(500))
+deadline = time.monotonic() + 60
+while (worlds.get_subscription_count() < 1 or readings.get_subscription_count() < 1) and time.monotonic() < deadline:
+    time.sleep(0.01)
+instance = generate("basic", 1, task_seed=3, layout_seed=3, policy_seed=0)[0]
+
+def stamped(msg, k):
+    msg.header.stamp.nanosec = k * 10_000_000
+    return msg
+
+def world(k):
+    worlds.publish(stamped(WorldState(), k))
+
+def reading(k):
+    readings.publish(stamped(BalanceReading(stable=True, valid=True, source="probe"), k))
+
+def start(episode):
+    answer = peer.call(StartEpisode, "/referee/start_episode", StartEpisode.Request(
+        episode_id=episode, instance_json=instance.to_json(), output_dir=f"{out_dir}/{episode}"))
+    assert answer.success, answer.message
+
+def finish(episode, sim_time):
+    return peer.client(FinishEpisode, "/referee/finish_episode").call_async(
+        FinishEpisode.Request(episode_id=episode, reason="timeout", sim_time=sim_time))
+
+start("ep1")
+for k in range(5):
+    world(k)
+    if k < 3:
+        reading(k)
+finishing = finish("ep1", 0.04)
+time.sleep(0.5)
+waited = not finishing.done()
+if waited:
+    reading(3)
+    reading(4)
+answer = peer.wait(finishing, 30.0)
+assert answer is not None and answer.success, answer
+start("ep2")
+if not waited:
+    reading(3)
+    reading(4)
+    time.sleep(0.2)
+for k in range(2):
+    world(k)
+    time.sleep(0.2)
+    reading(k)
+    time.sleep(0.2)
+answer = peer.wait(finish("ep2", 0.01), 30.0)
+assert answer is not None and answer.success, answer
+print("PROBE " + json.dumps({"waited": waited}), flush=True)
+"""
+
+
+def no_reading_times(events: list[dict]) -> list[float]:
+    return [e["t"] for e in events if e["category"] == "validity" and e["detail"].get("reason") == "no_reading"]
+
+
+def episode_events(out_dir, episode: str) -> list[dict]:
+    lines = (out_dir / episode / "events.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["record"] == "event"]
+
+
+@pytest.mark.parametrize("finish_timeout_s", [5.0, 0.0])
+def test_a_finish_waits_for_readings_still_in_flight(tmp_path, finish_timeout_s):
+    peers = str(PEERS)
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        referee = Proc([sys.executable, "-m", "labference_ros.nodes.referee", "--ros-args",
+                        "-p", f"finish_timeout_s:={finish_timeout_s}", "-p", "match_timeout_s:=1.0"], env=env)
+        probe = Proc([sys.executable, "-c", PROBE, str(tmp_path), peers], env=env)
+        try:
+            line = probe.wait_for("PROBE ", timeout=120)
+            assert line, probe.seen[-20:]
+        finally:
+            probe.stop()
+            referee.stop()
+    waited = json.loads(line[0].split(" ", 1)[1])["waited"]
+    first, second = episode_events(tmp_path, "ep1"), episode_events(tmp_path, "ep2")
+    second_start = next(e for e in second if e["category"] == "episode_start")
+    if finish_timeout_s > 0:
+        assert waited
+        assert no_reading_times(first) == [] and no_reading_times(second) == []
+        assert second_start["detail"]["reading_ready"] is True
+    else:
+        # Not waiting reproduces both failures: episode 1 ends without its last readings,
+        # and episode 2 takes them for its own future.
+        assert not waited
+        assert no_reading_times(first) == [pytest.approx(0.03)]  # the invalid window it opens
+        assert 0.0 in no_reading_times(second)
