@@ -2,7 +2,8 @@
 
 Raw: one process steps the weighing scene, takes a measurement (world state +
 load-cell wrench) every 10 ms of sim time and renders the three cameras at
---camera-rate. Graph: lab_sim and balance run as separate processes; this
+--camera-rate. Graph: lab_sim and balance run as separate processes (not as
+`labference launch` runs them, in one: bench_episode.py measures that); this
 process subscribes to the cameras and drives sync-mode /lab_sim/advance in
 --chunk-second steps. Prints both wall times and their ratio, measured in one run.
 

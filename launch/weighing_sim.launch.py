@@ -52,6 +52,7 @@ def generate_launch_description():
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
     ]
+    # `labference launch` runs lab_sim and balance in one process (lab_sim+balance, nodes/composed.py); here each has its own.
     lab_sim = Node(
         package='labference', executable='lab_sim', name='lab_sim', output='screen',
         parameters=[{
@@ -62,6 +63,7 @@ def generate_launch_description():
         }],
         on_exit=Shutdown(reason='lab_sim exited'),
     )
+    # `labference launch` runs lab_sim and balance in one process (lab_sim+balance, nodes/composed.py); here each has its own.
     balance = Node(
         package='labference', executable='balance', name='balance', output='screen',
         parameters=[{

@@ -261,8 +261,9 @@ def campaign_status(lock_file) -> None:
 @click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
 @click.option("-s", "--show-args", is_flag=True, help="List the launch arguments and exit.")
 @click.option("--substitute", "substitutes", multiple=True, metavar="EXE=MODULE_OR_FILE",
-              help="Run a stand-in for a node executable (development and tests); a node that a graph "
-                   "puts in a shared process then runs alone, and so do the others.")
+              help="Run a stand-in for a node executable (development and tests). A node that shares a "
+                   "process with others (lab_sim+balance) then runs alone, and so do they: "
+                   "--substitute balance=labference_ros.nodes.balance runs the two apart.")
 def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substitutes: tuple[str, ...]) -> None:
     """Start a graph (e.g. weighing_sim.launch.py) with name:=value arguments, as `ros2 launch` would.
 

@@ -58,19 +58,20 @@ ARGUMENTS = (
 # message stamps instead.
 TASK = "feedback_weighing"  # the task family (labference_ros.tasks) every task-aware node loads
 
-# lab_sim and the balance could share one process (NodeSpec.process, nodes/composed.py):
-# about a tenth of the graph's CPU per sim second. Not done: the readings then leave
-# through lab_sim's shared-memory segment, where every camera tick's frames can push out
-# one the referee has not taken; resent seconds later, a previous episode's readings
-# reached the referee after the next episode started and spoiled its pairing (BENCHMARKS.md,
-# "lab_sim and the balance in one process"). The referee must drop measurements of an
-# earlier timeline first.
+# lab_sim and the balance share one process (`labference launch`; graphs/graph.py):
+# every 10 ms wrench, and the reading lab_sim's display shows, stay in it. The graph's
+# CPU per sim second fell by about a tenth (BENCHMARKS.md, "lab_sim and the balance in
+# one process"). The readings then leave through lab_sim's shared-memory segment beside
+# the frames, where one can be lost and resent seconds later: the referee's finish waits
+# for it (docs/records.md, "A finish waits for the measurements still in flight").
+SIM_PROCESS = "sim"
 NODES = (
     NodeSpec("lab_sim", "lab_sim",
              parameters={"step_mode": Param("step_mode"), "camera_rate": Param("camera_rate", float),
-                         "image_width": Param("image_width", int), "image_height": Param("image_height", int)}),
+                         "image_width": Param("image_width", int), "image_height": Param("image_height", int)},
+             process=SIM_PROCESS),
     NodeSpec("balance", "balance",
-             parameters={}),
+             parameters={}, process=SIM_PROCESS),
     NodeSpec("referee", "referee",
              parameters={"task": TASK}),
     NodeSpec("policy_bridge", "policy_bridge",

@@ -1,9 +1,9 @@
 """Several nodes in one process, one executor: what a component container does for
 C++ nodes. The embedded launcher starts this for the nodes a graph description puts
 in one `process` (graphs/graph.py): their messages to each other then stay in the
-process instead of crossing shared memory and waking another process. No graph does
-yet (graphs/weighing_sim.py says why: every publisher of the process shares one
-shared-memory segment, the camera frames' too).
+process instead of crossing shared memory and waking another process. The weighing
+graph runs lab_sim and the balance so (graphs/weighing_sim.py); every publisher of the
+process then shares one shared-memory segment, the camera frames' too.
 
     python -m labference_ros.nodes.composed NAME '[{"name": ..., "executable": ..., "arguments": [...]}, ...]'
 

@@ -9,6 +9,7 @@ from labference_ros.graphs import graph_for
 from labference_ros.graphs.weighing_sim import GRAPH
 from labference_ros.launcher.arguments import LaunchArgumentError, parse_launch_arguments
 from labference_ros.launcher.plan import node_processes, ros_value
+from labference_ros.nodes.composed import parse_spec
 
 
 def test_defaults_match_the_issue():
@@ -67,15 +68,17 @@ def test_graph_lookup_by_any_spelling():
 
 def test_node_command_lines_carry_name_and_typed_parameters():
     procs = {p.name: p for p in node_processes(GRAPH, parse_launch_arguments(GRAPH, ["seed:=4", "instances:="]))}
-    assert set(procs) == {"lab_sim", "balance", "referee", "policy_bridge", "oracle", "recorder", "episode_runner"}
+    # lab_sim and the balance share a process (test/nodes/test_composed_process.py).
+    assert set(procs) == {"lab_sim+balance", "referee", "policy_bridge", "oracle", "recorder", "episode_runner"}
     runner = procs["episode_runner"].argv
     assert runner[runner.index("-m") + 1] == "labference_ros.nodes.episode_runner"
     assert ("-r", "__node:=episode_runner") == runner[runner.index("--ros-args") + 1: runner.index("--ros-args") + 3]
     assert "seed:=4" in runner and "deadline_s:=60.0" in runner and "instances:=''" in runner
     assert procs["episode_runner"].ends_graph
-    sim = procs["lab_sim"].argv
-    assert "step_mode:='sync'" in sim and "camera_rate:=10.0" in sim
-    assert not procs["lab_sim"].ends_graph
+    lab_sim, balance = parse_spec(procs["lab_sim+balance"].argv[-1])
+    assert lab_sim["name"] == "lab_sim" and balance["name"] == "balance"
+    assert "step_mode:='sync'" in lab_sim["arguments"] and "camera_rate:=10.0" in lab_sim["arguments"]
+    assert not procs["lab_sim+balance"].ends_graph
     # No node runs on ROS time: sync-mode timers would wait for the clock they drive.
     assert not any("use_sim_time" in arg for p in procs.values() for arg in p.argv)
 

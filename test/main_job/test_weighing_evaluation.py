@@ -1,5 +1,6 @@
 """The main job end to end: `labference launch weighing_sim.launch.py` with the real
-nodes, each in its own process, over a fixed population of basic instances.
+nodes, as the launcher starts them (lab_sim and the balance in one process, every other
+node in its own), over a fixed population of basic instances.
 
 Every seed's basic instances require std_10, std_20, std_50 and std_100 in turn.
 The seeds are those of the golden launches (test/golden/goldens.py), so each run

@@ -148,9 +148,9 @@ def test_nodes_of_one_process_start_as_one_unless_one_is_substituted():
     # The generated ROS 2 launch file keeps a process per node and says which ones `labference launch` joins.
     from labference_ros.graphs.launchgen import launch_source
     assert "runs lab_sim and balance in one process (lab_sim+balance" in launch_source(graph)
-    assert "in one process" not in launch_source(GRAPH)
-    # The weighing graph itself keeps them apart (labference_ros/graphs/weighing_sim.py says why).
-    assert {"lab_sim", "balance"} <= {p.name for p in node_processes(GRAPH, GRAPH.defaults())}
+    # The weighing graph shares that process (labference_ros/graphs/weighing_sim.py).
+    assert launch_source(GRAPH) == launch_source(graph)
+    assert "lab_sim+balance" in {p.name for p in node_processes(GRAPH, GRAPH.defaults())}
 
 
 def test_nodes_that_share_a_process_take_no_remappings():
