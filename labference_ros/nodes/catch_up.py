@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.task import Future
 
@@ -19,7 +20,8 @@ POLL_S = 0.02
 class CatchUp:
     def __init__(self, node: Node, poll_s: float = POLL_S):
         self._waiting: tuple[Callable[[], bool], float, Future] | None = None
-        self._timer = node.create_timer(poll_s, self._poll)
+        # Steady time: on sim time the poll, and with it the timeout, would stop with /clock.
+        self._timer = node.create_timer(poll_s, self._poll, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._timer.cancel()
 
     @property
@@ -33,13 +35,23 @@ class CatchUp:
             return True
         if self._waiting is not None:
             raise RuntimeError("CatchUp.until is already awaited")
-        waiter = Future()
-        self._waiting = (condition, time.monotonic() + timeout_s, waiter)
+        waiting = (condition, time.monotonic() + timeout_s, Future())
+        self._waiting = waiting
         self._timer.reset()
         try:
-            return bool(await waiter)
+            return bool(await waiting[2])
         finally:
+            if self._waiting is waiting:  # not a later wait begun after a cancel
+                self._waiting = None
+
+    def cancel(self) -> None:
+        """End a wait now, as a timeout would (the episode it waited for is gone)."""
+        if self._waiting is not None:
+            waiter = self._waiting[2]
             self._waiting = None
+            if not waiter.done():
+                waiter.set_result(False)
+        self._timer.cancel()
 
     def _poll(self) -> None:
         if self._waiting is None:

@@ -25,10 +25,8 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import family as task_family
 
 
-# The measurement topics a finish waits for (_caught_up), and lab_sim's measurement
-# period at its default rate (measurement_rate, 100 Hz).
+# The measurement topics a finish waits for (_caught_up).
 WAITED = ("/evaluator/world_state", "/balance/reading")
-MEASUREMENT_PERIOD_S = 0.01
 
 
 def operation_msg(op: dict | None) -> Operation:
@@ -95,6 +93,7 @@ class RefereeNode(Node):
         if refused:
             response.success, response.message = False, f"cannot start episode: {refused}"
             return response
+        self.catch_up.cancel()  # a finish still waiting for the old episode's measurements gives up
         self._close_records("superseded")
         # The episode's first world state and reading are published once: a referee
         # not yet matched with lab_sim and the balance would miss them (seen under CI load).
@@ -124,15 +123,18 @@ class RefereeNode(Node):
         if self.catch_up.busy:
             response.success, response.message = False, f"{request.episode_id} is already being finished"
             return response
-        # The last measurement instant is at most one period before the runner's finish.
-        target = max([request.sim_time - MEASUREMENT_PERIOD_S, *self.newest.values()])
-        if not await self.catch_up.until(lambda: self._caught_up(target), self.finish_timeout_s):
+        # The runner's finish time: in simulation a measurement instant (its clock is lab_sim's
+        # /clock, published with each measurement); 0 when it had none.
+        target = max([request.sim_time - 1e-6, *self.newest.values()])
+        scored = self.referee
+        caught_up = await self.catch_up.until(lambda: self._caught_up(target), self.finish_timeout_s)
+        if self.referee is not scored:  # a start or a shutdown closed the episode meanwhile
+            response.success, response.message = False, "no such episode is being scored"
+            return response
+        if not caught_up:
             behind = ", ".join(f"{topic} to {self.newest.get(topic, float('nan')):.3f} s" for topic in WAITED)
             self.get_logger().warning(f"finishing {request.episode_id} before its measurements caught up "
                                       f"with {target:.3f} s ({behind})")
-        if self.referee is None or request.episode_id != self.referee.episode_id:  # closed meanwhile
-            response.success, response.message = False, "no such episode is being scored"
-            return response
         # Deliveries stamped after the cutoff (core.input_merge.cutoff: the last
         # measurement handled or the runner's finish, whichever is later; none when
         # sim_time <= 0) are given after the finish: late. The replay audit uses the same rule.
@@ -160,13 +162,14 @@ class RefereeNode(Node):
 
     def _caught_up(self, target: float) -> bool:
         """Every measurement topic that carried this episode's measurements has reached
-        ``target``: the newest stamp received on any of them when the finish came, or the
-        runner's finish less one measurement period if that is later. lab_sim publishes a
-        world state and a wrench at every measurement instant, so a topic behind the other
-        has one in flight (a sample DDS resends late, e.g. at the writer's next heartbeat).
-        Scored now, the world states it lacks would go without their readings; arrived
-        after the next episode's start (sim time starts again at each reset), it would pass
-        for that episode's future and release its world states without theirs."""
+        ``target``: the runner's finish time, or the newest stamp received on any of them
+        when the finish came if later. World states and readings are published per
+        measurement instant with the same stamp (lab_sim's world state and the balance's
+        reading of its wrench; in the rehearsal and on a rig the world estimator's), so a
+        topic behind has a sample in flight (e.g. one DDS resends at its writer's next
+        heartbeat). Scored now, the world states it lacks would go without their readings;
+        arrived after the next episode's start (sim time starts again at each reset), it
+        would pass for that episode's future and release its world states without theirs."""
         return all(self.newest[topic] >= target - 1e-9 for topic in WAITED if topic in self.newest)
 
     def _records_failed(self, exc: OSError) -> None:
@@ -190,6 +193,7 @@ class RefereeNode(Node):
         self.records_error = None
 
     def close(self):
+        self.catch_up.cancel()
         # A node stopped mid-episode still leaves scores.json (status = the stop reason).
         if self.referee is not None and self.records is not None:
             self._pump(final=True)
