@@ -122,6 +122,15 @@ def project_observation(source: Mapping, cameras: Iterable[str] = REGISTERED_CAM
 
 
 # -- serialized request ------------------------------------------------------
+def _base64_image(img: np.ndarray, data_b64: str) -> dict:
+    """A request's image entry in the base64 encoding, with its data text given."""
+    return {"encoding": "rgb8", "shape": list(img.shape), "data_b64": data_b64}
+
+
+def _request_text(request: dict) -> str:
+    return json.dumps(request, sort_keys=True, separators=(",", ":"))
+
+
 def request_dict(obs: PolicyObservation, image_encoding: str = "base64") -> dict:
     """The JSON request remote systems receive. Images as base64 of the raw
     HxWx3 uint8 buffer (with shape) or as nested lists."""
@@ -130,8 +139,7 @@ def request_dict(obs: PolicyObservation, image_encoding: str = "base64") -> dict
     images = {}
     for cam, img in obs.images.items():
         if image_encoding == "base64":
-            images[cam] = {"encoding": "rgb8", "shape": list(img.shape),
-                           "data_b64": base64.b64encode(np.ascontiguousarray(img).tobytes()).decode()}
+            images[cam] = _base64_image(img, base64.b64encode(np.ascontiguousarray(img).tobytes()).decode())
         else:
             images[cam] = {"encoding": "rgb8", "shape": list(img.shape), "data": img.tolist()}
     return {
@@ -147,8 +155,7 @@ def request_dict(obs: PolicyObservation, image_encoding: str = "base64") -> dict
 
 
 def serialize_request(obs: PolicyObservation, image_encoding: str = "base64") -> bytes:
-    return json.dumps(request_dict(obs, image_encoding), sort_keys=True,
-                      separators=(",", ":")).encode()
+    return _request_text(request_dict(obs, image_encoding)).encode()
 
 
 def payload_hash(obs: PolicyObservation) -> str:
@@ -161,9 +168,8 @@ def payload_hash(obs: PolicyObservation) -> str:
     # cannot break it (letters, digits and dashes only).
     token = f"image-data-{uuid.uuid4().hex}-"
     request = request_dict(dataclasses.replace(obs, images={}))
-    request["images"] = {cam: {"encoding": "rgb8", "shape": list(img.shape), "data_b64": f"{token}{k}"}
-                         for k, (cam, img) in enumerate(obs.images.items())}
-    text = json.dumps(request, sort_keys=True, separators=(",", ":"))
+    request["images"] = {cam: _base64_image(img, f"{token}{k}") for k, (cam, img) in enumerate(obs.images.items())}
+    text = _request_text(request)
     h = hashlib.sha256()
     # Split on the quoted stand-ins: JSON text and image numbers alternate.
     for k, piece in enumerate(re.split(f'"{token}([0-9]+)"', text)):
