@@ -263,6 +263,7 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
         try:
             probe = Proc([sys.executable, str(PROBE), "start", str(tmp_path / "ep")], env=env)
             assert probe.wait_for("STARTED", timeout=90) == ["STARTED True"], probe.seen
+            assert probe.popen.wait(timeout=30) == 0, probe.seen  # a clean exit: see record_probe_episode
             probe.stop()
         finally:
             code = recorder.stop()
