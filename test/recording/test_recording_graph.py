@@ -285,15 +285,17 @@ def record_probe_episode(tmp_path, ros_env, mode: str) -> tuple[list[str], list[
         # match_timeout_s:=1.0: the probes start episodes before their writers exist.
         recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder", "--ros-args", "-p",
                          "videos:=false", "-p", "match_timeout_s:=1.0"], env=env)
-        probe = Proc([sys.executable, str(PROBE), mode, str(tmp_path / "ep")], env=env)
+        probe = None
         try:
+            probe = Proc([sys.executable, str(PROBE), mode, str(tmp_path / "ep")], env=env)
             assert probe.wait_for("FINISHED", timeout=120) == ["FINISHED True"], probe.seen
             # The probe ends by itself. Stopped by a signal it would die without leaving the DDS
             # domain: Fast DDS then regenerates the shared-memory ports it shared with the
             # recorder, and the recorder's teardown crashed on the old port (SIGSEGV, 6 runs in 80).
             assert probe.popen.wait(timeout=30) == 0, probe.seen
         finally:
-            probe.stop()
+            if probe is not None:
+                probe.stop()
             code = recorder.stop()
             recorder.wait_for("", count=10**6, timeout=2)
             # A crash's faulthandler dump is in its output: printed whole (a list would be cut short).
