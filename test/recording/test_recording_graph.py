@@ -260,12 +260,14 @@ def test_sigterm_closes_the_bag_cleanly(tmp_path, ros_env):
     with own_domain() as domain:  # away from the module's recorded graph
         env = dict(ros_env, ROS_DOMAIN_ID=domain)
         recorder = Proc([sys.executable, "-m", "labference_ros.nodes.recorder"], env=env)
+        probe = None
         try:
             probe = Proc([sys.executable, str(PROBE), "start", str(tmp_path / "ep")], env=env)
             assert probe.wait_for("STARTED", timeout=90) == ["STARTED True"], probe.seen
             assert probe.popen.wait(timeout=30) == 0, probe.seen  # a clean exit: see record_probe_episode
-            probe.stop()
         finally:
+            if probe is not None:
+                probe.stop()
             code = recorder.stop()
             recorder.wait_for("", count=10**6, timeout=2)
             assert code == 0, "\n".join(recorder.seen[-40:])
