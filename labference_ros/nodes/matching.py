@@ -15,6 +15,13 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, ReliabilityPolicy, qos_check_compatible
 
 
+# Published at every measurement instant with the same stamp (lab_sim's world state and the
+# balance's reading of its wrench; in the rehearsal and on a rig, the world estimator's):
+# how far each has got tells whether an episode's measurements are all in (the referee's
+# and the recorder's finish wait for them).
+PAIRED_MEASUREMENT_TOPICS = ("/evaluator/world_state", "/balance/reading")
+
+
 def measurement_qos(depth: int) -> QoSProfile:
     """QoS of the measurement chain (wrench -> reading, world state) an episode is scored from.
 

@@ -27,7 +27,7 @@ from rclpy.serialization import deserialize_message
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
 from labference_ros.nodes.catch_up import CatchUp
-from labference_ros.nodes.matching import await_matched
+from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_matched
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
@@ -41,8 +41,6 @@ def msg_class(msgtype: str):
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
 
 
-# Measurement topics whose stamps tell how far the recording has got.
-WATERMARK_TOPICS = ("/evaluator/world_state", "/balance/reading")
 # Every graph's referee scores from it, so a start waits until its writer is matched:
 # a writer matched after the reset delivers only its last samples (measurement_qos
 # keeps 200, 2 s of sim), and the bag would begin late.
@@ -182,7 +180,7 @@ class Recorder(Node):
             self.latched[topic] = data
         if topic == "/referee/events":
             self._watch_referee(data)
-        if topic in WATERMARK_TOPICS:
+        if topic in PAIRED_MEASUREMENT_TOPICS:
             self.watermark[topic] = max(self.watermark.get(topic, -1.0), header_stamp_s(data))
         if self.bag is not None and self.bag_error is None:
             try:
@@ -248,7 +246,7 @@ class Recorder(Node):
             # Only topics that carried this episode's measurements at all (a silent
             # publisher has nothing in flight).
             return ended and all(self.watermark[t] >= request.sim_time - 1e-6
-                                 for t in WATERMARK_TOPICS if t in self.watermark)
+                                 for t in PAIRED_MEASUREMENT_TOPICS if t in self.watermark)
 
         if not await self.catch_up.until(caught_up, self.finish_timeout_s):
             self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")

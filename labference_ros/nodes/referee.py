@@ -19,14 +19,10 @@ from labference_ros.core.records import RunRecords, episode_deadline, final_stat
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import delivery_from_receipt, s_to_stamp, stamp_to_s
 from labference_ros.nodes.catch_up import CatchUp
-from labference_ros.nodes.matching import await_matched, measurement_qos
+from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import family as task_family
-
-
-# The measurement topics a finish waits for (_caught_up).
-WAITED = ("/evaluator/world_state", "/balance/reading")
 
 
 def operation_msg(op: dict | None) -> Operation:
@@ -132,7 +128,8 @@ class RefereeNode(Node):
             response.success, response.message = False, "no such episode is being scored"
             return response
         if not caught_up:
-            behind = ", ".join(f"{topic} to {self.newest.get(topic, float('nan')):.3f} s" for topic in WAITED)
+            behind = ", ".join(f"{topic} to {self.newest.get(topic, float('nan')):.3f} s"
+                               for topic in PAIRED_MEASUREMENT_TOPICS)
             self.get_logger().warning(f"finishing {request.episode_id} before its measurements caught up "
                                       f"with {target:.3f} s ({behind})")
         # Deliveries stamped after the cutoff (core.input_merge.cutoff: the last
@@ -170,7 +167,8 @@ class RefereeNode(Node):
         heartbeat). Scored now, the world states it lacks would go without their readings;
         arrived after the next episode's start (sim time starts again at each reset), it
         would pass for that episode's future and release its world states without theirs."""
-        return all(self.newest[topic] >= target - 1e-9 for topic in WAITED if topic in self.newest)
+        return all(self.newest[topic] >= target - 1e-9
+                   for topic in PAIRED_MEASUREMENT_TOPICS if topic in self.newest)
 
     def _records_failed(self, exc: OSError) -> None:
         """A write failed (e.g. the disk is full): say so once, write no more of this episode."""
