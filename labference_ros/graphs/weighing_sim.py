@@ -60,8 +60,8 @@ TASK = "feedback_weighing"  # the task family (labference_ros.tasks) every task-
 
 # lab_sim and the balance share one process (`labference launch`; graphs/graph.py):
 # every 10 ms wrench, and the reading lab_sim's display shows, stay in it. The graph's
-# CPU per sim second fell by about a tenth (docs/benchmark-history/2026-11-30_to_2026-12-06.md, "lab_sim and the balance in
-# one process"). The readings then leave through lab_sim's shared-memory segment beside
+# CPU per sim second fell by about a tenth (docs/benchmark-history/
+# 2026-11-30_to_2026-12-06.md, "lab_sim and the balance in one process"). The readings then leave through lab_sim's shared-memory segment beside
 # the frames, where one can be lost and resent seconds later: the referee's finish waits
 # for it (docs/records.md, "A finish waits for the measurements still in flight").
 SIM_PROCESS = "sim"
