@@ -53,11 +53,17 @@ def ratio(k, n) -> str:
     return _na() if k is None or n is None else esc(f"{k:g} / {n:g}")
 
 
+METHOD_NAMES = {"wilson": "Wilson", "wilson_design_effect": "design-effect Wilson"}
+
+
 def interval(iv: dict | None, fmt=pct) -> str:
     if not iv or iv.get("lo") is None or iv.get("hi") is None:
         return _na()
     undefined = iv.get("undefined_draws") or 0
     extra = f", {undefined} undefined draws" if undefined else ""
+    if iv.get("method"):  # a proportion: its method (and effective n when clustered)
+        n_eff = f", n_eff {iv['effective_n']:.3g}" if iv.get("effective_n") is not None else ""
+        extra = f", {METHOD_NAMES.get(iv['method'], iv['method'])}{n_eff}"
     clusters = f" ({iv['n_clusters']} clusters{extra})" if "n_clusters" in iv else ""
     return f"[{fmt(iv['lo'])}, {fmt(iv['hi'])}]{esc(clusters)}"
 
@@ -80,6 +86,13 @@ def image(png: bytes | None, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
+def _count(iv: dict | None, n) -> str:
+    """k / N of an interval's proportion (n alone when the interval has no count)."""
+    if iv and iv.get("k") is not None and iv.get("n") is not None:
+        return ratio(iv["k"], iv["n"])
+    return esc(f"n = {n}")
+
+
 # -- sections ------------------------------------------------------------------------
 def metrics_table(c: dict) -> str:
     m, iv = c["metrics"], c["intervals"]
@@ -94,21 +107,22 @@ def metrics_table(c: dict) -> str:
          ratio(comp["valid"]["count"], n), esc("scored episodes")],
         ["physical completion", pct(comp["physically"]["rate"]), interval(iv.get("physical_completion")),
          ratio(comp["physically"]["count"], n), esc("scored episodes")],
-        ["clean completion", pct(comp["clean"]["rate"]), _na(), ratio(comp["clean"]["count"], n),
-         esc("scored episodes")],
-        ["recovered completion", pct(comp["recovered"]["rate"]), _na(), ratio(comp["recovered"]["count"], n),
-         esc("scored episodes")],
+        ["clean completion", pct(comp["clean"]["rate"]), interval(iv.get("clean_completion")),
+         ratio(comp["clean"]["count"], n), esc("scored episodes")],
+        ["recovered completion", pct(comp["recovered"]["rate"]), interval(iv.get("recovered_completion")),
+         ratio(comp["recovered"]["count"], n), esc("scored episodes")],
         ["valid completion bounds s/N..(s+u)/N", f"{pct(comp['valid_bounds']['lower'])} .. "
          f"{pct(comp['valid_bounds']['upper'])}", _na(), esc(f"u = {comp['valid_bounds']['unresolved']}"),
          esc(f"registered episodes N = {comp['registered'] if comp['registered'] is not None else 'not given'}")],
     ]
     for r in m["reach"]:
         d = r["decision"]
-        rows += [[f"reach d{d}: N_reach/N_run", pct(r["reach"]), _na(), ratio(r["N_reach"], r["N_run"]),
-                  esc("scored rollouts")],
-                 [f"reach d{d}: N_correct/N_reach", pct(r["correct_given_reach"]), _na(),
+        rows += [[f"reach d{d}: N_reach/N_run", pct(r["reach"]), interval(iv.get(f"reach_d{d}")),
+                  ratio(r["N_reach"], r["N_run"]), esc("scored rollouts")],
+                 [f"reach d{d}: N_correct/N_reach", pct(r["correct_given_reach"]),
+                  interval(iv.get(f"correct_given_reach_d{d}")),
                   ratio(r["N_correct"], r["N_reach"]), esc(f"rollouts reaching decision {d}")],
-                 [f"reach d{d}: N_correct/N_run", pct(r["correct_per_run"]), _na(),
+                 [f"reach d{d}: N_correct/N_run", pct(r["correct_per_run"]), interval(iv.get(f"correct_per_run_d{d}")),
                   ratio(r["N_correct"], r["N_run"]), esc("scored rollouts")]]
     rows += [
         ["B_next (eq. 4), all decisions", pct(ch["B_next"]), interval(iv.get("B_next")),
@@ -131,8 +145,9 @@ def metrics_table(c: dict) -> str:
         ["P_state (eq. 7)", pct(pr["P_state"]), interval(iv.get("P_state")), ratio(pr["verified_correct"], pr["N"]),
          esc(f"answer-changing pairs; unresolved {pr['unresolved']}; bounds ") + pct(pr["lower"]) + " .. "
          + pct(pr["upper"])],
-        ["SR (all steps)", pct(st["SR"]), interval(iv.get("SR")), esc(f"n = {st['n']}"), esc("scored episodes")],
-        ["SSR (mean step fraction)", pct(st["SSR"]), interval(iv.get("SSR")), esc(f"n = {st['n']}"),
+        ["SR (all steps)", pct(st["SR"]), interval(iv.get("SR")), _count(iv.get("SR"), st["n"]),
+         esc("scored episodes")],
+        ["SSR (mean step fraction)", pct(st["SSR"]), interval(iv.get("SSR")), _count(iv.get("SSR"), st["n"]),
          esc("scored episodes")],
     ]
     rows += [[f"step: {name}", pct(v), _na(), esc(f"n = {st['n']}"), esc("scored episodes, earlier steps held")]
@@ -170,7 +185,10 @@ def accounting_table(a: dict, iv: dict) -> str:
             continue
         shown.add(key)
         fmt = pct if key == "success_rate" else num
-        rows.append([esc(label), fmt(a[key]), interval(iv.get(iv_key), fmt) if iv_key else "&ndash;"])
+        value = fmt(a[key])
+        if key == "success_rate":
+            value += " " + ratio(a["PASS"], a["attempts"])
+        rows.append([esc(label), value, interval(iv.get(iv_key), fmt) if iv_key else "&ndash;"])
     # Fields added to the accounting later (model calls, rejections...) still show.
     for key, value in a.items():
         if key not in shown and not isinstance(value, (dict, list)):
@@ -315,7 +333,9 @@ def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> 
     toc = "".join(f'<li><a href="#cell-{i}">{esc(cell_name(c["cell"]))}</a></li>' for i, c in enumerate(cells))
     body = ["<h1>Labference report</h1>",
             f'<p class="muted">labference {esc(__version__)}; {esc(len(cells))} cell(s) from '
-            f'{esc(", ".join(rep.get("roots", [])))}. 95% intervals: cluster bootstrap over {esc(b["level"])}s, '
+            f'{esc(", ".join(rep.get("roots", [])))}. 95% intervals of rates: Wilson where every cluster is one '
+            f'outcome, else Wilson on the design-effect-adjusted effective n (clusters of {esc(b["level"])}s; '
+            f'docs/reporting.md); of time and cost per success: cluster bootstrap over {esc(b["level"])}s, '
             f'{esc(b["draws"])} draws, seed {esc(b["seed"])}, {esc(b["ci"])}. "{UNAVAILABLE}" = zero denominator, '
             f"unknown usage or not recorded; never 0.</p>",
             f"<ul>{toc}</ul>" if toc else "<p>No cells: no episode records found.</p>",
