@@ -20,8 +20,8 @@ no interval (None), never a 0.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,17 +30,25 @@ WILSON, CLOPPER_PEARSON, WILSON_DEFF = "wilson", "clopper_pearson", "wilson_desi
 METHODS = (WILSON, CLOPPER_PEARSON, WILSON_DEFF)
 
 
+@lru_cache(maxsize=None)
 def z_value(confidence: float = CONFIDENCE) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(0.5 + confidence / 2))
 
 
-def _t_quantile(df, confidence: float):
+@lru_cache(maxsize=4096)
+def t_value(df: int, confidence: float = CONFIDENCE) -> float:
     from scipy.stats import t
 
+    return float(t.ppf(0.5 + confidence / 2, df)) if df >= 1 else float("inf")
+
+
+def _t_quantile(df, confidence: float):
+    """Student t quantile for (arrays of) whole degrees of freedom; inf below 1."""
     df = np.asarray(df, dtype=float)
-    return np.where(df >= 1, t.ppf(0.5 + confidence / 2, np.maximum(df, 1)), np.inf)
+    flat = [t_value(int(x), confidence) for x in df.ravel()]
+    return np.array(flat, dtype=float).reshape(df.shape)
 
 
 def wilson_arrays(k, n, confidence: float = CONFIDENCE):

@@ -273,7 +273,36 @@ def comparison_section(c: dict) -> str:
         f'{esc(len(c["unpaired_units"]["reference"]))}; {esc(c["draws"])} draws, seed {esc(c["seed"])}, '
         f'{esc(c["ci"])}.</p>',
         table(["metric", "estimate", "95% CI", "criterion", "undefined because"], rows),
-        table(["arm", "attempts", "successes", "time total", "cost total"], totals)])
+        table(["arm", "attempts", "successes", "time total", "cost total"], totals),
+        paired_section(c.get("paired"))])
+
+
+def _signed_pp(x) -> str:
+    return _na() if x is None else esc(f"{100 * x:+.1f} pp")
+
+
+def paired_section(p: dict | None) -> str:
+    """The paired comparison of the two cells' rates (reporting/paired_comparison.py)."""
+    if not p:
+        return ""
+    from .paired_comparison import TEST_NAMES
+
+    rows = []
+    for name, m in p["metrics"].items():
+        if not m["n"]:
+            rows.append([esc(name), _na(), _na(), _na(), _na(), esc(p["population"].get(name, ""))])
+            continue
+        rows.append([esc(name), ratio(m["candidate_k"], m["n"]), ratio(m["reference_k"], m["n"]),
+                     f"{_signed_pp(m['estimate'])} [{_signed_pp(m['lo'])}, {_signed_pp(m['hi'])}]",
+                     esc(f"{TEST_NAMES.get(m['test'], m['test'])}: p = {m['p_value']:.3g}"),
+                     esc(p["population"].get(name, ""))])
+    return "\n".join([
+        f'<h4>Paired comparison</h4><p class="muted">{esc(p["units"])} units in {esc(p["clusters"])} '
+        f'{esc(p["level"])} clusters, {esc(p["scored_in_both"])} scored in both arms. Difference candidate - '
+        "reference with its 95% interval (Bonett-Price, counts divided by the design effect where clusters hold "
+        "several units) and the exact test of no difference.</p>",
+        table(["rate", "candidate k / N", "reference k / N", "difference [95% CI]", "exact test", "population"],
+              rows)])
 
 
 def oracle_section(g: dict) -> str:

@@ -214,7 +214,9 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
             "rate_intervals": {"confidence": 0.95, "independent": "wilson", "clustered": "wilson_design_effect",
                                "level": level},
             "sr_steps": _shared_steps(out), "cells": out,
-            "comparisons": [compare_cells(cells, c, r, draws, seed) for c, r in comparisons],
+            "comparisons": [compare_cells(cells, c, r, draws, seed,
+                                          chain=evaluation_steps(cells[select_pair(cells, c, r)[0]]))
+                            for c, r in comparisons],
             "oracle_gains": oracle_gains.find(roots)}
 
 
