@@ -204,6 +204,41 @@ def campaign_lock(spec, output) -> None:
                f"code dirty={lock['code']['dirty']}, lock {lock['lock_sha256'][:16]} -> {path}")
 
 
+@campaign.command("plan")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option("--p0", type=click.FloatRange(0, 1), required=True, help="Success rate of the reference arm.")
+@click.option("--p1", type=click.FloatRange(0, 1), required=True, help="Success rate of the candidate to detect.")
+@click.option("--power", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.8, show_default=True,
+              help="Probability of detecting the change (1 - beta).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Type I error, two-sided (default: the spec's sequential alpha, else 0.05).")
+@click.option("--episodes", type=click.IntRange(min=1), default=None,
+              help="Give the interval width for this many episodes (default: the fixed-N answer).")
+@click.option("--dry-run", is_flag=True, help="Print the plan without writing it into SPEC.")
+def campaign_plan(spec, p0, p1, power, alpha, episodes, dry_run) -> None:
+    """How many episodes per arm detect a change from P0 to P1 with the given power: fixed N (exact McNemar on
+    paired episodes) and the sequential test's maximum and expected N; and the 95% interval width N episodes give.
+    With SPEC.yaml the plan is appended to it as its `plan:` block, which `campaign lock` then hashes and holds
+    the arms (or the sequential maximum) to."""
+    from pathlib import Path
+
+    import yaml
+
+    from labference_ros.campaign.power import format_plan, plan_for_spec, write_plan
+
+    try:
+        parsed = yaml.safe_load(Path(spec).read_text(encoding="utf-8")) if spec else None
+        if spec and not dry_run and isinstance(parsed, dict) and "plan" in parsed:
+            raise ValueError(f"{spec} already has a plan; remove it to plan again")
+        result = plan_for_spec(parsed if isinstance(parsed, dict) else None, p0, p1, alpha, power, episodes)
+        click.echo(format_plan(result))
+        if spec and not dry_run:
+            write_plan(Path(spec), result)
+            click.echo(f"wrote the plan into {spec}")
+    except (ValueError, yaml.YAMLError) as exc:
+        raise click.ClickException(str(exc).splitlines()[0])
+
+
 @campaign.command("run")
 @click.argument("lock_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--launcher", help="Launcher command line (default: $LABFERENCE_LAUNCHER or `labference launch`).")
