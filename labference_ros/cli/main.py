@@ -112,9 +112,14 @@ ALLOW_INCOMPLETE_HELP = ("Go on when record files are unreadable or inconsistent
                    "Over the task units both cells ran, 2,000 family-bootstrap draws, seed 240926: passes if the "
                    "upper 95% bounds of the cost- and time-per-success ratios are < 1 and the lower bound of the "
                    "success difference is > -3 percentage points, with every draw defined.")
-def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, references) -> None:
+@click.option("--test", "test", type=click.Choice(["fixed", "sequential"]), default=None,
+              help="The comparison's test: fixed N (relative rule, paired rates with McNemar / permutation tests) or "
+                   "the campaign's pre-registered sequential test. Default: as the runs' campaign lock says; a "
+                   "test that does not match it is refused.")
+def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, references, test) -> None:
     """Section 7 tables per system x condition, accounting and 95% CIs, and optionally the
     protocol's relative rule; writes report.json and a self-contained report.html."""
+    from labference_ros.reporting.design import DesignMismatch, format_sequential
     from labference_ros.reporting.identity import IdentityMismatch
     from labference_ros.reporting.relative import CellSelectionError, format_comparison
     from labference_ros.reporting.report import (EvaluationStepUnknown, TaskFamilyMissing, build, format_report,
@@ -124,12 +129,13 @@ def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, referenc
         raise click.UsageError("--compare and --reference go together")
     _check_records(run_dirs, allow_incomplete)
     try:
-        rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references])
-    except (IdentityMismatch, CellSelectionError, TaskFamilyMissing, EvaluationStepUnknown) as exc:
+        rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references], test=test)
+    except (IdentityMismatch, CellSelectionError, TaskFamilyMissing, EvaluationStepUnknown, DesignMismatch) as exc:
         raise click.ClickException(str(exc))
     click.echo(format_report(rep))
     for comparison in rep["comparisons"]:
-        click.echo("\n" + format_comparison(comparison))
+        formatted = format_sequential if comparison.get("design") == "sequential" else format_comparison
+        click.echo("\n" + formatted(comparison))
     for path in write(rep, out or run_dirs[0], plots=not no_plots):
         click.echo(f"wrote {path}")
 

@@ -277,6 +277,21 @@ def comparison_section(c: dict) -> str:
         paired_section(c.get("paired"))])
 
 
+def sequential_section(c: dict) -> str:
+    """A pre-registered sequential comparison, re-derived from the records (reporting/design.py)."""
+    s = c["sequential"]
+    rows = [["decision", esc(s["status"])], ["why", esc(s["reason"])],
+            ["units read (locked order)", esc(f"{s['pairs']} of at most {s['max_pairs']} (last {s['last_unit']})")],
+            ["only candidate right / only reference right / both", esc(f"{s['candidate_only']} / "
+                                                                          f"{s['reference_only']} / {s['both']}")],
+            ["e-value / threshold 1/alpha", esc(f"{s['e_value']:.4g} / {s['threshold']:.4g}")],
+            ["test", esc(f"{s['test']}, alpha {s['alpha']:g}, prior Beta({s['prior']:g}, {s['prior']:g})")]]
+    return "\n".join([f"<h3>{esc(cell_name(c['candidate']))} vs {esc(cell_name(c['reference']))} "
+                      "(pre-registered sequential test)</h3>",
+                      '<p class="muted">The campaign stopped on its results, so no fixed-N interval or test is '
+                      "shown for this comparison.</p>", table(["", "value"], rows)])
+
+
 def _signed_pp(x) -> str:
     return _na() if x is None else esc(f"{100 * x:+.1f} pp")
 
@@ -386,7 +401,7 @@ def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> 
                     "time-per-success ratio are below 1 and the lower bound of the success difference is above -3 "
                     "percentage points, with every bootstrap draw defined. An efficiency / non-inferiority rule, "
                     "not proof of higher success.</p>")
-        body += [comparison_section(c) for c in comps]
+        body += [sequential_section(c) if c.get("design") == "sequential" else comparison_section(c) for c in comps]
     body += [cell_section(i, c, {} if plots_skipped else images) for i, c in enumerate(cells)]
     if gains:
         body.append("<h2>Oracle gain tables (matched checkpoint continuations)</h2>")

@@ -15,6 +15,7 @@ from labference_ros.core.records import write_json_atomic, write_text_atomic
 from labference_ros.tasks import available, family_of_contract_id
 
 from . import accounting as acc
+from . import design
 from . import oracle_gains
 from .bootstrap import DRAWS, SEED, Resampler
 from .diagnose import attribution_counts
@@ -195,13 +196,30 @@ def _shared_steps(cells: list[dict]) -> list[str]:
     return list(chains.pop()) if len(chains) == 1 else []
 
 
-def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comparisons=()) -> dict:
+def _comparison(cells, candidate, reference, draws, seed, test) -> dict:
+    """The fixed-N comparison (relative rule and paired rates) or the pre-registered sequential
+    one, as the runs' campaign was designed (reporting/design.py)."""
+    ck, rk = select_pair(cells, candidate, reference)
+    kind, seq, arms = design.check(cells[ck], cells[rk], test)
+    if kind == design.SEQUENTIAL:
+        return {"design": kind, "candidate": dict(zip(CELL, ck)), "reference": dict(zip(CELL, rk)),
+                "candidate_selector": candidate, "reference_selector": reference,
+                "candidate_name": cell_name(dict(zip(CELL, ck))), "reference_name": cell_name(dict(zip(CELL, rk))),
+                "sequential": design.sequential_comparison(cells[ck], cells[rk], seq, arms)}
+    return {"design": kind, **compare_cells(cells, candidate, reference, draws, seed,
+                                            chain=evaluation_steps(cells[ck]))}
+
+
+def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comparisons=(), test=None) -> dict:
     """comparisons: (candidate, reference) cell selectors for the relative rule
-    (reporting/relative.py); a selector matching no cell or several raises CellSelectionError."""
+    (reporting/relative.py); a selector matching no cell or several raises CellSelectionError.
+    test: "fixed" or "sequential" to insist on one (default: the runs' recorded design);
+    a test that does not match the design raises design.DesignMismatch."""
     attempts = load(roots)
     cells = group_checked(attempts)
-    for candidate, reference in comparisons:  # refuse a bad selector before any bootstrap
-        select_pair(cells, candidate, reference)
+    for candidate, reference in comparisons:  # refuse a bad selector or test before any bootstrap
+        ck, rk = select_pair(cells, candidate, reference)
+        design.check(cells[ck], cells[rk], test)
     out = []
     for key, eps in cells.items():
         dirs = sorted({e["output_dir"] for e in eps})
@@ -214,9 +232,7 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
             "rate_intervals": {"confidence": 0.95, "independent": "wilson", "clustered": "wilson_design_effect",
                                "level": level},
             "sr_steps": _shared_steps(out), "cells": out,
-            "comparisons": [compare_cells(cells, c, r, draws, seed,
-                                          chain=evaluation_steps(cells[select_pair(cells, c, r)[0]]))
-                            for c, r in comparisons],
+            "comparisons": [_comparison(cells, c, r, draws, seed, test) for c, r in comparisons],
             "oracle_gains": oracle_gains.find(roots)}
 
 

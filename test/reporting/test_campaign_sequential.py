@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from labference_ros.campaign import sequential
 from labference_ros.campaign.lock import build_lock, read_lock, verify, write_lock
 from labference_ros.campaign.runner import coverage, ledger_records, run_campaign
+from labference_ros.cli.main import main
 
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
@@ -36,10 +38,11 @@ def write_spec(tmp_path, n=20, max_episodes=16, sequential_block=None, reference
     items = [{"instance_id": f"i{k:02d}", "condition": "basic"} for k in range(n)]
     (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
     (tmp_path / "other.json").write_text(json.dumps({"schema": 1, "instances": items[::-1]}))
-    arm = {"system": "scripted_expert", "condition": "basic"}
+    arm = {"condition": "basic"}
     spec = {"name": "seq", "output_dir": "runs", "chunk_size": 2, "code_root": "code", "code_paths": ["pkg"],
             "dependencies": ["numpy"],
-            "arms": [{"id": "cand", **arm, "instances": "list.json"}, {"id": "ref", **arm, "instances": reference_list}],
+            "arms": [{"id": "cand", "system": "scripted_expert", **arm, "instances": "list.json"},
+                     {"id": "ref", "system": "fixed_preference", **arm, "instances": reference_list}],
             "sequential": sequential_block or {"alpha": 0.05, "max_episodes": max_episodes,
                                                "comparisons": [{"candidate": "cand", "reference": "ref"}]},
             **extra}
@@ -77,6 +80,19 @@ def test_a_large_difference_stops_early_and_the_ledger_says_why(tmp_path, monkey
     assert skipped and all(r["reason"] == "sequential comparison stopped" for r in skipped)
     assert cov["complete"] is True and cov["cand"]["missing"] == [] and cov["cand"]["not_needed"] == 13
     assert cov["sequential"][0]["status"] == "boundary"
+    # The report re-derives the stop from the records and refuses a fixed-N test on them.
+    runs = lock["output_dir"]
+    res = CliRunner().invoke(main, ["report", runs, "--no-plots", "--out", str(tmp_path / "rep"),
+                                    "--compare", "scripted_expert", "--reference", "fixed_preference"])
+    assert res.exit_code == 0, res.output
+    assert "decision       boundary: e-value 26.81 >= 1/alpha = 20 after 7 units" in res.output
+    assert "relative rule" not in res.output
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert rep["comparisons"][0]["sequential"]["pairs"] == 7
+    assert "pre-registered sequential test" in (tmp_path / "rep" / "report.html").read_text()
+    fixed = CliRunner().invoke(main, ["report", runs, "--no-plots", "--out", str(tmp_path / "rep"), "--test", "fixed",
+                                      "--compare", "scripted_expert", "--reference", "fixed_preference"])
+    assert fixed.exit_code == 1 and "a fixed-N test on them is not valid" in fixed.output
     # A second run launches nothing and records the stop only once.
     again = run_campaign(lock, launcher=FAKE, log=lambda *_: None)
     assert again["complete"] and len(launched(tmp_path / "launched.txt")) == 16
@@ -125,3 +141,15 @@ def test_the_lock_hashes_the_sequential_spec(tmp_path):
     lock = dict(a, design={"kind": "fixed"})
     assert "lock_sha256" in verify(lock)  # an edited design no longer matches the lock's digest
     assert coverage  # (imported for the runs above)
+
+
+def test_report_refuses_a_sequential_test_on_fixed_runs(tmp_path):
+    from synthetic import episode, write_output_dir
+
+    for system in ("scripted_expert", "fixed_preference"):
+        write_output_dir(tmp_path / system, [episode(f"{system}-{k}", run_kw={"iid": f"u{k}", "system": system})
+                                             for k in range(4)])
+    args = ["report", str(tmp_path), "--no-plots", "--compare", "scripted_expert", "--reference", "fixed_preference"]
+    res = CliRunner().invoke(main, args + ["--test", "sequential"])
+    assert res.exit_code == 1 and "never pre-registered" in res.output and "Traceback" not in res.output
+    assert CliRunner().invoke(main, args).exit_code == 0  # fixed-N by default, as designed
