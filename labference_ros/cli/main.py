@@ -185,6 +185,26 @@ def agreement(run_dir, as_json) -> None:
     sys.exit(0 if results and all(e.agrees for e in results) else 2)
 
 
+@main.command("sim-real")
+@click.argument("sim_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("real_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+def sim_real_command(sim_dir, real_dir, as_json) -> None:
+    """Real success rate from simulated (or rehearsal) runs of a list and real runs of a random subset of it,
+    matched by instance: a prediction-powered estimate (PPI++) with a 95% interval, beside the real runs'
+    own Wilson interval. Assumptions in docs/reporting.md."""
+    import json
+
+    from labference_ros.reporting.sim_real import format_sim_real, sim_real
+
+    _check_records([sim_dir, real_dir], False)
+    try:
+        r = sim_real([sim_dir], [real_dir])
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(json.dumps(r, indent=1, sort_keys=True) if as_json else format_sim_real(r))
+
+
 @main.group(cls=_Group)
 def campaign() -> None:
     """Locked, resumable campaigns."""
