@@ -255,7 +255,7 @@ def ci(iv: dict, as_pct: bool = True) -> str:
 METHOD_TAGS = {"wilson": "W", "wilson_design_effect": "Wd"}
 
 
-def rate(iv: dict) -> str:
+def rate_text(iv: dict) -> str:
     """A proportion as `75.0% 3/4 [30.1%, 95.4%]W` (W: Wilson, Wd: design-effect Wilson);
     `n/a 0/0` when its denominator is zero."""
     if iv.get("n") is None:
@@ -287,29 +287,29 @@ def format_cell(c: dict) -> str:
     lines = [f"== {name}",
              f"coverage       units {cov['units']}, missing {len(cov['missing'])}, "
              f"unresolved {len(cov['unresolved'])}, duplicated {len(cov['duplicated'])}, retried {len(cov['retried'])}",
-             f"selection      {rate(iv['selection'])}  (first decision correct / N_run)",
-             f"completion     valid {rate(iv['valid_completion'])}  physical {rate(iv['physical_completion'])}",
-             f"               clean {rate(iv['clean_completion'])}  recovered {rate(iv['recovered_completion'])}  "
+             f"selection      {rate_text(iv['selection'])}  (first decision correct / N_run)",
+             f"completion     valid {rate_text(iv['valid_completion'])}  physical {rate_text(iv['physical_completion'])}",
+             f"               clean {rate_text(iv['clean_completion'])}  recovered {rate_text(iv['recovered_completion'])}  "
              f"(valid bounds {pct(comp['valid_bounds']['lower'])}..{pct(comp['valid_bounds']['upper'])})"]
     for r in m["reach"]:
         d = r["decision"]
-        lines.append(f"reach d{d}       N_reach/N_run {rate(iv[f'reach_d{d}'])}  "
-                     f"N_correct/N_reach {rate(iv[f'correct_given_reach_d{d}'])}  "
-                     f"N_correct/N_run {rate(iv[f'correct_per_run_d{d}'])}  "
+        lines.append(f"reach d{d}       N_reach/N_run {rate_text(iv[f'reach_d{d}'])}  "
+                     f"N_correct/N_reach {rate_text(iv[f'correct_given_reach_d{d}'])}  "
+                     f"N_correct/N_run {rate_text(iv[f'correct_per_run_d{d}'])}  "
                      f"identified|reach {pct(r.get('identified_given_reach'))}")
-    lines += [f"choice         B_next {rate(iv['B_next'])}  C_id {rate(iv['C_id'])}  "
+    lines += [f"choice         B_next {rate_text(iv['B_next'])}  C_id {rate_text(iv['C_id'])}  "
               f"accuracy|identified {pct(ch['accuracy_identified'])} (coverage {pct(ch['coverage'])}; "
               f"{ch['population']} decisions in {m['choice']['episodes']} episodes)",
               f"execution      E_fixed {pct(m['execution']['E_fixed'])} (K={m['execution']['K']})  "
               f"given own correct choice {pct(m['execution']['given_correct_choice'])} "
               f"(n={m['execution']['n_correct_choice']})",
-              f"pairs          P_state {rate(iv['P_state'])}  N={m['pairs']['N']} "
+              f"pairs          P_state {rate_text(iv['P_state'])}  N={m['pairs']['N']} "
               f"bounds {pct(m['pairs']['lower'])}..{pct(m['pairs']['upper'])}",
-              f"steps          SR {rate(iv['SR'])}  SSR {rate(iv['SSR'])}  "
+              f"steps          SR {rate_text(iv['SR'])}  SSR {rate_text(iv['SSR'])}  "
               + "  ".join(f"{k} {pct(v)}" for k, v in st["per_step"].items()),
               _latency_line(m.get("latency") or {}),
               f"accounting     attempts {a['attempts']} (PASS {a['PASS']}, FAIL {a['FAIL']}, ERROR {a['ERROR']})  "
-              f"success {rate(iv['success_rate'])}  "
+              f"success {rate_text(iv['success_rate'])}  "
               f"time/success {num(a['time_per_success_s'], ' s')}{ci(iv['time_per_success_s'], False)} "
               f"(unknown {a['time_unknown']})  cost/success {num(a['cost_per_success_usd'], ' USD')} "
               f"(unknown {a['cost_unknown']})  overload rejections {num(a['overload_rejections'])} "
