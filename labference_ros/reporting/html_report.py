@@ -129,19 +129,22 @@ def metrics_table(c: dict) -> str:
          ratio(ch["correct"], ch["population"]), esc(f"native decisions in {m['choice']['episodes']} episodes")],
         ["C_id (eq. 5), all decisions", pct(ch["C_id"]), interval(iv.get("C_id")),
          ratio(ch["identified"], ch["population"]), esc("native decisions")],
-        ["accuracy among identified", pct(ch["accuracy_identified"]), _na(), ratio(ch["correct"], ch["identified"]),
+        ["accuracy among identified", pct(ch["accuracy_identified"]), interval(iv.get("accuracy_identified")),
+         ratio(ch["correct"], ch["identified"]),
          esc(f"identified choices (coverage C_id {100 * ch['coverage']:.1f}%)" if ch["coverage"] is not None
              else "identified choices (coverage unavailable)")],
-        ["B_next, first decision only", pct(first_ch["B_next"]), _na(),
+        ["B_next, first decision only", pct(first_ch["B_next"]), interval(iv.get("B_next_first")),
          ratio(first_ch["correct"], first_ch["population"]), esc("first native decisions")],
-        ["C_id, first decision only", pct(first_ch["C_id"]), _na(),
+        ["C_id, first decision only", pct(first_ch["C_id"]), interval(iv.get("C_id_first")),
          ratio(first_ch["identified"], first_ch["population"]), esc("first native decisions")],
         ["explicit reports: B_next", pct(ex_track["B_next"]), _na(),
          ratio(ex_track.get("correct"), ex_track.get("population")), esc("explicit report opportunities")],
-        ["E_fixed (eq. 6)", pct(ex["E_fixed"]), _na(), ratio(ex["K_confirmed"], ex["K"]),
+        ["E_fixed (eq. 6)", pct(ex["E_fixed"]), interval(iv.get("E_fixed")), ratio(ex["K_confirmed"], ex["K"]),
          esc("episodes with the operation fixed for the system (K)")],
-        ["execution given own correct choice", pct(ex["given_correct_choice"]), _na(),
-         esc(f"n = {ex['n_correct_choice']}"), esc("episodes with a correct first choice")],
+        ["execution given own correct choice", pct(ex["given_correct_choice"]),
+         interval(iv.get("execution_given_correct_choice")),
+         _count(iv.get("execution_given_correct_choice"), ex["n_correct_choice"]),
+         esc("episodes with a correct first choice")],
         ["P_state (eq. 7)", pct(pr["P_state"]), interval(iv.get("P_state")), ratio(pr["verified_correct"], pr["N"]),
          esc(f"answer-changing pairs; unresolved {pr['unresolved']}; bounds ") + pct(pr["lower"]) + " .. "
          + pct(pr["upper"])],
@@ -150,7 +153,8 @@ def metrics_table(c: dict) -> str:
         ["SSR (mean step fraction)", pct(st["SSR"]), interval(iv.get("SSR")), _count(iv.get("SSR"), st["n"]),
          esc("scored episodes")],
     ]
-    rows += [[f"step: {name}", pct(v), _na(), esc(f"n = {st['n']}"), esc("scored episodes, earlier steps held")]
+    rows += [[f"step: {name}", pct(v), interval(iv.get(f"step_{name}")), _count(iv.get(f"step_{name}"), st["n"]),
+              esc("scored episodes, earlier steps held")]
              for name, v in st["per_step"].items()]
     return table(["metric", "estimate", "95% CI", "count / denominator", "population"],
                  [[esc(r[0])] + r[1:] for r in rows], numeric_from=1)

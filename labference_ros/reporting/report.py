@@ -33,10 +33,17 @@ def _sel(eps):
     return r["N_correct"], r["N_run"]
 
 
-def _choice(key):
+def _choice(key, population="population", track="all_decisions"):
     def f(eps):
-        c = pop.choice(eps)["all_decisions"]
-        return c[key], c["population"]
+        c = pop.choice(eps)[track]
+        return c[key], c[population]
+    return f
+
+
+def _execution(count_key, n_key):
+    def f(eps):
+        x = pop.execution(eps)
+        return x[count_key], x[n_key]
     return f
 
 
@@ -65,6 +72,10 @@ def _ssr(chain):
     return _chain_metric(chain, lambda steps: sum(steps) / len(steps))  # the share of steps that held
 
 
+def _step(chain, index):
+    return _chain_metric(chain, lambda steps: steps[index])  # this step and every earlier one held
+
+
 def _pstate(eps):
     p = pop.pairs(eps)
     return (p["verified_correct"], p["N"]) if p["unresolved"] == 0 else (None, p["N"])
@@ -78,6 +89,11 @@ def _reach(decision, key, over):
 
 
 RESULT_INTERVALS = {"selection": _sel, "B_next": _choice("correct"), "C_id": _choice("identified"),
+                    "accuracy_identified": _choice("correct", "identified"),
+                    "B_next_first": _choice("correct", track="first_decision"),
+                    "C_id_first": _choice("identified", track="first_decision"),
+                    "E_fixed": _execution("K_confirmed", "K"),
+                    "execution_given_correct_choice": _execution("executed_given_correct_choice", "n_correct_choice"),
                     "valid_completion": _completion("valid"), "physical_completion": _completion("physically"),
                     "clean_completion": _completion("clean"), "recovered_completion": _completion("recovered"),
                     "P_state": _pstate}
@@ -90,6 +106,7 @@ def reach_intervals(decisions: int) -> dict:
         out[f"reach_d{d}"] = _reach(d, "N_reach", "N_run")
         out[f"correct_given_reach_d{d}"] = _reach(d, "N_correct", "N_reach")
         out[f"correct_per_run_d{d}"] = _reach(d, "N_correct", "N_run")
+        out[f"identified_given_reach_d{d}"] = _reach(d, "N_identified", "N_reach")
     return out
 
 
@@ -175,7 +192,8 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
     att = Resampler(attempts, level, draws, seed)
     chain = evaluation_steps(attempts)
     family_lines = family_report_lines(results)
-    step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain)}
+    step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain),
+                      **{f"step_{name}": _step(chain, i) for i, (name, _) in enumerate(chain)}}
     metrics = pop.all_metrics(results, n_registered, reg_pairs, chain, wall_latencies=wall_latencies)
     rates = {**RESULT_INTERVALS, **step_intervals, **reach_intervals(len(metrics["reach"]))}
     return {
@@ -296,17 +314,17 @@ def format_cell(c: dict) -> str:
         lines.append(f"reach d{d}       N_reach/N_run {rate_text(iv[f'reach_d{d}'])}  "
                      f"N_correct/N_reach {rate_text(iv[f'correct_given_reach_d{d}'])}  "
                      f"N_correct/N_run {rate_text(iv[f'correct_per_run_d{d}'])}  "
-                     f"identified|reach {pct(r.get('identified_given_reach'))}")
+                     f"identified|reach {rate_text(iv[f'identified_given_reach_d{d}'])}")
     lines += [f"choice         B_next {rate_text(iv['B_next'])}  C_id {rate_text(iv['C_id'])}  "
-              f"accuracy|identified {pct(ch['accuracy_identified'])} (coverage {pct(ch['coverage'])}; "
+              f"accuracy|identified {rate_text(iv['accuracy_identified'])} (coverage {pct(ch['coverage'])}; "
               f"{ch['population']} decisions in {m['choice']['episodes']} episodes)",
-              f"execution      E_fixed {pct(m['execution']['E_fixed'])} (K={m['execution']['K']})  "
-              f"given own correct choice {pct(m['execution']['given_correct_choice'])} "
-              f"(n={m['execution']['n_correct_choice']})",
+              f"               first decision: B_next {rate_text(iv['B_next_first'])}  C_id {rate_text(iv['C_id_first'])}",
+              f"execution      E_fixed {rate_text(iv['E_fixed'])} (over K)  "
+              f"given own correct choice {rate_text(iv['execution_given_correct_choice'])}",
               f"pairs          P_state {rate_text(iv['P_state'])}  N={m['pairs']['N']} "
               f"bounds {pct(m['pairs']['lower'])}..{pct(m['pairs']['upper'])}",
               f"steps          SR {rate_text(iv['SR'])}  SSR {rate_text(iv['SSR'])}  "
-              + "  ".join(f"{k} {pct(v)}" for k, v in st["per_step"].items()),
+              + "  ".join(f"{k} {rate_text(iv.get(f'step_{k}') or {})}" for k in st["per_step"]),
               _latency_line(m.get("latency") or {}),
               f"accounting     attempts {a['attempts']} (PASS {a['PASS']}, FAIL {a['FAIL']}, ERROR {a['ERROR']})  "
               f"success {rate_text(iv['success_rate'])}  "
