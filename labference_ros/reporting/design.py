@@ -53,6 +53,14 @@ def cell_design(attempts) -> tuple[str, dict | None, set[str]]:
     return kind, (designs[0] if designs else None), arms
 
 
+def cell_kind(attempts) -> str:
+    """fixed, sequential, or mixed (a cell pooling both; only a comparison refuses that)."""
+    try:
+        return cell_design(attempts)[0]
+    except DesignMismatch:
+        return "mixed"
+
+
 def check(candidate_attempts, reference_attempts, requested: str | None) -> tuple[str, dict | None, tuple]:
     """The design both cells share and the test to use; DesignMismatch otherwise."""
     ck, cdesign, carms = cell_design(candidate_attempts)

@@ -399,13 +399,18 @@ def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> 
                       [[esc(cell_name(c["cell"]))] + [num(((c.get("runtime") or {}).get(k) or {}).get("mean_s"), " s")
                                                        for k in ("wall", "inference", "motion", "waiting",
                                                                  "not_inference")] for c in cells]))
-    if comps:
+    fixed = [c for c in comps if c.get("design") != "sequential"]
+    sequential = [c for c in comps if c.get("design") == "sequential"]
+    if fixed:
         body.append("<h2>Relative rule (control protocol)</h2>")
         body.append('<p class="muted">Passes only if the upper 95% bound of the cost-per-success ratio and of the '
                     "time-per-success ratio are below 1 and the lower bound of the success difference is above -3 "
                     "percentage points, with every bootstrap draw defined. An efficiency / non-inferiority rule, "
                     "not proof of higher success.</p>")
-        body += [sequential_section(c) if c.get("design") == "sequential" else comparison_section(c) for c in comps]
+        body += [comparison_section(c) for c in fixed]
+    if sequential:
+        body.append("<h2>Sequential comparisons (pre-registered)</h2>")
+        body += [sequential_section(c) for c in sequential]
     body += [cell_section(i, c, {} if plots_skipped else images) for i, c in enumerate(cells)]
     if gains:
         body.append("<h2>Oracle gain tables (matched checkpoint continuations)</h2>")

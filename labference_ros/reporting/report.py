@@ -242,7 +242,7 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
     for key, eps in cells.items():
         dirs = sorted({e["output_dir"] for e in eps})
         registered = {i["instance_id"]: i for d in dirs for i in registered_instances(Path(d))}
-        out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs,
+        out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs, "design": design.cell_kind(eps),
                     **cell_report(eps, list(registered.values()), level, draws, seed),
                     "runtime": runtime(eps), "attribution": attribution_counts(eps)})
     return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
@@ -305,6 +305,11 @@ def format_cell(c: dict) -> str:
     lines = [f"== {name}",
              f"coverage       units {cov['units']}, missing {len(cov['missing'])}, "
              f"unresolved {len(cov['unresolved'])}, duplicated {len(cov['duplicated'])}, retried {len(cov['retried'])}",
+             *([f"design         sequential campaign: it stopped on its results, so these per-cell intervals are "
+                f"descriptive; its comparison is the pre-registered test (--compare)"]
+               if c.get("design") == design.SEQUENTIAL else []),
+             *(["design         mixed: runs of a sequential campaign pooled with fixed-N runs; intervals descriptive"]
+               if c.get("design") == "mixed" else []),
              f"selection      {rate_text(iv['selection'])}  (first decision correct / N_run)",
              f"completion     valid {rate_text(iv['valid_completion'])}  physical {rate_text(iv['physical_completion'])}",
              f"               clean {rate_text(iv['clean_completion'])}  recovered {rate_text(iv['recovered_completion'])}  "

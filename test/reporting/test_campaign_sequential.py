@@ -87,6 +87,7 @@ def test_a_large_difference_stops_early_and_the_ledger_says_why(tmp_path, monkey
     assert res.exit_code == 0, res.output
     assert "decision       boundary: e-value 26.81 >= 1/alpha = 20 after 7 units" in res.output
     assert "relative rule" not in res.output
+    assert "design         sequential campaign: it stopped on its results" in res.output
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert rep["comparisons"][0]["sequential"]["pairs"] == 7
     assert "pre-registered sequential test" in (tmp_path / "rep" / "report.html").read_text()
