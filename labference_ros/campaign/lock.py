@@ -39,6 +39,8 @@ import yaml
 from labference_ros.graphs import graph_for
 from labference_ros.tasks import family as task_family
 
+from .sequential import design_of_spec
+
 
 def family_of_launch_file(launch_file: str):
     """The task family whose graph a launch file starts."""
@@ -196,6 +198,7 @@ def build_lock(spec_path: Path) -> dict:
         arms.append({"arm_id": arm_id(arm, k), "system": arm["system"], "condition": arm["condition"],
                      "args": dict(arm.get("args") or {}), "instances_source": source,
                      "instances_sha256": canonical_sha256(items), "instances": items})
+    design = design_of_spec(spec, arms)  # fixed, or the pre-registered sequential test
     code_root = (base / spec["code_root"]).resolve() if spec.get("code_root") else PACKAGE_ROOT
     body = {
         "lock_schema": LOCK_SCHEMA, "name": spec.get("name", spec_path.stem),
@@ -205,7 +208,7 @@ def build_lock(spec_path: Path) -> dict:
         "launch_file": launch_file,
         "chunk_size": int(spec.get("chunk_size", 10)),
         "seeds": {"launch": 0, **(spec.get("seeds") or {}), "bootstrap": 240926},
-        "contracts": contracts, "arms": arms,
+        "contracts": contracts, "arms": arms, "design": design,
         "code": code_state(code_root, spec.get("code_paths") or DEFAULT_CODE_PATHS),
         "dependencies": dependency_versions(spec.get("dependencies") or DEFAULT_DEPENDENCIES),
         "machine": machine_info(),

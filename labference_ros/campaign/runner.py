@@ -36,6 +36,7 @@ from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 from labference_ros.rosenv import loopback_environ
 
+from . import sequential
 from .chunk import STOP_GRACE_S, ChunkJob
 from .engine import open_engine
 from .lock import LockMismatch, verify
@@ -115,21 +116,31 @@ def finished(arm_dir: Path) -> dict[str, list[str]]:
 
 
 def coverage(lock: dict) -> dict:
-    """Per arm: locked episodes missing a final result, duplicated, or not in the lock."""
+    """Per arm: locked episodes missing a final result, duplicated, or not in the lock.
+    In a sequential campaign an episode after its comparisons stopped is not needed
+    (counted under `not_needed`, never missing), and `sequential` holds the decisions."""
     out_dir = Path(lock["output_dir"])
     report = {}
+    decisions = sequential.state(lock, out_dir) if sequential.sequential_design(lock) else None
+    want = sequential.needed(sequential.sequential_design(lock), decisions) if decisions is not None else {}
     for arm in lock["arms"]:
         locked = [i["instance_id"] for i in arm["instances"]]
+        keep = want.get(arm["arm_id"])
+        needed = locked if keep is None else [i for i in locked if i in keep]
         done = finished(out_dir / arm["arm_id"])
         report[arm["arm_id"]] = {
             "locked": len(locked), "finished": sum(1 for i in locked if i in done),
-            "missing": [i for i in locked if i not in done],
+            "missing": [i for i in needed if i not in done],
             "duplicated": sorted(i for i, d in done.items() if len(d) > 1),
             "unexpected": sorted(set(done) - set(locked)),
             "attempts": len(list((out_dir / arm["arm_id"]).glob("attempt-*"))),
         }
+        if keep is not None:
+            report[arm["arm_id"]]["not_needed"] = len(locked) - len(needed)
     report["complete"] = all(not (v["missing"] or v["duplicated"] or v["unexpected"])
                              for v in report.values())
+    if decisions is not None:
+        report["sequential"] = decisions
     return report
 
 
@@ -234,7 +245,10 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
     for arm in lock["arms"]:
         left = sum(1 for i in arm["instances"] if i["instance_id"] not in done[arm["arm_id"]])
         log(f"{arm['arm_id']}: {len(arm['instances']) - left} finished, {left} to run")
-    chunks = pending_chunks(lock, done)
+    seq = sequential.sequential_design(lock)
+    decisions = _sequential_update(lock, out_dir, None, log) if seq else None
+    # A sequential campaign runs only what its comparisons still need, both arms in step.
+    chunks = sequential.pending_chunks(lock, done, decisions) if seq else pending_chunks(lock, done)
     if workers is not None and scheduler is None and not claim_own:
         domain_ids(base_domain, workers)  # refuse an impossible domain range before starting a cluster
     with open_engine(workers, scheduler) as engine:
@@ -246,7 +260,13 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
         queue, running = list(chunks), {}
         while queue or running:
             while queue and slots:
-                chunk, slot = queue.pop(0), slots.take()
+                chunk = queue.pop(0)
+                if seq and not sequential.still_needed(lock, chunk, decisions):
+                    _ledger(out_dir, {"record": "chunk_skipped", "arm": chunk.arm["arm_id"],
+                                      "instances": chunk.instance_ids, "reason": "sequential comparison stopped"})
+                    log(f"  {chunk.arm['arm_id']}: {len(chunk.instances)} episodes not run, their comparison stopped")
+                    continue
+                slot = slots.take()
                 domain = None if claim_own else slot
                 env = dict(base_env) if claim_own else {**base_env, "ROS_DOMAIN_ID": str(domain)}
                 attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain, env,
@@ -257,7 +277,8 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
             # Chunks wait only for domains held back: wake when the first is free again.
             wake = slots.seconds_to_release() if queue else None
             if not running:
-                time.sleep(wake)
+                if wake is not None:  # None: every queued chunk was skipped, nothing left to wait for
+                    time.sleep(wake)
                 continue
             for handle, result in engine.wait_any(running, timeout=wake):
                 attempt, info = running.pop(handle)
@@ -267,12 +288,29 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
                 if claim_own:
                     info["ros_domain_id"] = result.get("ros_domain_id")
                 _end_attempt(out_dir, attempt, info, result, log)
+                if seq:
+                    decisions = _sequential_update(lock, out_dir, decisions, log)
                 if hold:
                     log(f"  ROS domain {info['ros_domain_id']} unused for {hold:.0f} s: "
                         f"the launcher of {attempt.parent.name}/{attempt.name} may still be stopping")
     cov = coverage(lock)
     _ledger(out_dir, {"record": "coverage", **cov})
     return cov
+
+
+def _sequential_update(lock: dict, out_dir: Path, previous, log) -> list[dict]:
+    """The comparisons' decisions now; a stop not yet in the ledger is recorded with its reason."""
+    decisions = sequential.state(lock, out_dir)
+    recorded = {(r.get("candidate"), r.get("reference")) for r in ledger_records(out_dir)
+                if r.get("record") == "sequential_stop"}
+    for i, d in enumerate(decisions):
+        if previous is None:
+            log(sequential.format_decision(d))
+        if d["status"] != "running" and (d["candidate"], d["reference"]) not in recorded:
+            _ledger(out_dir, {"record": "sequential_stop", **d})
+            if previous is not None:
+                log(sequential.format_decision(d))
+    return decisions
 
 
 def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: int, env: dict, hint: dict):
@@ -284,7 +322,8 @@ def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: in
     attempt.mkdir()
     chunk_file = attempt / "instances.locked.json"
     chunk_file.write_text(json.dumps({"schema": LIST_SCHEMA, "meta": {"campaign": lock["name"],
-                                      "arm": arm["arm_id"], "lock_sha256": lock["lock_sha256"]},
+                                      "arm": arm["arm_id"], "lock_sha256": lock["lock_sha256"],
+                                      "design": lock.get("design") or {"kind": "fixed"}},
                                       "instances": list(chunk.instances)}, sort_keys=True, indent=1) + "\n")
     cmd = launch_command(launcher, lock, arm, str(chunk_file), len(chunk.instances), str(attempt))
     info = {"arm": arm["arm_id"], "identity_hint": hint, "instances": chunk.instance_ids, "command": cmd,

@@ -32,6 +32,35 @@ ARM = {
     "anyOf": [{"required": ["instances"]}, {"required": ["generate"]}],
 }
 
+_RATE = {"type": "number", "minimum": 0, "maximum": 1}
+_OPEN_UNIT = {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
+
+# A pre-registered sequential comparison (campaign/sequential.py, core/sequential.py).
+SEQUENTIAL = {
+    "type": "object",
+    "required": ["comparisons", "max_episodes"],
+    "additionalProperties": False,
+    "properties": {
+        "test": {"enum": ["paired_mixture_martingale"]},
+        "metric": {"enum": ["success"]},
+        "alpha": _OPEN_UNIT,
+        "max_episodes": {"type": "integer", "minimum": 1},
+        "prior": {"type": "number", "exclusiveMinimum": 0},
+        "comparisons": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["candidate", "reference"], "additionalProperties": False,
+            "properties": {"candidate": _ID, "reference": _ID}}},
+    },
+}
+
+# What `labference campaign plan` writes (core/sequential.plan); its numbers are locked with the spec.
+PLAN = {
+    "type": "object",
+    "required": ["p0", "p1", "alpha", "power"],
+    "properties": {"p0": _RATE, "p1": _RATE, "alpha": _OPEN_UNIT, "power": _OPEN_UNIT,
+                   "fixed": {"type": ["object", "null"]}, "sequential": {"type": ["object", "null"]},
+                   "interval": {"type": ["object", "null"]}},
+}
+
 SPEC = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -47,6 +76,8 @@ SPEC = {
         "code_paths": {"type": "array", "items": _ID, "minItems": 1},
         "dependencies": {"type": "array", "items": _ID},
         "arms": {"type": "array", "items": ARM, "minItems": 1},
+        "sequential": SEQUENTIAL,
+        "plan": PLAN,
     },
 }
 

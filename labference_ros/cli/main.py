@@ -112,9 +112,14 @@ ALLOW_INCOMPLETE_HELP = ("Go on when record files are unreadable or inconsistent
                    "Over the task units both cells ran, 2,000 family-bootstrap draws, seed 240926: passes if the "
                    "upper 95% bounds of the cost- and time-per-success ratios are < 1 and the lower bound of the "
                    "success difference is > -3 percentage points, with every draw defined.")
-def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, references) -> None:
+@click.option("--test", "test", type=click.Choice(["fixed", "sequential"]), default=None,
+              help="The comparison's test: fixed N (relative rule, paired rates with McNemar / permutation tests) or "
+                   "the campaign's pre-registered sequential test. Default: as the runs' campaign lock says; a "
+                   "test that does not match it is refused.")
+def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, references, test) -> None:
     """Section 7 tables per system x condition, accounting and 95% CIs, and optionally the
     protocol's relative rule; writes report.json and a self-contained report.html."""
+    from labference_ros.reporting.design import DesignMismatch, format_sequential
     from labference_ros.reporting.identity import IdentityMismatch
     from labference_ros.reporting.relative import CellSelectionError, format_comparison
     from labference_ros.reporting.report import (EvaluationStepUnknown, TaskFamilyMissing, build, format_report,
@@ -124,12 +129,13 @@ def report(run_dirs, out, level, no_plots, allow_incomplete, candidate, referenc
         raise click.UsageError("--compare and --reference go together")
     _check_records(run_dirs, allow_incomplete)
     try:
-        rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references])
-    except (IdentityMismatch, CellSelectionError, TaskFamilyMissing, EvaluationStepUnknown) as exc:
+        rep = build(run_dirs, level=level, comparisons=[(candidate, r) for r in references], test=test)
+    except (IdentityMismatch, CellSelectionError, TaskFamilyMissing, EvaluationStepUnknown, DesignMismatch) as exc:
         raise click.ClickException(str(exc))
     click.echo(format_report(rep))
     for comparison in rep["comparisons"]:
-        click.echo("\n" + format_comparison(comparison))
+        formatted = format_sequential if comparison.get("design") == "sequential" else format_comparison
+        click.echo("\n" + formatted(comparison))
     for path in write(rep, out or run_dirs[0], plots=not no_plots):
         click.echo(f"wrote {path}")
 
@@ -179,6 +185,26 @@ def agreement(run_dir, as_json) -> None:
     sys.exit(0 if results and all(e.agrees for e in results) else 2)
 
 
+@main.command("sim-real")
+@click.argument("sim_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("real_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
+def sim_real_command(sim_dir, real_dir, as_json) -> None:
+    """Real success rate from simulated (or rehearsal) runs of a list and real runs of a random subset of it,
+    matched by instance: a prediction-powered estimate (PPI++) with a 95% interval, beside the real runs'
+    own Wilson interval. Assumptions in docs/reporting.md."""
+    import json
+
+    from labference_ros.reporting.sim_real import format_sim_real, sim_real
+
+    _check_records([sim_dir, real_dir], False)
+    try:
+        r = sim_real([sim_dir], [real_dir])
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(json.dumps(r, indent=1, sort_keys=True) if as_json else format_sim_real(r))
+
+
 @main.group(cls=_Group)
 def campaign() -> None:
     """Locked, resumable campaigns."""
@@ -202,6 +228,41 @@ def campaign_lock(spec, output) -> None:
     n = sum(len(a["instances"]) for a in lock["arms"])
     click.echo(f"locked {lock['name']}: {len(lock['arms'])} arm(s), {n} episodes, "
                f"code dirty={lock['code']['dirty']}, lock {lock['lock_sha256'][:16]} -> {path}")
+
+
+@campaign.command("plan")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option("--p0", type=click.FloatRange(0, 1), required=True, help="Success rate of the reference arm.")
+@click.option("--p1", type=click.FloatRange(0, 1), required=True, help="Success rate of the candidate to detect.")
+@click.option("--power", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.8, show_default=True,
+              help="Probability of detecting the change (1 - beta).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Type I error, two-sided (default: the spec's sequential alpha, else 0.05).")
+@click.option("--episodes", type=click.IntRange(min=1), default=None,
+              help="Give the interval width for this many episodes (default: the fixed-N answer).")
+@click.option("--dry-run", is_flag=True, help="Print the plan without writing it into SPEC.")
+def campaign_plan(spec, p0, p1, power, alpha, episodes, dry_run) -> None:
+    """How many episodes per arm detect a change from P0 to P1 with the given power: fixed N (exact McNemar on
+    paired episodes) and the sequential test's maximum and expected N; and the 95% interval width N episodes give.
+    With SPEC.yaml the plan is appended to it as its `plan:` block, which `campaign lock` then hashes and holds
+    the arms (or the sequential maximum) to."""
+    from pathlib import Path
+
+    import yaml
+
+    from labference_ros.campaign.power import format_plan, plan_for_spec, write_plan
+
+    try:
+        parsed = yaml.safe_load(Path(spec).read_text(encoding="utf-8")) if spec else None
+        if spec and not dry_run and isinstance(parsed, dict) and "plan" in parsed:
+            raise ValueError(f"{spec} already has a plan; remove it to plan again")
+        result = plan_for_spec(parsed if isinstance(parsed, dict) else None, p0, p1, alpha, power, episodes)
+        click.echo(format_plan(result))
+        if spec and not dry_run:
+            write_plan(Path(spec), result)
+            click.echo(f"wrote the plan into {spec}")
+    except (ValueError, yaml.YAMLError) as exc:
+        raise click.ClickException(str(exc).splitlines()[0])
 
 
 @campaign.command("run")

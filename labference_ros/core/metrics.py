@@ -31,6 +31,7 @@ def reach_rates(n_run: int, n_reach: int, n_correct: int, n_identified: int | No
            "reach": rate(n_reach, n_run), "correct_given_reach": rate(n_correct, n_reach),
            "correct_per_run": rate(n_correct, n_run)}
     if n_identified is not None:
+        out["N_identified"] = n_identified
         out["identified_given_reach"] = rate(n_identified, n_reach)
     return out
 

@@ -107,6 +107,7 @@ def execution(episodes) -> dict:
     return {
         "E_fixed": rate(k_conf, len(fixed)), "K": len(fixed), "K_confirmed": k_conf,
         "given_correct_choice": rate(ex(own), len(own)), "n_correct_choice": len(own),
+        "executed_given_correct_choice": ex(own),
         "given_identified_choice": rate(ex(ident), len(ident)), "n_identified_choice": len(ident),
     }
 

@@ -10,7 +10,9 @@ count); a rate whose denominator is zero is None, printed "unavailable".
 Correct-weight selection: the first scored choice was correct
 (scores.first_choice_correct). Completion: valid completion
 (scores.valid_complete: terminal predicate held for its dwell, no
-irreversible violation).
+irreversible violation). Each rate carries its 95 % Wilson interval (episodes
+taken as independent; `labference report` also accounts for pairs and
+families), so 3/3 reads [43.9 %, 100 %], never a zero-width interval.
 """
 from __future__ import annotations
 
@@ -18,13 +20,15 @@ from collections import Counter
 from collections.abc import Iterable
 
 from labference_ros.core.failures import error_kind
+from labference_ros.core.proportions import WILSON, wilson
 
 SUMMARY_SCHEMA = 1
 UNAVAILABLE = "unavailable"
 
 
 def _rate(count: int, n: int) -> dict:
-    return {"count": count, "n": n, "rate": count / n if n else None}
+    lo, hi = wilson(count, n)
+    return {"count": count, "n": n, "rate": count / n if n else None, "ci95": {"method": WILSON, "lo": lo, "hi": hi}}
 
 
 def _mean(values: list[float]) -> dict:
@@ -88,6 +92,15 @@ def format_rate(rate: dict) -> str:
     return f"{rate['count']}/{rate['n']} ({100.0 * rate['rate']:.1f} %)"
 
 
+def format_rate_ci(rate: dict) -> str:
+    """`3/3 (100.0 %) [43.9, 100.0]`: the count, the rate and its 95 % Wilson interval in %."""
+    text = format_rate(rate)
+    ci = rate.get("ci95") or {}
+    if not rate["n"] or ci.get("lo") is None:
+        return text
+    return f"{text} [{100.0 * ci['lo']:.1f}, {100.0 * ci['hi']:.1f}]"
+
+
 def format_errors(g: dict) -> str:
     """`0`, or the count with its kinds: `3 (policy_timeout 2, policy_unreachable 1)`."""
     kinds = g.get("error_kinds") or {}
@@ -104,9 +117,9 @@ COLUMNS = ("system", "condition", "episodes", "selection", "completion", "wall s
 
 
 def format_table(summary: dict) -> str:
-    """One line per system and condition, then the overall line."""
+    """One line per system and condition, then the overall line; rates with their 95 % Wilson interval."""
     def cells(label_s, label_c, g):
-        return [label_s, label_c, str(g["episodes"]), format_rate(g["selection"]), format_rate(g["completion"]),
+        return [label_s, label_c, str(g["episodes"]), format_rate_ci(g["selection"]), format_rate_ci(g["completion"]),
                 format_seconds(g["runtime_wall_s"]), format_seconds(g["runtime_sim_s"]), format_errors(g)]
 
     body = [cells(str(g["system"]), str(g["condition"]), g) for g in summary["per_group"]]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labference_ros.core.agreement import REHEARSAL_OPPORTUNITY_FIELDS, differences
+from labference_ros.core.proportions import wilson
 
 SHADOW_DIR = "shadow"  # the shadow referee's records_subdir
 
@@ -54,5 +55,8 @@ def format_agreement(results: list[EpisodeAgreement]) -> str:
              for e in results]
     for e in results:
         lines += [f"  {e.episode}: {d}" for d in e.differences]
-    lines.append(f"sensor-only referee agrees with the shadow referee in {agreeing} of {len(results)} episodes")
+    lo, hi = wilson(agreeing, len(results))
+    interval = "" if lo is None else f" (95% Wilson interval {100 * lo:.1f}%..{100 * hi:.1f}%)"
+    lines.append(f"sensor-only referee agrees with the shadow referee in {agreeing} of {len(results)} episodes"
+                 + interval)
     return "\n".join(lines)

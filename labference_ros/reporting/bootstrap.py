@@ -9,10 +9,18 @@ links, so a pair is never split whatever the level.
 Every metric is a ratio of sums (numerator, denominator) over episodes, so one
 draw is a weighted sum of per-cluster contributions; all metrics of one cell
 share the same draws. 2,000 draws, seed 240926 (protocol), percentile 95 % CI.
+
+A proportion gets its interval from the same clusters by a method that holds
+at small N and at 0/N and N/N (`rate_interval`: Wilson for one-outcome
+clusters, the design-effect-adjusted Wilson otherwise, core/proportions.py);
+the percentile bootstrap, which collapses to zero width when every cluster
+agrees, is kept beside it for reference.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from labference_ros.core import proportions
 
 DRAWS = 2000
 SEED = 240926
@@ -90,3 +98,25 @@ class Resampler:
             lo, hi = (float(v) for v in np.percentile(values, [2.5, 97.5]))
         return {**out, "estimate": estimate, "lo": lo, "hi": hi,
                 "undefined_draws": int((~defined).sum())}
+
+    def rate_interval(self, ratio) -> dict:
+        """A proportion over the clusters: Wilson when every cluster holds at most one
+        outcome, else Wilson on the design-effect-adjusted effective n (see
+        core/proportions.py); k/N, the method and the bootstrap interval beside it."""
+        parts = [ratio(c) for c in self.clusters]
+        boot = self.interval(ratio)
+        out = {"level": self.level, "n_clusters": len(parts), "confidence": proportions.CONFIDENCE,
+               "bootstrap": {k: boot[k] for k in ("lo", "hi", "draws", "seed", "undefined_draws")}}
+        if not parts or any(p[0] is None for p in parts):
+            return {**out, "method": None, "k": None, "n": None, "estimate": None, "lo": None, "hi": None}
+        num = [float(p[0]) for p in parts]
+        den = [float(p[1]) for p in parts]
+        k, n = sum(num), sum(den)
+        if n <= 0:
+            return {**out, "method": None, "k": k, "n": n, "estimate": None, "lo": None, "hi": None}
+        if max(den) <= 1:  # independent outcomes: one per cluster
+            lo, hi = proportions.wilson(k, n)
+            return {**out, "method": proportions.WILSON, "k": k, "n": n, "estimate": k / n, "lo": lo, "hi": hi}
+        r = proportions.clustered_wilson(num, den)
+        return {**out, "method": proportions.WILSON_DEFF, "k": k, "n": n, "estimate": r.estimate,
+                "design_effect": r.design_effect, "effective_n": r.effective_n, "lo": r.lo, "hi": r.hi}

@@ -49,7 +49,9 @@ always drawn together because a pair is one unit.
 """
 from __future__ import annotations
 
+from labference_ros.core import proportions
 from labference_ros.core.metrics import gain, rate
+from labference_ros.core.paired import paired_difference
 
 from .bootstrap import DRAWS, SEED, Resampler
 
@@ -164,26 +166,42 @@ def memberships(records) -> dict:
 
 
 # -- rates of one condition over a fixed population -----------------------------------
-def bounded_rate(values: list[float | None]) -> dict:
-    """Rate of Y over a fixed population; with u unresolved members only s/N, (s+u)/N."""
+def bounded_rate(values: list[float | None], clusters: list[str] | None = None) -> dict:
+    """Rate of Y over a fixed population; with u unresolved members only s/N, (s+u)/N.
+    With the members' clusters, a resolved rate also gets its 95 % interval: Wilson over
+    one-member clusters, else Wilson on the design-effect-adjusted n (core/proportions.py)."""
     n = len(values)
     unresolved = sum(1 for v in values if v is None)
     successes = sum(1 for v in values if v is not None and v == 1.0)
-    return {"N": n, "count": successes, "unresolved": unresolved,
-            "rate": rate(successes, n) if unresolved == 0 else None,
-            "bounds": [rate(successes, n), rate(successes + unresolved, n)]}
+    out = {"N": n, "count": successes, "unresolved": unresolved,
+           "rate": rate(successes, n) if unresolved == 0 else None,
+           "bounds": [rate(successes, n), rate(successes + unresolved, n)]}
+    if clusters is not None and unresolved == 0 and n:
+        sums: dict[str, list[float]] = {}
+        for v, c in zip(values, clusters):
+            sums.setdefault(c, [0.0, 0.0])
+            sums[c][0] += v == 1.0
+            sums[c][1] += 1.0
+        r = proportions.clustered_wilson([k for k, _ in sums.values()], [m for _, m in sums.values()])
+        out["interval"] = {"method": proportions.WILSON if len(sums) == n else proportions.WILSON_DEFF,
+                           "lo": r.lo, "hi": r.hi, "n_clusters": len(sums), "effective_n": r.effective_n}
+    return out
 
 
-def condition_rates(table: dict, j_ids: list, k_ids: list, condition: str) -> dict:
-    """B_next, C_id, accuracy among identified over J and E_fixed over K for one condition."""
+def condition_rates(table: dict, j_ids: list, k_ids: list, condition: str, clusters: dict | None = None) -> dict:
+    """B_next, C_id, accuracy among identified over J and E_fixed over K for one condition
+    (with clusters: checkpoint -> cluster, each resolved rate with its interval)."""
     records = [table[cid].get(condition) for cid in j_ids]
-    correct = bounded_rate([metric_value(r, "choice_correct") for r in records])
-    identified = bounded_rate([metric_value(r, "identified") for r in records])
+    j_clusters = None if clusters is None else [clusters.get(cid, cid) for cid in j_ids]
+    k_clusters = None if clusters is None else [clusters.get(cid, cid) for cid in k_ids]
+    correct = bounded_rate([metric_value(r, "choice_correct") for r in records], j_clusters)
+    identified = bounded_rate([metric_value(r, "identified") for r in records], j_clusters)
     resolved = correct["unresolved"] == 0 and identified["unresolved"] == 0
     out = {"J": len(j_ids), "K": len(k_ids), "B_next": correct, "C_id": identified,
            # B_next / C_id, reported with its coverage C_id; None while members are unresolved.
            "accuracy_identified": rate(correct["count"], identified["count"]) if resolved else None}
-    out["E_fixed"] = bounded_rate([metric_value(table[cid].get(condition), "subgoal_confirmed") for cid in k_ids])
+    out["E_fixed"] = bounded_rate([metric_value(table[cid].get(condition), "subgoal_confirmed") for cid in k_ids],
+                                  k_clusters)
     return out
 
 
@@ -214,6 +232,14 @@ def metric_gain(table: dict, ids: list, clusters: dict, condition: str, name: st
     resampler = Resampler(units, level="family", draws=draws, seed=seed)
     interval = resampler.interval(lambda group: (sum(u["diff"] for u in group), len(group)))
     out["interval"] = {k: interval[k] for k in ("lo", "hi", "n_clusters", "draws", "seed", "undefined_draws")}
+    # The same gain as a paired difference (core/paired.py): an interval that does not collapse
+    # when every pair agrees, and an exact test of no gain; errors reversed as above.
+    grouped: dict[str, list[tuple[int, int]]] = {}
+    for cid, (sup, bas) in zip(ids, pairs):
+        better, worse = (sup, bas) if higher_is_better else (bas, sup)
+        grouped.setdefault(clusters[cid], []).append((int(better == 1.0), int(worse == 1.0)))
+    paired = paired_difference(list(grouped.values()))
+    out["paired_interval"] = {k: paired[k] for k in ("lo", "hi", "method", "test", "p_value", "n_clusters")}
     return out
 
 
@@ -241,7 +267,7 @@ def population_metrics(records, draws: int = DRAWS, seed: int = SEED) -> dict:
             out["gains"][condition] = {"compatibility": compatibility}
             continue  # an incompatible support is never pooled with a measured one
         out["conditions"][condition] = {"compatibility": compatibility,
-                                        **condition_rates(table, member["J"], member["K"], condition)}
+                                        **condition_rates(table, member["J"], member["K"], condition, clusters)}
         if condition == BASE:
             continue
         out["gains"][condition] = {"compatibility": compatibility, "metrics": {

@@ -53,11 +53,17 @@ def ratio(k, n) -> str:
     return _na() if k is None or n is None else esc(f"{k:g} / {n:g}")
 
 
+METHOD_NAMES = {"wilson": "Wilson", "wilson_design_effect": "design-effect Wilson"}
+
+
 def interval(iv: dict | None, fmt=pct) -> str:
     if not iv or iv.get("lo") is None or iv.get("hi") is None:
         return _na()
     undefined = iv.get("undefined_draws") or 0
     extra = f", {undefined} undefined draws" if undefined else ""
+    if iv.get("method"):  # a proportion: its method (and effective n when clustered)
+        n_eff = f", n_eff {iv['effective_n']:.3g}" if iv.get("effective_n") is not None else ""
+        extra = f", {METHOD_NAMES.get(iv['method'], iv['method'])}{n_eff}"
     clusters = f" ({iv['n_clusters']} clusters{extra})" if "n_clusters" in iv else ""
     return f"[{fmt(iv['lo'])}, {fmt(iv['hi'])}]{esc(clusters)}"
 
@@ -80,6 +86,13 @@ def image(png: bytes | None, alt: str) -> str:
     return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
+def _count(iv: dict | None, n) -> str:
+    """k / N of an interval's proportion (n alone when the interval has no count)."""
+    if iv and iv.get("k") is not None and iv.get("n") is not None:
+        return ratio(iv["k"], iv["n"])
+    return esc(f"n = {n}")
+
+
 # -- sections ------------------------------------------------------------------------
 def metrics_table(c: dict) -> str:
     m, iv = c["metrics"], c["intervals"]
@@ -94,48 +107,54 @@ def metrics_table(c: dict) -> str:
          ratio(comp["valid"]["count"], n), esc("scored episodes")],
         ["physical completion", pct(comp["physically"]["rate"]), interval(iv.get("physical_completion")),
          ratio(comp["physically"]["count"], n), esc("scored episodes")],
-        ["clean completion", pct(comp["clean"]["rate"]), _na(), ratio(comp["clean"]["count"], n),
-         esc("scored episodes")],
-        ["recovered completion", pct(comp["recovered"]["rate"]), _na(), ratio(comp["recovered"]["count"], n),
-         esc("scored episodes")],
+        ["clean completion", pct(comp["clean"]["rate"]), interval(iv.get("clean_completion")),
+         ratio(comp["clean"]["count"], n), esc("scored episodes")],
+        ["recovered completion", pct(comp["recovered"]["rate"]), interval(iv.get("recovered_completion")),
+         ratio(comp["recovered"]["count"], n), esc("scored episodes")],
         ["valid completion bounds s/N..(s+u)/N", f"{pct(comp['valid_bounds']['lower'])} .. "
          f"{pct(comp['valid_bounds']['upper'])}", _na(), esc(f"u = {comp['valid_bounds']['unresolved']}"),
          esc(f"registered episodes N = {comp['registered'] if comp['registered'] is not None else 'not given'}")],
     ]
     for r in m["reach"]:
         d = r["decision"]
-        rows += [[f"reach d{d}: N_reach/N_run", pct(r["reach"]), _na(), ratio(r["N_reach"], r["N_run"]),
-                  esc("scored rollouts")],
-                 [f"reach d{d}: N_correct/N_reach", pct(r["correct_given_reach"]), _na(),
+        rows += [[f"reach d{d}: N_reach/N_run", pct(r["reach"]), interval(iv.get(f"reach_d{d}")),
+                  ratio(r["N_reach"], r["N_run"]), esc("scored rollouts")],
+                 [f"reach d{d}: N_correct/N_reach", pct(r["correct_given_reach"]),
+                  interval(iv.get(f"correct_given_reach_d{d}")),
                   ratio(r["N_correct"], r["N_reach"]), esc(f"rollouts reaching decision {d}")],
-                 [f"reach d{d}: N_correct/N_run", pct(r["correct_per_run"]), _na(),
+                 [f"reach d{d}: N_correct/N_run", pct(r["correct_per_run"]), interval(iv.get(f"correct_per_run_d{d}")),
                   ratio(r["N_correct"], r["N_run"]), esc("scored rollouts")]]
     rows += [
         ["B_next (eq. 4), all decisions", pct(ch["B_next"]), interval(iv.get("B_next")),
          ratio(ch["correct"], ch["population"]), esc(f"native decisions in {m['choice']['episodes']} episodes")],
         ["C_id (eq. 5), all decisions", pct(ch["C_id"]), interval(iv.get("C_id")),
          ratio(ch["identified"], ch["population"]), esc("native decisions")],
-        ["accuracy among identified", pct(ch["accuracy_identified"]), _na(), ratio(ch["correct"], ch["identified"]),
+        ["accuracy among identified", pct(ch["accuracy_identified"]), interval(iv.get("accuracy_identified")),
+         ratio(ch["correct"], ch["identified"]),
          esc(f"identified choices (coverage C_id {100 * ch['coverage']:.1f}%)" if ch["coverage"] is not None
              else "identified choices (coverage unavailable)")],
-        ["B_next, first decision only", pct(first_ch["B_next"]), _na(),
+        ["B_next, first decision only", pct(first_ch["B_next"]), interval(iv.get("B_next_first")),
          ratio(first_ch["correct"], first_ch["population"]), esc("first native decisions")],
-        ["C_id, first decision only", pct(first_ch["C_id"]), _na(),
+        ["C_id, first decision only", pct(first_ch["C_id"]), interval(iv.get("C_id_first")),
          ratio(first_ch["identified"], first_ch["population"]), esc("first native decisions")],
         ["explicit reports: B_next", pct(ex_track["B_next"]), _na(),
          ratio(ex_track.get("correct"), ex_track.get("population")), esc("explicit report opportunities")],
-        ["E_fixed (eq. 6)", pct(ex["E_fixed"]), _na(), ratio(ex["K_confirmed"], ex["K"]),
+        ["E_fixed (eq. 6)", pct(ex["E_fixed"]), interval(iv.get("E_fixed")), ratio(ex["K_confirmed"], ex["K"]),
          esc("episodes with the operation fixed for the system (K)")],
-        ["execution given own correct choice", pct(ex["given_correct_choice"]), _na(),
-         esc(f"n = {ex['n_correct_choice']}"), esc("episodes with a correct first choice")],
+        ["execution given own correct choice", pct(ex["given_correct_choice"]),
+         interval(iv.get("execution_given_correct_choice")),
+         _count(iv.get("execution_given_correct_choice"), ex["n_correct_choice"]),
+         esc("episodes with a correct first choice")],
         ["P_state (eq. 7)", pct(pr["P_state"]), interval(iv.get("P_state")), ratio(pr["verified_correct"], pr["N"]),
          esc(f"answer-changing pairs; unresolved {pr['unresolved']}; bounds ") + pct(pr["lower"]) + " .. "
          + pct(pr["upper"])],
-        ["SR (all steps)", pct(st["SR"]), interval(iv.get("SR")), esc(f"n = {st['n']}"), esc("scored episodes")],
-        ["SSR (mean step fraction)", pct(st["SSR"]), interval(iv.get("SSR")), esc(f"n = {st['n']}"),
+        ["SR (all steps)", pct(st["SR"]), interval(iv.get("SR")), _count(iv.get("SR"), st["n"]),
+         esc("scored episodes")],
+        ["SSR (mean step fraction)", pct(st["SSR"]), interval(iv.get("SSR")), _count(iv.get("SSR"), st["n"]),
          esc("scored episodes")],
     ]
-    rows += [[f"step: {name}", pct(v), _na(), esc(f"n = {st['n']}"), esc("scored episodes, earlier steps held")]
+    rows += [[f"step: {name}", pct(v), interval(iv.get(f"step_{name}")), _count(iv.get(f"step_{name}"), st["n"]),
+              esc("scored episodes, earlier steps held")]
              for name, v in st["per_step"].items()]
     return table(["metric", "estimate", "95% CI", "count / denominator", "population"],
                  [[esc(r[0])] + r[1:] for r in rows], numeric_from=1)
@@ -170,7 +189,10 @@ def accounting_table(a: dict, iv: dict) -> str:
             continue
         shown.add(key)
         fmt = pct if key == "success_rate" else num
-        rows.append([esc(label), fmt(a[key]), interval(iv.get(iv_key), fmt) if iv_key else "&ndash;"])
+        value = fmt(a[key])
+        if key == "success_rate":
+            value += " " + ratio(a["PASS"], a["attempts"])
+        rows.append([esc(label), value, interval(iv.get(iv_key), fmt) if iv_key else "&ndash;"])
     # Fields added to the accounting later (model calls, rejections...) still show.
     for key, value in a.items():
         if key not in shown and not isinstance(value, (dict, list)):
@@ -255,7 +277,51 @@ def comparison_section(c: dict) -> str:
         f'{esc(len(c["unpaired_units"]["reference"]))}; {esc(c["draws"])} draws, seed {esc(c["seed"])}, '
         f'{esc(c["ci"])}.</p>',
         table(["metric", "estimate", "95% CI", "criterion", "undefined because"], rows),
-        table(["arm", "attempts", "successes", "time total", "cost total"], totals)])
+        table(["arm", "attempts", "successes", "time total", "cost total"], totals),
+        paired_section(c.get("paired"))])
+
+
+def sequential_section(c: dict) -> str:
+    """A pre-registered sequential comparison, re-derived from the records (reporting/design.py)."""
+    s = c["sequential"]
+    rows = [["decision", esc(s["status"])], ["why", esc(s["reason"])],
+            ["units read (locked order)", esc(f"{s['pairs']} of at most {s['max_pairs']} (last {s['last_unit']})")],
+            ["only candidate right / only reference right / both", esc(f"{s['candidate_only']} / "
+                                                                          f"{s['reference_only']} / {s['both']}")],
+            ["e-value / threshold 1/alpha", esc(f"{s['e_value']:.4g} / {s['threshold']:.4g}")],
+            ["test", esc(f"{s['test']}, alpha {s['alpha']:g}, prior Beta({s['prior']:g}, {s['prior']:g})")]]
+    return "\n".join([f"<h3>{esc(cell_name(c['candidate']))} vs {esc(cell_name(c['reference']))} "
+                      "(pre-registered sequential test)</h3>",
+                      '<p class="muted">The campaign stopped on its results, so no fixed-N interval or test is '
+                      "shown for this comparison.</p>", table(["", "value"], rows)])
+
+
+def _signed_pp(x) -> str:
+    return _na() if x is None else esc(f"{100 * x:+.1f} pp")
+
+
+def paired_section(p: dict | None) -> str:
+    """The paired comparison of the two cells' rates (reporting/paired_comparison.py)."""
+    if not p:
+        return ""
+    from .paired_comparison import TEST_NAMES
+
+    rows = []
+    for name, m in p["metrics"].items():
+        if not m["n"]:
+            rows.append([esc(name), _na(), _na(), _na(), _na(), esc(p["population"].get(name, ""))])
+            continue
+        rows.append([esc(name), ratio(m["candidate_k"], m["n"]), ratio(m["reference_k"], m["n"]),
+                     f"{_signed_pp(m['estimate'])} [{_signed_pp(m['lo'])}, {_signed_pp(m['hi'])}]",
+                     esc(f"{TEST_NAMES.get(m['test'], m['test'])}: p = {m['p_value']:.3g}"),
+                     esc(p["population"].get(name, ""))])
+    return "\n".join([
+        f'<h4>Paired comparison</h4><p class="muted">{esc(p["units"])} units in {esc(p["clusters"])} '
+        f'{esc(p["level"])} clusters, {esc(p["scored_in_both"])} scored in both arms. Difference candidate - '
+        "reference with its 95% interval (Bonett-Price, counts divided by the design effect where clusters hold "
+        "several units) and the exact test of no difference.</p>",
+        table(["rate", "candidate k / N", "reference k / N", "difference [95% CI]", "exact test", "population"],
+              rows)])
 
 
 def oracle_section(g: dict) -> str:
@@ -315,7 +381,9 @@ def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> 
     toc = "".join(f'<li><a href="#cell-{i}">{esc(cell_name(c["cell"]))}</a></li>' for i, c in enumerate(cells))
     body = ["<h1>Labference report</h1>",
             f'<p class="muted">labference {esc(__version__)}; {esc(len(cells))} cell(s) from '
-            f'{esc(", ".join(rep.get("roots", [])))}. 95% intervals: cluster bootstrap over {esc(b["level"])}s, '
+            f'{esc(", ".join(rep.get("roots", [])))}. 95% intervals of rates: Wilson where every cluster is one '
+            f'outcome, else Wilson on the design-effect-adjusted effective n (clusters of {esc(b["level"])}s; '
+            f'docs/reporting.md); of time and cost per success: cluster bootstrap over {esc(b["level"])}s, '
             f'{esc(b["draws"])} draws, seed {esc(b["seed"])}, {esc(b["ci"])}. "{UNAVAILABLE}" = zero denominator, '
             f"unknown usage or not recorded; never 0.</p>",
             f"<ul>{toc}</ul>" if toc else "<p>No cells: no episode records found.</p>",
@@ -331,13 +399,18 @@ def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> 
                       [[esc(cell_name(c["cell"]))] + [num(((c.get("runtime") or {}).get(k) or {}).get("mean_s"), " s")
                                                        for k in ("wall", "inference", "motion", "waiting",
                                                                  "not_inference")] for c in cells]))
-    if comps:
+    fixed = [c for c in comps if c.get("design") != "sequential"]
+    sequential = [c for c in comps if c.get("design") == "sequential"]
+    if fixed:
         body.append("<h2>Relative rule (control protocol)</h2>")
         body.append('<p class="muted">Passes only if the upper 95% bound of the cost-per-success ratio and of the '
                     "time-per-success ratio are below 1 and the lower bound of the success difference is above -3 "
                     "percentage points, with every bootstrap draw defined. An efficiency / non-inferiority rule, "
                     "not proof of higher success.</p>")
-        body += [comparison_section(c) for c in comps]
+        body += [comparison_section(c) for c in fixed]
+    if sequential:
+        body.append("<h2>Sequential comparisons (pre-registered)</h2>")
+        body += [sequential_section(c) for c in sequential]
     body += [cell_section(i, c, {} if plots_skipped else images) for i, c in enumerate(cells)]
     if gains:
         body.append("<h2>Oracle gain tables (matched checkpoint continuations)</h2>")

@@ -26,6 +26,7 @@ from . import accounting as acc
 from .bootstrap import DRAWS, SEED, Resampler
 from .episodes import unit
 from .identity import CELL, cell_name
+from .paired_comparison import format_paired, paired_comparison
 
 LEVEL = "family"  # the protocol resamples task families
 SUCCESS_MARGIN = 0.03  # lower bound of the success difference must be above -3 percentage points
@@ -175,12 +176,15 @@ def select_pair(cells: dict[tuple, list], candidate: str, reference: str) -> tup
 
 
 def compare_cells(cells: dict[tuple, list], candidate: str, reference: str,
-                  draws: int = DRAWS, seed: int = SEED) -> dict:
-    """The rule between two report cells named by selectors (see parse_selector)."""
+                  draws: int = DRAWS, seed: int = SEED, chain=()) -> dict:
+    """The rule between two report cells named by selectors (see parse_selector), and
+    the paired comparison of their rates (reporting/paired_comparison.py; chain: the
+    SR steps of the candidate's task)."""
     ck, rk = select_pair(cells, candidate, reference)
     return {"candidate": dict(zip(CELL, ck)), "reference": dict(zip(CELL, rk)),
             "candidate_selector": candidate, "reference_selector": reference,
-            **relative_rule(cells[ck], cells[rk], draws, seed)}
+            **relative_rule(cells[ck], cells[rk], draws, seed),
+            "paired": paired_comparison(cells[ck], cells[rk], chain)}
 
 
 # -- text ----------------------------------------------------------------------------
@@ -205,4 +209,6 @@ def format_comparison(c: dict) -> str:
              f"time/success ratio  {_bounds(m['time_per_success_ratio'], False)}  (upper bound must be < 1)",
              f"success difference  {_bounds(m['success_difference'], True)}  "
              f"(lower bound must be > -{c['success_margin_pp']:g} pp)"]
+    if c.get("paired"):
+        lines.append(format_paired(c["paired"]))
     return "\n".join(lines)

@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 
 from labference_ros.core import populations as pop
+from labference_ros.core.proportions import format_count
 from labference_ros.core.records import write_json_atomic, write_text_atomic
 from labference_ros.tasks import available, family_of_contract_id
 
 from . import accounting as acc
+from . import design
 from . import oracle_gains
 from .bootstrap import DRAWS, SEED, Resampler
 from .diagnose import attribution_counts
@@ -31,10 +33,17 @@ def _sel(eps):
     return r["N_correct"], r["N_run"]
 
 
-def _choice(key):
+def _choice(key, population="population", track="all_decisions"):
     def f(eps):
-        c = pop.choice(eps)["all_decisions"]
-        return c[key], c["population"]
+        c = pop.choice(eps)[track]
+        return c[key], c[population]
+    return f
+
+
+def _execution(count_key, n_key):
+    def f(eps):
+        x = pop.execution(eps)
+        return x[count_key], x[n_key]
     return f
 
 
@@ -63,14 +72,42 @@ def _ssr(chain):
     return _chain_metric(chain, lambda steps: sum(steps) / len(steps))  # the share of steps that held
 
 
+def _step(chain, index):
+    return _chain_metric(chain, lambda steps: steps[index])  # this step and every earlier one held
+
+
 def _pstate(eps):
     p = pop.pairs(eps)
     return (p["verified_correct"], p["N"]) if p["unresolved"] == 0 else (None, p["N"])
 
 
+def _reach(decision, key, over):
+    def f(eps):
+        r = pop.reach(eps, decision)
+        return r[key], r[over]
+    return f
+
+
 RESULT_INTERVALS = {"selection": _sel, "B_next": _choice("correct"), "C_id": _choice("identified"),
+                    "accuracy_identified": _choice("correct", "identified"),
+                    "B_next_first": _choice("correct", track="first_decision"),
+                    "C_id_first": _choice("identified", track="first_decision"),
+                    "E_fixed": _execution("K_confirmed", "K"),
+                    "execution_given_correct_choice": _execution("executed_given_correct_choice", "n_correct_choice"),
                     "valid_completion": _completion("valid"), "physical_completion": _completion("physically"),
+                    "clean_completion": _completion("clean"), "recovered_completion": _completion("recovered"),
                     "P_state": _pstate}
+
+
+def reach_intervals(decisions: int) -> dict:
+    """Per native decision d_k: N_reach/N_run, N_correct/N_reach and N_correct/N_run."""
+    out = {}
+    for d in range(1, decisions + 1):
+        out[f"reach_d{d}"] = _reach(d, "N_reach", "N_run")
+        out[f"correct_given_reach_d{d}"] = _reach(d, "N_correct", "N_reach")
+        out[f"correct_per_run_d{d}"] = _reach(d, "N_correct", "N_run")
+        out[f"identified_given_reach_d{d}"] = _reach(d, "N_identified", "N_reach")
+    return out
 
 
 class TaskFamilyMissing(LookupError):
@@ -139,7 +176,8 @@ def _per_success(total_key):
     return f
 
 
-ATTEMPT_INTERVALS = {"success_rate": _success, "time_per_success_s": _per_success("time_total_s"),
+ATTEMPT_RATES = {"success_rate": _success}
+ATTEMPT_INTERVALS = {"time_per_success_s": _per_success("time_total_s"),
                      "cost_per_success_usd": _per_success("cost_total_usd")}
 
 
@@ -154,13 +192,18 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
     att = Resampler(attempts, level, draws, seed)
     chain = evaluation_steps(attempts)
     family_lines = family_report_lines(results)
-    step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain)}
+    step_intervals = {"SR": _sr(chain), "SSR": _ssr(chain),
+                      **{f"step_{name}": _step(chain, i) for i, (name, _) in enumerate(chain)}}
+    metrics = pop.all_metrics(results, n_registered, reg_pairs, chain, wall_latencies=wall_latencies)
+    rates = {**RESULT_INTERVALS, **step_intervals, **reach_intervals(len(metrics["reach"]))}
     return {
         "coverage": coverage,
-        "metrics": pop.all_metrics(results, n_registered, reg_pairs, chain, wall_latencies=wall_latencies),
+        "metrics": metrics,
         "accounting": acc.accounting(attempts),
         "family": family_lines,
-        "intervals": {**{k: res.interval(f) for k, f in {**RESULT_INTERVALS, **step_intervals}.items()},
+        # Proportions: Wilson / design-effect Wilson with k/N (bootstrap beside it); ratios: bootstrap.
+        "intervals": {**{k: res.rate_interval(f) for k, f in rates.items()},
+                      **{k: att.rate_interval(f) for k, f in ATTEMPT_RATES.items()},
                       **{k: att.interval(f) for k, f in ATTEMPT_INTERVALS.items()}},
     }
 
@@ -171,24 +214,43 @@ def _shared_steps(cells: list[dict]) -> list[str]:
     return list(chains.pop()) if len(chains) == 1 else []
 
 
-def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comparisons=()) -> dict:
+def _comparison(cells, candidate, reference, draws, seed, test) -> dict:
+    """The fixed-N comparison (relative rule and paired rates) or the pre-registered sequential
+    one, as the runs' campaign was designed (reporting/design.py)."""
+    ck, rk = select_pair(cells, candidate, reference)
+    kind, seq, arms = design.check(cells[ck], cells[rk], test)
+    if kind == design.SEQUENTIAL:
+        return {"design": kind, "candidate": dict(zip(CELL, ck)), "reference": dict(zip(CELL, rk)),
+                "candidate_selector": candidate, "reference_selector": reference,
+                "candidate_name": cell_name(dict(zip(CELL, ck))), "reference_name": cell_name(dict(zip(CELL, rk))),
+                "sequential": design.sequential_comparison(cells[ck], cells[rk], seq, arms)}
+    return {"design": kind, **compare_cells(cells, candidate, reference, draws, seed,
+                                            chain=evaluation_steps(cells[ck]))}
+
+
+def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comparisons=(), test=None) -> dict:
     """comparisons: (candidate, reference) cell selectors for the relative rule
-    (reporting/relative.py); a selector matching no cell or several raises CellSelectionError."""
+    (reporting/relative.py); a selector matching no cell or several raises CellSelectionError.
+    test: "fixed" or "sequential" to insist on one (default: the runs' recorded design);
+    a test that does not match the design raises design.DesignMismatch."""
     attempts = load(roots)
     cells = group_checked(attempts)
-    for candidate, reference in comparisons:  # refuse a bad selector before any bootstrap
-        select_pair(cells, candidate, reference)
+    for candidate, reference in comparisons:  # refuse a bad selector or test before any bootstrap
+        ck, rk = select_pair(cells, candidate, reference)
+        design.check(cells[ck], cells[rk], test)
     out = []
     for key, eps in cells.items():
         dirs = sorted({e["output_dir"] for e in eps})
         registered = {i["instance_id"]: i for d in dirs for i in registered_instances(Path(d))}
-        out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs,
+        out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs, "design": design.cell_kind(eps),
                     **cell_report(eps, list(registered.values()), level, draws, seed),
                     "runtime": runtime(eps), "attribution": attribution_counts(eps)})
     return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
             "bootstrap": {"level": level, "draws": draws, "seed": seed, "ci": "percentile 95%"},
+            "rate_intervals": {"confidence": 0.95, "independent": "wilson", "clustered": "wilson_design_effect",
+                               "level": level},
             "sr_steps": _shared_steps(out), "cells": out,
-            "comparisons": [compare_cells(cells, c, r, draws, seed) for c, r in comparisons],
+            "comparisons": [_comparison(cells, c, r, draws, seed, test) for c, r in comparisons],
             "oracle_gains": oracle_gains.find(roots)}
 
 
@@ -208,6 +270,20 @@ def ci(iv: dict, as_pct: bool = True) -> str:
     return f" [{f(iv['lo'])}, {f(iv['hi'])}]"
 
 
+METHOD_TAGS = {"wilson": "W", "wilson_design_effect": "Wd"}
+
+
+def rate_text(iv: dict) -> str:
+    """A proportion as `75.0% 3/4 [30.1%, 95.4%]W` (W: Wilson, Wd: design-effect Wilson);
+    `n/a 0/0` when its denominator is zero."""
+    if iv.get("n") is None:
+        return "n/a"
+    count = format_count(iv["k"], iv["n"])
+    if iv.get("estimate") is None:
+        return f"n/a {count}"
+    return f"{pct(iv['estimate'])} {count}{ci(iv)}{METHOD_TAGS.get(iv.get('method'), '')}"
+
+
 def _latency_line(lat: dict) -> str:
     """Response latency, delivery of the triggering evidence to the first identified choice
     (sim time; wall time where the policy bridge stamped its records)."""
@@ -225,33 +301,38 @@ def _latency_line(lat: dict) -> str:
 def format_cell(c: dict) -> str:
     m, a, iv, cov = c["metrics"], c["accounting"], c["intervals"], c["coverage"]
     name = cell_name(c["cell"])
-    ch, first, comp, st = m["choice"]["all_decisions"], m["reach"][0], m["completion"], m["steps"]
+    ch, comp, st = m["choice"]["all_decisions"], m["completion"], m["steps"]
     lines = [f"== {name}",
              f"coverage       units {cov['units']}, missing {len(cov['missing'])}, "
              f"unresolved {len(cov['unresolved'])}, duplicated {len(cov['duplicated'])}, retried {len(cov['retried'])}",
-             f"selection      {pct(first['correct_per_run'])}{ci(iv['selection'])}  "
-             f"(first decision correct / N_run={first['N_run']})",
-             f"completion     valid {pct(comp['valid']['rate'])}{ci(iv['valid_completion'])}  "
-             f"physical {pct(comp['physically']['rate'])}  clean {pct(comp['clean']['rate'])}  "
-             f"recovered {pct(comp['recovered']['rate'])}  (n={comp['n']}; valid bounds "
-             f"{pct(comp['valid_bounds']['lower'])}..{pct(comp['valid_bounds']['upper'])})"]
+             *([f"design         sequential campaign: it stopped on its results, so these per-cell intervals are "
+                f"descriptive; its comparison is the pre-registered test (--compare)"]
+               if c.get("design") == design.SEQUENTIAL else []),
+             *(["design         mixed: runs of a sequential campaign pooled with fixed-N runs; intervals descriptive"]
+               if c.get("design") == "mixed" else []),
+             f"selection      {rate_text(iv['selection'])}  (first decision correct / N_run)",
+             f"completion     valid {rate_text(iv['valid_completion'])}  physical {rate_text(iv['physical_completion'])}",
+             f"               clean {rate_text(iv['clean_completion'])}  recovered {rate_text(iv['recovered_completion'])}  "
+             f"(valid bounds {pct(comp['valid_bounds']['lower'])}..{pct(comp['valid_bounds']['upper'])})"]
     for r in m["reach"]:
-        lines.append(f"reach d{r['decision']}       N_reach/N_run {r['N_reach']}/{r['N_run']} = {pct(r['reach'])}  "
-                     f"N_correct/N_reach {pct(r['correct_given_reach'])}  N_correct/N_run {pct(r['correct_per_run'])}  "
-                     f"identified|reach {pct(r.get('identified_given_reach'))}")
-    lines += [f"choice         B_next {pct(ch['B_next'])}{ci(iv['B_next'])}  C_id {pct(ch['C_id'])}{ci(iv['C_id'])}  "
-              f"accuracy|identified {pct(ch['accuracy_identified'])} (coverage {pct(ch['coverage'])}; "
+        d = r["decision"]
+        lines.append(f"reach d{d}       N_reach/N_run {rate_text(iv[f'reach_d{d}'])}  "
+                     f"N_correct/N_reach {rate_text(iv[f'correct_given_reach_d{d}'])}  "
+                     f"N_correct/N_run {rate_text(iv[f'correct_per_run_d{d}'])}  "
+                     f"identified|reach {rate_text(iv[f'identified_given_reach_d{d}'])}")
+    lines += [f"choice         B_next {rate_text(iv['B_next'])}  C_id {rate_text(iv['C_id'])}  "
+              f"accuracy|identified {rate_text(iv['accuracy_identified'])} (coverage {pct(ch['coverage'])}; "
               f"{ch['population']} decisions in {m['choice']['episodes']} episodes)",
-              f"execution      E_fixed {pct(m['execution']['E_fixed'])} (K={m['execution']['K']})  "
-              f"given own correct choice {pct(m['execution']['given_correct_choice'])} "
-              f"(n={m['execution']['n_correct_choice']})",
-              f"pairs          P_state {pct(m['pairs']['P_state'])}{ci(iv['P_state'])}  N={m['pairs']['N']} "
+              f"               first decision: B_next {rate_text(iv['B_next_first'])}  C_id {rate_text(iv['C_id_first'])}",
+              f"execution      E_fixed {rate_text(iv['E_fixed'])} (over K)  "
+              f"given own correct choice {rate_text(iv['execution_given_correct_choice'])}",
+              f"pairs          P_state {rate_text(iv['P_state'])}  N={m['pairs']['N']} "
               f"bounds {pct(m['pairs']['lower'])}..{pct(m['pairs']['upper'])}",
-              f"steps          SR {pct(st['SR'])}{ci(iv['SR'])}  SSR {pct(st['SSR'])}{ci(iv['SSR'])}  "
-              + "  ".join(f"{k} {pct(v)}" for k, v in st["per_step"].items()),
+              f"steps          SR {rate_text(iv['SR'])}  SSR {rate_text(iv['SSR'])}  "
+              + "  ".join(f"{k} {rate_text(iv.get(f'step_{k}') or {})}" for k in st["per_step"]),
               _latency_line(m.get("latency") or {}),
               f"accounting     attempts {a['attempts']} (PASS {a['PASS']}, FAIL {a['FAIL']}, ERROR {a['ERROR']})  "
-              f"success {pct(a['success_rate'])}{ci(iv['success_rate'])}  "
+              f"success {rate_text(iv['success_rate'])}  "
               f"time/success {num(a['time_per_success_s'], ' s')}{ci(iv['time_per_success_s'], False)} "
               f"(unknown {a['time_unknown']})  cost/success {num(a['cost_per_success_usd'], ' USD')} "
               f"(unknown {a['cost_unknown']})  overload rejections {num(a['overload_rejections'])} "
@@ -277,8 +358,10 @@ def format_confusion(cm: dict) -> str:
 
 def format_report(rep: dict) -> str:
     b = rep["bootstrap"]
-    head = (f"Labference report: {len(rep['cells'])} cell(s); 95% CIs: cluster bootstrap over {b['level']}s, "
-            f"{b['draws']} draws, seed {b['seed']}; n/a = zero denominator or unknown")
+    head = (f"Labference report: {len(rep['cells'])} cell(s); rates as estimate k/N [95% CI]: W = Wilson "
+            f"(independent episodes), Wd = Wilson on the design-effect-adjusted n (clusters of {b['level']}s); "
+            f"time/success: cluster bootstrap over {b['level']}s, {b['draws']} draws, seed {b['seed']}; "
+            f"n/a = zero denominator or unknown")
     return "\n\n".join([head] + [format_cell(c) for c in rep["cells"]])
 
 

@@ -1,6 +1,8 @@
 """The run summary: every attempt in the denominators, zero denominators unavailable."""
 from __future__ import annotations
 
+import pytest
+
 from labference_ros.core.summary import UNAVAILABLE, format_rate, format_table, summarize
 
 
@@ -19,8 +21,10 @@ def test_rates_count_errors_in_the_denominator():
     ])
     o = s["overall"]
     assert o["episodes"] == 4 and o["errors"] == 1
-    assert o["selection"] == {"count": 1, "n": 4, "rate": 0.25}
-    assert o["completion"] == {"count": 1, "n": 4, "rate": 0.25}
+    assert {k: o["selection"][k] for k in ("count", "n", "rate")} == {"count": 1, "n": 4, "rate": 0.25}
+    assert o["selection"]["ci95"]["method"] == "wilson"
+    assert o["selection"]["ci95"]["lo"] == pytest.approx(0.0456, abs=1e-3)
+    assert {k: o["completion"][k] for k in ("count", "n", "rate")} == {"count": 1, "n": 4, "rate": 0.25}
     assert o["physical_completion"]["count"] == 2
     assert o["runtime_wall_s"] == {"mean": 2.0, "n": 3} and o["runtime_sim_s"]["mean"] == 20.0
     assert [r["episode_id"] for r in s["per_episode"]] == ["a", "b", "c", "d"]
@@ -34,7 +38,7 @@ def test_groups_by_system_and_condition():
     assert set(groups) == {("pi05", "basic"), ("pi05", "extended"), ("gr00t", "basic")}
     assert groups[("pi05", "basic")]["selection"]["rate"] == 1.0
     assert groups[("pi05", "extended")]["selection"]["rate"] == 0.0
-    assert s["overall"]["selection"] == {"count": 2, "n": 3, "rate": 2 / 3}
+    assert {k: s["overall"]["selection"][k] for k in ("count", "n", "rate")} == {"count": 2, "n": 3, "rate": 2 / 3}
 
 
 def test_zero_denominators_are_unavailable_never_zero_percent():
@@ -51,7 +55,7 @@ def test_table_has_a_line_per_group_and_overall():
                                     attempt("b", condition="extended", status="error", wall=None, sim=None)]))
     lines = table.splitlines()
     assert lines[0].split()[:5] == ["system", "condition", "episodes", "selection", "completion"]
-    assert any(line.startswith("pi05") and "basic" in line and "1/1 (100.0 %)" in line for line in lines)
+    assert any(line.startswith("pi05") and "basic" in line and "1/1 (100.0 %) [20.7, 100.0]" in line for line in lines)
     ext = next(line for line in lines if "extended" in line)
     assert "0/1 (0.0 %)" in ext and UNAVAILABLE in ext and ext.rstrip().endswith("1 (other 1)")
     assert lines[-1].startswith("all") and "1/2 (50.0 %)" in lines[-1]

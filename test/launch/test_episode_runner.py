@@ -44,7 +44,8 @@ def test_every_episode_is_kept_including_an_errored_one(tmp_path):
     assert rows[2]["sim_s"] >= 10.0  # the deadline is in sim seconds
     overall = summary["overall"]
     assert overall["episodes"] == 4 and overall["errors"] == 1
-    assert overall["selection"] == {"count": 1, "n": 4, "rate": 0.25}
+    assert {k: overall["selection"][k] for k in ("count", "n", "rate")} == {"count": 1, "n": 4, "rate": 0.25}
+    assert overall["selection"]["ci95"]["lo"] < 0.25 < overall["selection"]["ci95"]["hi"]
     assert overall["completion"]["count"] == 1
     assert summary["per_group"][0]["system"] == "scripted_expert" and summary["run"]["interrupted"] is False
     # The plan was fixed and written before evaluation; every attempt has its own records.

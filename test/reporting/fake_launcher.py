@@ -6,6 +6,7 @@ the given list. Environment knobs:
   FAKE_ERROR_IDS    comma list: write scores.json with a stop reason, not "final"
   FAKE_KILL_AT      instance id: write its run.json, then SIGKILL the campaign (parent) and die
   FAKE_WRONG_IDS    comma list: a wrong first choice (FAIL)
+  FAKE_WRONG_ARMS   comma list of campaign arm ids (the output dir's parent): every choice wrong (FAIL)
   FAKE_HANG_IDS     comma list: write its run.json and <FAKE_PID_DIR>/<id>.pid, then wait to be killed
   FAKE_EPISODE_S    seconds each episode takes (default 0), so concurrent chunks overlap
   FAKE_BARRIER_DIR  directory: each launcher marks its start there, then waits (up to FAKE_BARRIER_S,
@@ -32,6 +33,8 @@ def main(argv):
     items = json.loads(Path(args["instances"]).read_text())["instances"]
     errors = set(filter(None, os.environ.get("FAKE_ERROR_IDS", "").split(",")))
     wrong = set(filter(None, os.environ.get("FAKE_WRONG_IDS", "").split(",")))
+    if out.parent.name in set(filter(None, os.environ.get("FAKE_WRONG_ARMS", "").split(","))):
+        wrong |= {i["instance_id"] for i in json.loads(Path(args["instances"]).read_text())["instances"]}
     kill_at = os.environ.get("FAKE_KILL_AT")
     hang = set(filter(None, os.environ.get("FAKE_HANG_IDS", "").split(",")))
     episode_s = float(os.environ.get("FAKE_EPISODE_S", "0"))

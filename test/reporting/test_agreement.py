@@ -54,3 +54,13 @@ def test_a_run_without_shadow_records_is_refused_by_name(tmp_path):
     every = subprocess.run([LABFERENCE, "agreement", str(run / "episodes" / "0000_basic")], capture_output=True,
                            text=True, timeout=120)
     assert every.returncode == 1 and "not a run directory" in every.stderr, every.stderr
+
+
+def test_the_agreement_count_carries_its_wilson_interval(tmp_path):
+    from labference_ros.reporting.agreement import format_agreement
+
+    run = tmp_path / "run"
+    for k in range(3):
+        _episode(run, f"000{k}_basic", _scores("std_10"), _scores("std_10"))
+    assert format_agreement(compare_run(run)).endswith(
+        "agrees with the shadow referee in 3 of 3 episodes (95% Wilson interval 43.9%..100.0%)")

@@ -220,3 +220,17 @@ def test_a_fixed_subgoal_start_counts_in_k_only_and_never_in_j():
     assert m["conditions"]["base"]["B_next"]["rate"] == 0.5  # f1, f2 left out
     assert m["conditions"]["base"]["E_fixed"]["count"] == 1 and m["conditions"]["base"]["E_fixed"]["N"] == 3
     assert m["gains"]["replace:skill"]["metrics"]["subgoal_confirmed"]["gain"] == pytest.approx(2 / 3)
+
+
+def test_rates_over_j_and_gains_get_intervals_that_do_not_collapse():
+    """Every pair agrees: the bootstrap gives [0, 0] for the gain, the paired interval does not;
+    B_next over J gets a Wilson interval on its clusters."""
+    recs = [rec(f"c{k}", cond, cluster=f"pair{k // 2}", choice="std_50")
+            for k in range(4) for cond in ("base", "assist:state")]
+    out = cp.population_metrics(recs)
+    b_next = out["conditions"]["base"]["B_next"]
+    assert b_next["rate"] == 1.0 and b_next["interval"]["n_clusters"] == 2
+    assert b_next["interval"]["method"] == "wilson_design_effect" and b_next["interval"]["lo"] < 0.5
+    g = out["gains"]["assist:state"]["metrics"]["choice_correct"]
+    assert g["gain"] == 0 and g["interval"]["lo"] == g["interval"]["hi"] == 0.0
+    assert g["paired_interval"]["lo"] < 0 < g["paired_interval"]["hi"] and g["paired_interval"]["p_value"] == 1.0

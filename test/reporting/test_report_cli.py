@@ -126,3 +126,31 @@ def test_report_with_an_unknown_evaluation_step_is_a_one_line_error(tmp_path):
     assert "cannot compute SR/SSR" in error[0] and "ValueError" not in error[0], error[0]
     assert "traceback" not in res.output
     assert not (d / "report.json").exists()
+
+
+def test_rates_show_k_of_n_and_an_interval_that_does_not_collapse_at_n_of_n(tmp_path):
+    """Three all-correct episodes: the percentile bootstrap gives [100%, 100%], Wilson about [44%, 100%]."""
+    eps = [episode(f"ok{k}", run_kw={"iid": f"ok{k}"}) for k in range(3)]
+    d = write_output_dir(tmp_path / "three", eps, [{"instance_id": f"ok{k}"} for k in range(3)])
+    res = CliRunner().invoke(main, ["report", str(d), "--no-plots"])
+    assert res.exit_code == 0, res.output
+    sel = json.loads((d / "report.json").read_text())["cells"][0]["intervals"]["selection"]
+    assert (sel["method"], sel["k"], sel["n"]) == ("wilson", 3, 3)
+    assert sel["lo"] == pytest.approx(0.4385, abs=1e-3) and sel["hi"] == 1.0
+    assert sel["bootstrap"]["lo"] == sel["bootstrap"]["hi"] == 1.0  # what the bootstrap alone would say
+    assert "selection      100.0% 3/3 [43.9%, 100.0%]W" in res.output
+    assert "B_next 100.0% 3/3 [43.9%, 100.0%]W" in res.output
+    html = (d / "report.html").read_text()
+    assert "[43.9%, 100.0%] (3 clusters, Wilson)" in html
+
+
+def test_pairs_use_the_design_effect_interval(tmp_path):
+    """Both members of every pair agree: each pair counts once (3 pairs, 6 episodes)."""
+    eps = [episode(f"p{k}-{r}", run_kw={"iid": f"p{k}-{r}", "pair_id": f"p{k}", "pair_role": r})
+           for k in range(3) for r in "ab"]
+    rep = build([write_output_dir(tmp_path / "pairs", eps)])
+    sel = rep["cells"][0]["intervals"]["selection"]
+    assert (sel["method"], sel["k"], sel["n"], sel["n_clusters"]) == ("wilson_design_effect", 6, 6, 3)
+    assert sel["effective_n"] == 3 and sel["lo"] == pytest.approx(0.4385, abs=1e-3)
+    episode_level = build([tmp_path / "pairs"], level="episode")["cells"][0]["intervals"]["selection"]
+    assert episode_level["method"] == "wilson" and episode_level["lo"] == pytest.approx(0.6097, abs=1e-3)
