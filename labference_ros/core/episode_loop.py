@@ -29,6 +29,7 @@ from labference_ros.core.action_spec import REJECTED, STALE, ChunkVerdict
 from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyObservation, delivery_receipt,
                                             project_observation)
 from labference_ros.core.operations import Operation
+from labference_ros.core.rejections import RejectionRun
 from labference_ros.core.safety import stopping_rows
 
 EPS = 1e-6
@@ -90,6 +91,9 @@ class EpisodeLoop:
         self.history: list[dict] = []
         self.finished_at: float | None = None
         self._chunk_obs_id = ""  # the observation the queued rows answer
+        # A system that declares a limit (remote servers: a profile parameter) ends the
+        # episode as invalid after that many consecutive rejected chunks (core.rejections).
+        self.rejections = RejectionRun(getattr(system, "rejected_chunks_limit", None))
 
     # evidence ---------------------------------------------------------------
     def note_evidence(self, version: int, observation_id: str = "") -> None:
@@ -187,6 +191,7 @@ class EpisodeLoop:
         self.queue = list(verdict.applied) if verdict.accepted else ([] if verdict.status == STALE else [None])
         self.chunk_ev = self.obs_ev
         self._chunk_obs_id = self.obs_id
+        self.rejections.note(verdict.status == REJECTED, verdict.reasons, t)  # may raise EvaluationValidityError
         return verdict
 
     def pause(self, t: float, reason: str) -> np.ndarray | None:

@@ -14,6 +14,7 @@ import re
 # specific ones come first.
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("disk_full", ("no space left", "disk full", "enospc")),
+    ("policy_actions_rejected", ("consecutive chunks rejected",)),
     ("policy_reply_too_large", ("reply too large",)),
     ("service_timeout", ("did not answer within",)),
     ("policy_timeout", ("timed out",)),

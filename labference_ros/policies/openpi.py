@@ -27,7 +27,7 @@ from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies import msgpack_numpy
 from labference_ros.policies.openpi_profiles import PARAM_KEYS, ProfileError, build_profile
-from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, reply_limits
+from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, rejection_limit, reply_limits
 from labference_ros.policies.request_support import RequestSupport
 
 ACTIONS_KEY = "actions"
@@ -54,6 +54,8 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
         # The bridge validates replies through this conversion (native -> reference).
         self.action_conversion = self.openpi_profile.actions
         self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
+        # Every chunk rejected is an error (core.rejections), not a run that holds to its deadline.
+        self.rejected_chunks_limit = rejection_limit(self.params, self.spec)
         self._conn = None
         self._stack = ExitStack()
         self.server_metadata: dict = {}
