@@ -9,7 +9,11 @@ convention its replies use (core.action_conversion). Presets:
   (observation/exterior_image_1_left, observation/wrist_image_left), joint
   position (7) and gripper position normalised 0..1 with 1 = closed,
   224x224 resize-with-pad; replies are 7 normalised joint velocities plus
-  the gripper position.
+  the gripper position, one row per 15 Hz step, executed as DROID's robot
+  does (0.2 rad per step at most, an over-range row scaled as a whole), 8
+  rows per request, the gripper closed above 0.5 (openpi's DROID example).
+  `action_space: "joint_position"` takes absolute joint targets per step
+  instead (sim-evals, RoboArena).
 - `libero`: LIBERO-style fine-tuning layout (observation/image,
   observation/wrist_image, observation/state = 7 joints + gripper width),
   replies in the project's joint-position convention.
@@ -29,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from labference_ros.core.action_conversion import (GRIPPER_CLOSED_1, GRIPPER_WIDTH_M, ActionConversion,
-                                                   ConversionError, make_conversion)
+from labference_ros.core.action_conversion import (DROID_CONTROL_RATE_HZ, DROID_OPEN_LOOP_HORIZON,
+                                                   DROID_VELOCITY_SCALE_RAD_S, GRIPPER_CLOSED_1, GRIPPER_WIDTH_M,
+                                                   ActionConversion, ConversionError, make_conversion)
 from labference_ros.core.action_spec import ActionSpec
 from labference_ros.core.observation import REGISTERED_CAMERAS, PolicyObservation
 
@@ -222,8 +227,32 @@ class Profile:
     request: RequestLayout
     actions: ActionConversion
 
+    def conventions(self) -> dict:
+        """What the profile declares a server must agree with (compared with the
+        server's metadata at the episode's start, recorded in run.json)."""
+        return declared_conventions(self.actions, self.request.describe())
+
     def describe(self) -> dict:
-        return {"name": self.name, "request": self.request.describe(), "actions": self.actions.to_dict()}
+        return {"name": self.name, "request": self.request.describe(), "actions": self.actions.to_dict(),
+                "conventions": self.conventions()}
+
+
+ACTION_SPACES = {"velocity": "joint_velocity", "position": "joint_position", "delta": "joint_delta"}
+
+
+def declared_conventions(actions: ActionConversion, request: dict) -> dict:
+    """Action space, control rate, open-loop horizon, gripper convention, state
+    layout and camera slots, as one flat record."""
+    return {"action_space": ACTION_SPACES[actions.arm],
+            "action_dim": actions.native.dim,
+            "control_rate_hz": actions.native.control_frequency_hz,
+            "open_loop_horizon": int(actions.open_loop_horizon) or None,
+            "gripper": actions.native.gripper.kind,
+            "gripper_threshold": actions.gripper_threshold,
+            "state": {s["key"] if isinstance(s["key"], str) else "/".join(s["key"]): s["fields"]
+                      for s in request["state"]},
+            "cameras": {s["key"] if isinstance(s["key"], str) else "/".join(s["key"]): s["cameras"]
+                        for s in request["images"]}}
 
 
 # presets: image slots, state entries, prompt key, default resize, action convention
@@ -233,7 +262,9 @@ _PRESETS = {
         "state": {"observation/joint_position": ["joint_position"],
                   "observation/gripper_position": ["gripper_closed_1"]},
         "prompt_key": "prompt", "resize": [224, 224],
-        "actions": {"arm": "velocity", "gripper": GRIPPER_CLOSED_1}},
+        "actions": {"arm": "velocity", "gripper": GRIPPER_CLOSED_1, "velocity_scale": DROID_VELOCITY_SCALE_RAD_S,
+                    "velocity_rule": "scale_vector", "control_rate_hz": DROID_CONTROL_RATE_HZ,
+                    "open_loop_horizon": DROID_OPEN_LOOP_HORIZON, "gripper_threshold": 0.5}},
     "libero": {
         "images": {"observation/image": "front+display", "observation/wrist_image": "wrist"},
         "state": {"observation/state": ["joint_position", "gripper_width_m"]},
@@ -254,8 +285,12 @@ _PRESETS = {
 _LEGACY_CHANNELS = {"front": ("images", "front"), "wrist": ("images", "wrist"), "display": ("images", "display"),
                     "joint_positions": ("state", "joint_position"), "gripper": ("state", "gripper_width_m")}
 
+# DROID's two joint action spaces (droid RobotEnv action_space; RoboArena's PolicyServerConfig)
+DROID_ACTION_SPACES = {"joint_velocity": {"arm": "velocity"},
+                       "joint_position": {"arm": "position", "velocity_rule": "clip"}}
+
 PARAM_KEYS = ("profile", "images", "state", "prompt_key", "resize", "image_layout", "state_dtype",
-              "nested_separator", "drop_cameras", "extra", "actions", "inset", "keys")
+              "nested_separator", "drop_cameras", "extra", "actions", "inset", "keys", "action_space")
 
 
 def build_profile(params: dict, reference: ActionSpec) -> Profile:
@@ -284,7 +319,13 @@ def build_profile(params: dict, reference: ActionSpec) -> Profile:
     extras = tuple((split(k), str(v)) for k, v in dict(params.get("extra", {})).items())
     layout = RequestLayout(slots, states, split(prompt_key), tuple(params.get("drop_cameras", ())), extras,
                            reference.gripper.open_width_m)
-    acts = {**preset["actions"], **dict(params.get("actions", {}))}
+    acts = dict(preset["actions"])
+    space = params.get("action_space")
+    if space is not None:
+        if name != "droid" or space not in DROID_ACTION_SPACES:
+            raise ProfileError(f"action_space {space!r}: the droid profile takes one of {list(DROID_ACTION_SPACES)}")
+        acts.update(DROID_ACTION_SPACES[space])
+    acts.update(dict(params.get("actions", {})))
     try:
         conversion = make_conversion(reference, **acts)
     except (ConversionError, TypeError) as e:

@@ -4,8 +4,9 @@ openpi-client's own serialisation (openpi_client.msgpack_numpy).
 Like OpenPI's DROID policy it reads observation/exterior_image_1_left,
 observation/wrist_image_left, observation/joint_position,
 observation/gripper_position (0..1, 1 = closed) and prompt, and answers
-{"actions": [H x 8]}: 7 joint velocities normalised so that 1 = 3 rad/s
-(DROID: 0.2 rad per step at 15 Hz) and the gripper position.
+{"actions": [H x 8]}: 7 joint velocities, one row per 15 Hz step, normalised
+so that 1 = 0.2 rad per step (3 rad/s, DROID's RobotIKSolver) and the
+gripper position.
 
 Its "model" is the project's display_reader (pixels only): the exterior slot
 carries the front view and the balance display side by side ("front|display"),
@@ -42,7 +43,7 @@ def droid_actions(targets: np.ndarray, q: np.ndarray, rate_hz: float, scale_rad_
 class FakeDroidServer:
     """mode: ok | no_actions | wrong_shape | nan."""
 
-    def __init__(self, rate_hz: float = 50.0, chunk_len: int = 50, api_key: str | None = None,
+    def __init__(self, rate_hz: float = 15.0, chunk_len: int = 10, api_key: str | None = None,
                  mode: str = "ok", metadata: dict | None = None, velocity_scale_rad_s: float = 3.0):
         self.rate_hz, self.chunk_len, self.api_key, self.mode = rate_hz, chunk_len, api_key, mode
         self.velocity_scale_rad_s = velocity_scale_rad_s
