@@ -183,6 +183,9 @@ class EpisodeLoop:
         entry = {"record": "chunk", "chunk_id": self.chunk_id, "observation_id": self.obs_id, "t": t}
         if inference_wall_s is not None:
             entry["inference_wall_s"] = inference_wall_s
+        timing = getattr(self.system, "last_timing", None)  # a remote system's round trip and server timing
+        if timing is not None:
+            entry["latency"] = timing
         self._record({**entry, **verdict.record(), **self._wall()})
         self.history.append({"observation_id": self.obs_id, "chunk_status": verdict.status,
                              "rows": 0 if verdict.applied is None else len(verdict.applied)})

@@ -15,6 +15,7 @@ import re
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("disk_full", ("no space left", "disk full", "enospc")),
     ("policy_actions_rejected", ("consecutive chunks rejected",)),
+    ("convention_mismatch", ("convention mismatch",)),
     ("policy_reply_too_large", ("reply too large",)),
     ("service_timeout", ("did not answer within",)),
     ("policy_timeout", ("timed out",)),

@@ -14,6 +14,12 @@ convention its replies use (core.action_conversion). Presets:
   rows per request, the gripper closed above 0.5 (openpi's DROID example).
   `action_space: "joint_position"` takes absolute joint targets per step
   instead (sim-evals, RoboArena).
+- `roboarena`: a RoboArena policy server (DROID layout): its
+  PolicyServerConfig arrives first and is checked against the profile,
+  requests carry `endpoint` ("reset" at the episode's start, then "infer")
+  and `session_id` when the server asks for it; every returned row runs
+  (RoboArena executes the whole chunk) at 15 Hz, in the declared
+  `action_space` (default "joint_position", RoboArena's default).
 - `libero`: LIBERO-style fine-tuning layout (observation/image,
   observation/wrist_image, observation/state = 7 joints + gripper width),
   replies in the project's joint-position convention.
@@ -39,7 +45,8 @@ from labference_ros.core.action_conversion import (DROID_CONTROL_RATE_HZ, DROID_
 from labference_ros.core.action_spec import ActionSpec
 from labference_ros.core.observation import REGISTERED_CAMERAS, PolicyObservation
 
-PROFILES = ("joint_position", "droid", "libero", "aliased")
+PROFILES = ("joint_position", "droid", "roboarena", "libero", "aliased")
+PROTOCOLS = ("openpi", "roboarena")
 STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1}
 EXTRA_SOURCES = ("sim_time",)
 IMAGE_LAYOUTS = ("HWC", "CHW")
@@ -226,6 +233,7 @@ class Profile:
     name: str
     request: RequestLayout
     actions: ActionConversion
+    protocol: str = "openpi"  # openpi | roboarena (endpoint and session_id keys, a reset message)
 
     def conventions(self) -> dict:
         """What the profile declares a server must agree with (compared with the
@@ -233,8 +241,15 @@ class Profile:
         return declared_conventions(self.actions, self.request.describe())
 
     def describe(self) -> dict:
-        return {"name": self.name, "request": self.request.describe(), "actions": self.actions.to_dict(),
-                "conventions": self.conventions()}
+        return {"name": self.name, "protocol": self.protocol, "request": self.request.describe(),
+                "actions": self.actions.to_dict(), "conventions": self.conventions()}
+
+    @property
+    def resize(self) -> list | None:
+        """The image resolution the request is sent at (None: as rendered)."""
+        sizes = {s.resize for s in self.request.images}
+        only = sizes.pop() if len(sizes) == 1 else None
+        return list(only) if only else None
 
 
 ACTION_SPACES = {"velocity": "joint_velocity", "position": "joint_position", "delta": "joint_delta"}
@@ -265,6 +280,14 @@ _PRESETS = {
         "actions": {"arm": "velocity", "gripper": GRIPPER_CLOSED_1, "velocity_scale": DROID_VELOCITY_SCALE_RAD_S,
                     "velocity_rule": "scale_vector", "control_rate_hz": DROID_CONTROL_RATE_HZ,
                     "open_loop_horizon": DROID_OPEN_LOOP_HORIZON, "gripper_threshold": 0.5}},
+    "roboarena": {
+        "images": {"observation/exterior_image_1_left": "front+display", "observation/wrist_image_left": "wrist"},
+        "state": {"observation/joint_position": ["joint_position"],
+                  "observation/gripper_position": ["gripper_closed_1"]},
+        "prompt_key": "prompt", "resize": [224, 224], "protocol": "roboarena",
+        "actions": {"arm": "position", "gripper": GRIPPER_CLOSED_1, "velocity_scale": DROID_VELOCITY_SCALE_RAD_S,
+                    "velocity_rule": "scale_vector", "control_rate_hz": DROID_CONTROL_RATE_HZ,
+                    "open_loop_horizon": 0}},
     "libero": {
         "images": {"observation/image": "front+display", "observation/wrist_image": "wrist"},
         "state": {"observation/state": ["joint_position", "gripper_width_m"]},
@@ -286,7 +309,7 @@ _LEGACY_CHANNELS = {"front": ("images", "front"), "wrist": ("images", "wrist"), 
                     "joint_positions": ("state", "joint_position"), "gripper": ("state", "gripper_width_m")}
 
 # DROID's two joint action spaces (droid RobotEnv action_space; RoboArena's PolicyServerConfig)
-DROID_ACTION_SPACES = {"joint_velocity": {"arm": "velocity"},
+DROID_ACTION_SPACES = {"joint_velocity": {"arm": "velocity", "velocity_rule": "scale_vector"},
                        "joint_position": {"arm": "position", "velocity_rule": "clip"}}
 
 PARAM_KEYS = ("profile", "images", "state", "prompt_key", "resize", "image_layout", "state_dtype",
@@ -322,15 +345,16 @@ def build_profile(params: dict, reference: ActionSpec) -> Profile:
     acts = dict(preset["actions"])
     space = params.get("action_space")
     if space is not None:
-        if name != "droid" or space not in DROID_ACTION_SPACES:
-            raise ProfileError(f"action_space {space!r}: the droid profile takes one of {list(DROID_ACTION_SPACES)}")
+        if name not in ("droid", "roboarena") or space not in DROID_ACTION_SPACES:
+            raise ProfileError(f"action_space {space!r}: the droid and roboarena profiles take one of "
+                               f"{list(DROID_ACTION_SPACES)}")
         acts.update(DROID_ACTION_SPACES[space])
     acts.update(dict(params.get("actions", {})))
     try:
         conversion = make_conversion(reference, **acts)
     except (ConversionError, TypeError) as e:
         raise ProfileError(f"actions {acts}: {e}") from e
-    return Profile(name, layout, conversion)
+    return Profile(name, layout, conversion, preset.get("protocol", "openpi"))
 
 
 def _apply_legacy_keys(keys: dict, images: dict, state: dict, prompt_key: str):
