@@ -47,7 +47,8 @@ from labference_ros.core.observation import REGISTERED_CAMERAS, PolicyObservatio
 
 PROFILES = ("joint_position", "droid", "roboarena", "libero", "aliased")
 PROTOCOLS = ("openpi", "roboarena")
-STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1}
+# sim_time: the observation's public sim time (s), for servers that pace a plan by it.
+STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1, "sim_time": 1}
 EXTRA_SOURCES = ("sim_time",)
 IMAGE_LAYOUTS = ("HWC", "CHW")
 INSET_CORNERS = ("top_left", "top_right", "bottom_left", "bottom_right")
@@ -169,6 +170,8 @@ class StateEntry:
                 parts.append(obs.joint_positions)
             elif f == "gripper_width_m":
                 parts.append([obs.gripper_width])
+            elif f == "sim_time":
+                parts.append([obs.sim_time])
             else:  # the width seen as a closure fraction, 1 = closed
                 parts.append([float(np.clip(1.0 - obs.gripper_width / open_width_m, 0.0, 1.0))])
         return np.concatenate([np.asarray(p, dtype=np.float64) for p in parts]).astype(self.dtype)
