@@ -126,24 +126,7 @@ class ActionConversion:
         return self._resample(out, cur) if self.resampled else out
 
     def _resample(self, targets: np.ndarray, cur: np.ndarray) -> np.ndarray:
-        """Native step targets -> reference rows one bridge interval apart: the arm
-        interpolated from `cur` through each step's target, reached at the step's end;
-        the gripper value of the step in effect when the reference row starts."""
-        native_dt, ref_dt = self.dt, self.reference.hold_interval_s
-        n = targets.shape[0]
-        span = n * native_dt
-        # Every step's target is reached: the last row may end up to one bridge interval late.
-        m = max(1, math.ceil(span / ref_dt - 1e-6))
-        times = np.minimum(np.arange(1, m + 1) * ref_dt, span)
-        knots = np.arange(0, n + 1) * native_dt
-        g = self.reference.gripper_index
-        out = np.empty((m, targets.shape[1]))
-        for c in range(targets.shape[1]):
-            if c != g:
-                out[:, c] = np.interp(times, knots, np.concatenate([[cur[c]], targets[:, c]]))
-        step_of_row = np.minimum(np.floor((times - ref_dt) / native_dt + 1e-9).astype(int), n - 1)
-        out[:, g] = targets[np.maximum(step_of_row, 0), g]
-        return out
+        return resample_steps(targets, cur, self.dt, self.reference.hold_interval_s, self.reference.gripper_index)
 
     def _width(self, values: np.ndarray) -> np.ndarray:
         if self.native.gripper.kind == GRIPPER_CLOSED_1:
@@ -212,6 +195,26 @@ class ActionConversion:
         v.clipped_values += nv.clipped_values
         v.reasons = [f"native: {r}" for r in nv.reasons] + v.reasons
         return v
+
+
+def resample_steps(targets: np.ndarray, cur: np.ndarray, native_dt: float, ref_dt: float,
+                   gripper_index: int) -> np.ndarray:
+    """Native step targets -> reference rows one bridge interval apart: the arm
+    interpolated from `cur` through each step's target, reached at the step's end;
+    the gripper value of the step in effect when the reference row starts."""
+    n = targets.shape[0]
+    span = n * native_dt
+    # Every step's target is reached: the last row may end up to one bridge interval late.
+    m = max(1, math.ceil(span / ref_dt - 1e-6))
+    times = np.minimum(np.arange(1, m + 1) * ref_dt, span)
+    knots = np.arange(0, n + 1) * native_dt
+    out = np.empty((m, targets.shape[1]))
+    for c in range(targets.shape[1]):
+        if c != gripper_index:
+            out[:, c] = np.interp(times, knots, np.concatenate([[cur[c]], targets[:, c]]))
+    step_of_row = np.minimum(np.floor((times - ref_dt) / native_dt + 1e-9).astype(int), n - 1)
+    out[:, gripper_index] = targets[np.maximum(step_of_row, 0), gripper_index]
+    return out
 
 
 def scale_velocity_rows(chunk, gripper_index: int, dim: int):

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from labference_ros.core.action_conversion import (DROID_CONTROL_RATE_HZ, DROID_OPEN_LOOP_HORIZON, GRIPPER_CLOSED_1,
-                                                   GRIPPER_WIDTH_M, ConversionError, make_conversion)
+                                                   GRIPPER_WIDTH_M, ConversionError)
 from labference_ros.core.observation import REGISTERED_CAMERAS, PolicyObservation
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
 from labference_ros.policies import groot_wire
@@ -35,7 +35,8 @@ from labference_ros.policies.conventions import MISMATCH, ConventionMismatch
 from labference_ros.policies.latency import LatencyLog
 from labference_ros.policies.limits import check_rows, rejection_limit, reply_limits
 from labference_ros.policies.openpi import _jsonable
-from labference_ros.policies.openpi_profiles import ImageSlot, ProfileError, StateEntry, declared_conventions
+from labference_ros.policies.openpi_profiles import (POSE_FIELDS, ImageSlot, ProfileError, StateEntry,
+                                                     build_conversion, declared_conventions, hand_kinematics)
 
 GROOT_PROFILES = {
     # A DROID-style embodiment: two views, joints and the normalised gripper, absolute joint
@@ -107,7 +108,7 @@ class GrootPolicy(TestedSystem):
         if silent:
             raise ProfileError(f"camera(s) {silent} fill no video key: map them or name them in drop_cameras")
         acts = {**preset["actions"], **dict(p.get("actions", {}))}
-        self.action_conversion = make_conversion(self.spec, **acts)
+        self.action_conversion = build_conversion(self.spec, acts)
 
     def conventions(self) -> dict:
         request = {"images": [s.describe() for s in self.video], "state": [s.describe() for s in self.state]}
@@ -163,7 +164,7 @@ class GrootPolicy(TestedSystem):
         try:
             reply = groot_wire.unpackb(frame, max_bin_len=self.max_bytes)
         except groot_wire.WireError as e:
-            raise EvaluationValidityError(f"GR00T {endpoint} reply is {e}") from e
+            raise EvaluationValidityError(f"GR00T {endpoint} reply refused: {e}") from e
         if isinstance(reply, dict) and "error" in reply:
             raise EvaluationValidityError(f"GR00T server error ({endpoint}): {str(reply['error'])[:500]}")
         return reply
@@ -209,14 +210,15 @@ class GrootPolicy(TestedSystem):
             steps = len(entry.get("delta_indices") or [0]) if isinstance(entry, dict) else 1
             if steps != 1:
                 out.append(f"{modality} horizon: server {steps} steps, profile 1 (the current observation)")
-        space = {"position": "absolute", "delta": "relative", "velocity": "velocity"}[self.action_conversion.arm]
+        space = {"position": "absolute", "delta": "relative", "velocity": "velocity",
+                 "ee_delta": "relative"}[self.action_conversion.arm]
         action = config.get("action")
         for cfg in (action.get("action_configs") or []) if isinstance(action, dict) else []:
             if not isinstance(cfg, dict):
                 continue
             kind = str(cfg.get("type", "")).lower().rsplit(".", 1)[-1]
             rep = str(cfg.get("rep", "")).lower().rsplit(".", 1)[-1]
-            if kind == "eef":
+            if kind == "eef" and self.action_conversion.arm != "ee_delta":
                 out.append("action type: server 'eef', profile 'non_eef' (joint space)")
             elif rep and rep not in (space, "delta" if space == "relative" else space):
                 out.append(f"action rep: server {rep!r}, profile {space!r}")
@@ -224,8 +226,17 @@ class GrootPolicy(TestedSystem):
 
     def observation(self, obs: PolicyObservation) -> dict:
         video = {s.key[0]: s.render(obs.images)[None, None] for s in self.video}
-        state = {s.key[0]: s.value(obs, self.spec.gripper.open_width_m)[None, None] for s in self.state}
+        pose = None
+        if any(f in POSE_FIELDS for s in self.state for f in s.fields):
+            pose = self._kinematics().pose(obs.joint_positions)
+        state = {s.key[0]: s.value(obs, self.spec.gripper.open_width_m, pose)[None, None] for s in self.state}
         return {"video": video, "state": state, "language": {self.language_key: [[obs.instruction]]}}
+
+    def _kinematics(self):
+        kinematics = getattr(self.action_conversion, "kinematics", None)
+        if kinematics is None:
+            kinematics = self._hand = getattr(self, "_hand", None) or hand_kinematics()
+        return kinematics
 
     def act(self, observation: PolicyObservation, evaluator=None) -> np.ndarray:
         sent = time.perf_counter()

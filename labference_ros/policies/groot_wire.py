@@ -40,7 +40,7 @@ def _decode(obj):
             try:
                 return np.load(io.BytesIO(obj["as_npy"]), allow_pickle=False)
             except (ValueError, OSError, EOFError) as e:
-                raise WireError(f"an array is not a .npy without objects: {e}") from e
+                raise WireError(f"an array that is not a plain .npy (objects would need pickle): {e}") from e
         if obj.get(MODALITY_CONFIG) is True and "as_json" in obj:
             return dict(obj["as_json"])
     return obj

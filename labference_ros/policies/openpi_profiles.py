@@ -34,7 +34,7 @@ an explicit, recorded drop, never a silent one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image
@@ -43,12 +43,18 @@ from labference_ros.core.action_conversion import (DROID_CONTROL_RATE_HZ, DROID_
                                                    DROID_VELOCITY_SCALE_RAD_S, GRIPPER_CLOSED_1, GRIPPER_WIDTH_M,
                                                    ActionConversion, ConversionError, make_conversion)
 from labference_ros.core.action_spec import ActionSpec
+from labference_ros.core.ee_conversion import GRIPPER_SIGN_CLOSED_POSITIVE, axis_angle_from_rotation, \
+    ee_delta_conversion
 from labference_ros.core.observation import REGISTERED_CAMERAS, PolicyObservation
 
-PROFILES = ("joint_position", "droid", "roboarena", "libero", "aliased")
+PROFILES = ("joint_position", "droid", "roboarena", "libero", "libero_ee", "aliased")
 PROTOCOLS = ("openpi", "roboarena")
 # sim_time: the observation's public sim time (s), for servers that pace a plan by it.
-STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1, "sim_time": 1}
+# ee_*: the hand (TCP) pose in the robot base frame from the cell's robot model (LIBERO's
+# state: position, axis-angle, the two finger positions).
+STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1, "sim_time": 1,
+                "ee_position": 3, "ee_axis_angle": 3, "gripper_fingers": 2}
+POSE_FIELDS = ("ee_position", "ee_axis_angle")
 EXTRA_SOURCES = ("sim_time",)
 IMAGE_LAYOUTS = ("HWC", "CHW")
 INSET_CORNERS = ("top_left", "top_right", "bottom_left", "bottom_right")
@@ -163,10 +169,16 @@ class StateEntry:
         if self.dtype not in ("float32", "float64"):
             raise ProfileError(f"state dtype must be float32 or float64, got {self.dtype!r}")
 
-    def value(self, obs: PolicyObservation, open_width_m: float) -> np.ndarray:
+    def value(self, obs: PolicyObservation, open_width_m: float, pose=None) -> np.ndarray:
         parts = []
         for f in self.fields:
-            if f == "joint_position":
+            if f == "ee_position":
+                parts.append(pose[0])
+            elif f == "ee_axis_angle":
+                parts.append(axis_angle_from_rotation(pose[1]))
+            elif f == "gripper_fingers":
+                parts.append([obs.gripper_width / 2.0, -obs.gripper_width / 2.0])
+            elif f == "joint_position":
                 parts.append(obs.joint_positions)
             elif f == "gripper_width_m":
                 parts.append([obs.gripper_width])
@@ -189,6 +201,7 @@ class RequestLayout:
     dropped_cameras: tuple[str, ...] = ()
     extras: tuple[tuple[tuple[str, ...], str], ...] = ()
     open_width_m: float = 0.08
+    kinematics: object = field(default=None, compare=False)  # pose(q) for ee_* state fields
 
     def __post_init__(self) -> None:
         used = {c for s in self.images for c in s.cameras}
@@ -211,8 +224,11 @@ class RequestLayout:
         req: dict = {}
         for slot in self.images:
             _put(req, slot.key, slot.render(obs.images))
+        pose = None
+        if any(f in POSE_FIELDS for st in self.states for f in st.fields):
+            pose = self.kinematics.pose(obs.joint_positions)
         for st in self.states:
-            _put(req, st.key, st.value(obs, self.open_width_m))
+            _put(req, st.key, st.value(obs, self.open_width_m, pose))
         _put(req, self.prompt_key, obs.instruction)
         for key, source in self.extras:
             _put(req, key, np.array([obs.sim_time], dtype=np.float64))
@@ -255,7 +271,8 @@ class Profile:
         return list(only) if only else None
 
 
-ACTION_SPACES = {"velocity": "joint_velocity", "position": "joint_position", "delta": "joint_delta"}
+ACTION_SPACES = {"velocity": "joint_velocity", "position": "joint_position", "delta": "joint_delta",
+                 "ee_delta": "ee_delta"}
 
 
 def declared_conventions(actions: ActionConversion, request: dict) -> dict:
@@ -291,6 +308,17 @@ _PRESETS = {
         "actions": {"arm": "position", "gripper": GRIPPER_CLOSED_1, "velocity_scale": DROID_VELOCITY_SCALE_RAD_S,
                     "velocity_rule": "scale_vector", "control_rate_hz": DROID_CONTROL_RATE_HZ,
                     "open_loop_horizon": 0}},
+    # A stock pi0/pi0.5 LIBERO checkpoint: LIBERO's images and state (hand position,
+    # axis-angle, two finger positions), 7-column end-effector deltas per 20 Hz step in the
+    # base frame with LIBERO's OSC scales, the gripper +1 = close; 5 rows per request
+    # (openpi's LIBERO example, replan_steps).
+    "libero_ee": {
+        "images": {"observation/image": "front+display", "observation/wrist_image": "wrist"},
+        "state": {"observation/state": ["ee_position", "ee_axis_angle", "gripper_fingers"]},
+        "prompt_key": "prompt", "resize": [224, 224],
+        "actions": {"arm": "ee_delta", "frame": "base", "rotation": "axis_angle", "translation_scale_m": 0.05,
+                    "rotation_scale_rad": 0.5, "control_rate_hz": 20.0, "open_loop_horizon": 5,
+                    "gripper": GRIPPER_SIGN_CLOSED_POSITIVE}},
     "libero": {
         "images": {"observation/image": "front+display", "observation/wrist_image": "wrist"},
         "state": {"observation/state": ["joint_position", "gripper_width_m"]},
@@ -343,8 +371,7 @@ def build_profile(params: dict, reference: ActionSpec) -> Profile:
     states = tuple(StateEntry(split(k), tuple(v if isinstance(v, list) else [v]),
                               str(params.get("state_dtype", "float64"))) for k, v in state.items())
     extras = tuple((split(k), str(v)) for k, v in dict(params.get("extra", {})).items())
-    layout = RequestLayout(slots, states, split(prompt_key), tuple(params.get("drop_cameras", ())), extras,
-                           reference.gripper.open_width_m)
+    needs_pose = any(f in POSE_FIELDS for st in states for f in st.fields)
     acts = dict(preset["actions"])
     space = params.get("action_space")
     if space is not None:
@@ -353,11 +380,35 @@ def build_profile(params: dict, reference: ActionSpec) -> Profile:
                                f"{list(DROID_ACTION_SPACES)}")
         acts.update(DROID_ACTION_SPACES[space])
     acts.update(dict(params.get("actions", {})))
+    kinematics = hand_kinematics() if needs_pose or acts.get("arm") == "ee_delta" else None
+    layout = RequestLayout(slots, states, split(prompt_key), tuple(params.get("drop_cameras", ())), extras,
+                           reference.gripper.open_width_m, kinematics)
+    conversion = build_conversion(reference, acts, kinematics)
+    return Profile(name, layout, conversion, preset.get("protocol", "openpi"))
+
+
+def hand_kinematics():
+    """The cell's robot model with the skills' IK (imported only by profiles that need it)."""
+    from labference_ros.skills.ee_ik import HandKinematics
+
+    return HandKinematics()
+
+
+def build_conversion(reference: ActionSpec, acts: dict, kinematics=None):
+    """A profile's `actions` -> its conversion into the reference interface; a convention
+    that cannot be mapped is a ProfileError naming it (before any episode)."""
+    acts = dict(acts)
     try:
-        conversion = make_conversion(reference, **acts)
+        if acts.get("arm") == "ee_delta":
+            acts.pop("arm")
+            gripper = acts.pop("gripper", GRIPPER_SIGN_CLOSED_POSITIVE)
+            if gripper != GRIPPER_SIGN_CLOSED_POSITIVE:
+                raise ConversionError(f"end-effector gripper convention {gripper!r} cannot be mapped; "
+                                      f"supported: {GRIPPER_SIGN_CLOSED_POSITIVE!r}")
+            return ee_delta_conversion(reference, kinematics or hand_kinematics(), **acts)
+        return make_conversion(reference, **acts)
     except (ConversionError, TypeError) as e:
         raise ProfileError(f"actions {acts}: {e}") from e
-    return Profile(name, layout, conversion, preset.get("protocol", "openpi"))
 
 
 def _apply_legacy_keys(keys: dict, images: dict, state: dict, prompt_key: str):

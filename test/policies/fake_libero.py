@@ -5,8 +5,10 @@ Like OpenPI's LIBERO policy it reads observation/image,
 observation/wrist_image, observation/state and prompt, and answers
 {"actions": [H x 7]}: an end-effector delta (3 translation, 3 axis-angle
 rotation) and a gripper command (-1 open, +1 close), LIBERO's convention.
-Its "model" drifts the hand by a fixed delta per row (`delta`) and keeps the
-gripper open, so the test can check what reached the arm."""
+Its "model" either sends a fixed delta per row (`delta`) or, with `rise_m`,
+moves the hand straight up by that much from where it first saw it (at
+most 0.01 m per step, read from observation/state), gripper open, so the
+test can check what reached the arm."""
 from __future__ import annotations
 
 import threading
@@ -17,8 +19,10 @@ from websockets.sync.server import serve
 
 
 class FakeLiberoServer:
-    def __init__(self, chunk_len: int = 10, delta=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0), metadata: dict | None = None):
-        self.chunk_len = chunk_len
+    def __init__(self, chunk_len: int = 10, delta=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0), metadata: dict | None = None,
+                 rise_m: float | None = None):
+        self.chunk_len, self.rise_m = chunk_len, rise_m
+        self.target_z: float | None = None
         self.delta = np.asarray(delta, dtype=np.float64)
         self.metadata = metadata if metadata is not None else {}  # stock servers send no action space
         self.decoded: list[dict] = []
@@ -33,6 +37,13 @@ class FakeLiberoServer:
             obs = openpi_msgpack.unpackb(frame)
             self.decoded.append(obs)
             actions = np.tile(np.concatenate([self.delta, [-1.0]]), (self.chunk_len, 1))
+            if self.rise_m is not None:
+                z = float(obs["observation/state"][2])
+                self.target_z = z + self.rise_m if self.target_z is None else self.target_z
+                for row in actions:  # at most 0.01 m per step toward the target
+                    step = float(np.clip(self.target_z - z, -0.01, 0.01))
+                    row[2] = step / 0.05  # LIBERO's scale: 1 = 0.05 m
+                    z += step
             self.replies.append(actions)
             ws.send(openpi_msgpack.packb({"actions": actions, "server_timing": {"infer_ms": 2.0}}))
 
