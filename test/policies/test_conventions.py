@@ -74,3 +74,24 @@ def test_latency_summary_counts_round_trips_and_server_timing():
     assert s["server_timing"] == {"infer_ms": {"mean": 50.0, "p50": 50.0, "p95": pytest.approx(59.0), "max": 60.0,
                                                "total": 100.0}}
     assert log.last == {"round_trip_s": 0.2}
+
+
+def test_the_droid_server_in_the_wrong_profile_is_refused_at_reset_with_both_sides():
+    from fake_droid import FakeDroidServer
+    from labference_ros.policies import make
+
+    with FakeDroidServer() as server:  # states action_space joint_velocity
+        policy = make("openpi", spec=SPEC, port=server.port, profile="droid", action_space="joint_position")
+        try:
+            with pytest.raises(ConventionMismatch) as err:
+                policy.reset("ep", 0)
+        finally:
+            policy.close()
+        right = make("openpi", spec=SPEC, port=server.port, profile="droid")
+        try:
+            right.reset("ep", 0)  # the declared action space agrees
+        finally:
+            right.close()
+    assert str(err.value) == ("convention mismatch with profile 'droid': action_space: server 'joint_velocity', "
+                              "profile 'joint_position'")
+    assert server.decoded == []
