@@ -156,8 +156,10 @@ class GrootPolicy(TestedSystem):
             frame = self._socket.recv()
         except zmq.Again as e:  # a REQ socket that missed its reply cannot be used again
             self.close()
+            # ZeroMQ drops a message over MAXMSGSIZE without a word: a reply too large looks the same.
             raise EvaluationValidityError(f"GR00T server {self.uri} timed out after "
-                                          f"{float(self.params['timeout_s']):g} s ({endpoint})") from e
+                                          f"{float(self.params['timeout_s']):g} s ({endpoint}; or its reply "
+                                          f"was over max_reply_bytes {self.max_bytes}, which ZeroMQ drops)") from e
         except zmq.ZMQError as e:
             self.close()
             raise EvaluationValidityError(f"GR00T server {self.uri} unreachable ({endpoint}): {e}") from e
