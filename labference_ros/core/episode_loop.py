@@ -29,6 +29,7 @@ from labference_ros.core.action_spec import REJECTED, STALE, ChunkVerdict
 from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyObservation, delivery_receipt,
                                             project_observation)
 from labference_ros.core.operations import Operation
+from labference_ros.core.rejections import RejectionRun
 from labference_ros.core.safety import stopping_rows
 
 EPS = 1e-6
@@ -90,6 +91,9 @@ class EpisodeLoop:
         self.history: list[dict] = []
         self.finished_at: float | None = None
         self._chunk_obs_id = ""  # the observation the queued rows answer
+        # A system that declares a limit (remote servers: a profile parameter) ends the
+        # episode as invalid after that many consecutive rejected chunks (core.rejections).
+        self.rejections = RejectionRun(getattr(system, "rejected_chunks_limit", None))
 
     # evidence ---------------------------------------------------------------
     def note_evidence(self, version: int, observation_id: str = "") -> None:
@@ -179,6 +183,9 @@ class EpisodeLoop:
         entry = {"record": "chunk", "chunk_id": self.chunk_id, "observation_id": self.obs_id, "t": t}
         if inference_wall_s is not None:
             entry["inference_wall_s"] = inference_wall_s
+        timing = getattr(self.system, "last_timing", None)  # a remote system's round trip and server timing
+        if timing is not None:
+            entry["latency"] = timing
         self._record({**entry, **verdict.record(), **self._wall()})
         self.history.append({"observation_id": self.obs_id, "chunk_status": verdict.status,
                              "rows": 0 if verdict.applied is None else len(verdict.applied)})
@@ -187,6 +194,7 @@ class EpisodeLoop:
         self.queue = list(verdict.applied) if verdict.accepted else ([] if verdict.status == STALE else [None])
         self.chunk_ev = self.obs_ev
         self._chunk_obs_id = self.obs_id
+        self.rejections.note(verdict.status == REJECTED, verdict.reasons, t)  # may raise EvaluationValidityError
         return verdict
 
     def pause(self, t: float, reason: str) -> np.ndarray | None:

@@ -14,13 +14,15 @@ import re
 # specific ones come first.
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("disk_full", ("no space left", "disk full", "enospc")),
+    ("policy_actions_rejected", ("consecutive chunks rejected",)),
+    ("convention_mismatch", ("convention mismatch",)),
     ("policy_reply_too_large", ("reply too large",)),
     ("service_timeout", ("did not answer within",)),
     ("policy_timeout", ("timed out",)),
     ("policy_unreachable", ("unreachable", "connection refused", "connection reset")),
-    ("policy_server_error", ("answered http", "openpi server error")),
+    ("policy_server_error", ("answered http", "openpi server error", "gr00t server error")),
     ("policy_bad_reply", ("malformed json", "not valid msgpack", "no 'actions'", "not numeric",
-                          "not a json object", "not a map", "reply is not")),
+                          "not a json object", "not a map", "reply is not", "reply refused", "gr00t action")),
     ("node_left", ("left the graph", "not available", "unavailable", "died")),
     ("sim_stalled", ("did not advance", "advance got no reply", "no complete observation")),
     ("interrupted", ("runner stopped", "stopped during the episode")),

@@ -23,6 +23,7 @@ ENTRY_POINT_GROUP = "labference.systems"
 REMOTE_SYSTEMS: dict[str, str] = {
     "http": "labference_ros.policies.remote_http:HttpPolicy",
     "openpi": "labference_ros.policies.openpi:OpenPiPolicy",
+    "groot": "labference_ros.policies.groot:GrootPolicy",
     "agent": "labference_ros.policies.agent.driver:AgentSystem",
 }
 

@@ -13,6 +13,7 @@ could never be executed); the byte limit, 1 MiB, is about 40 times a
 """
 from __future__ import annotations
 
+from labference_ros.core.rejections import DEFAULT_MAX_REJECTED_S, rejected_chunks_limit
 from labference_ros.core.system import EvaluationValidityError
 
 DEFAULT_MAX_REPLY_BYTES = 1 << 20
@@ -29,6 +30,17 @@ def reply_limits(params: dict, spec) -> tuple[int, int]:
     params.setdefault("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES)
     params.setdefault("max_reply_rows", int(spec.max_chunk_length))
     return int(params["max_reply_bytes"]), int(params["max_reply_rows"])
+
+
+def rejection_limit(params: dict, spec) -> int:
+    """Consecutive rejected chunks before the episode is invalid (core.rejections):
+    `max_rejected_chunks` when above 0, else `max_rejected_s` of sim time (default
+    DEFAULT_MAX_REJECTED_S) at one hold interval per refused chunk."""
+    params.setdefault("max_rejected_s", DEFAULT_MAX_REJECTED_S)
+    params.setdefault("max_rejected_chunks", 0)  # 0: from max_rejected_s
+    if int(params["max_rejected_chunks"]) > 0:
+        return int(params["max_rejected_chunks"])
+    return rejected_chunks_limit(float(params["max_rejected_s"]), spec.control_frequency_hz)
 
 
 def too_many_bytes(source: str, size: int | None, limit: int) -> ReplyTooLarge:

@@ -17,6 +17,7 @@ max_reply_rows is refused before it is copied (policies/limits.py).
 from __future__ import annotations
 
 import os
+import time
 from contextlib import ExitStack
 
 import numpy as np
@@ -25,12 +26,14 @@ from websockets.sync.client import connect
 
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
-from labference_ros.policies import msgpack_numpy
+from labference_ros.policies import conventions, msgpack_numpy
 from labference_ros.policies.openpi_profiles import PARAM_KEYS, ProfileError, build_profile
-from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, reply_limits
+from labference_ros.policies.limits import MAX_ROW_DIM, ReplyTooLarge, check_rows, rejection_limit, reply_limits
+from labference_ros.policies.latency import LatencyLog
 from labference_ros.policies.request_support import RequestSupport
 
 ACTIONS_KEY = "actions"
+ROBOARENA_RESET_REPLY = "reset successful"  # RoboArena's server answers a reset with this text frame
 
 
 class OpenPiPolicy(RequestSupport, TestedSystem):
@@ -54,10 +57,13 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
         # The bridge validates replies through this conversion (native -> reference).
         self.action_conversion = self.openpi_profile.actions
         self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
+        # Every chunk rejected is an error (core.rejections), not a run that holds to its deadline.
+        self.rejected_chunks_limit = rejection_limit(self.params, self.spec)
         self._conn = None
         self._stack = ExitStack()
         self.server_metadata: dict = {}
         self.last_request: bytes = b""
+        self.latency = LatencyLog()
 
     @property
     def uri(self) -> str:
@@ -84,8 +90,35 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
             self.close()
             raise self._transport_error(e) from e
         self.server_metadata = self._decode(meta, "metadata")
+        # The server's own description against the profile's conventions, before any step.
+        conventions.check(self.openpi_profile.name, self.openpi_profile.conventions(), self.server_metadata,
+                          self.openpi_profile.resize)
 
-    def _decode(self, frame, what: str) -> dict:
+    @property
+    def roboarena(self) -> bool:
+        return self.openpi_profile.protocol == "roboarena"
+
+    def _exchange(self, body: bytes, what: str):
+        try:
+            self._conn.send(body)
+            return self._conn.recv(timeout=float(self.params["timeout_s"]))
+        except (OSError, TimeoutError, WebSocketException) as e:
+            self.close()
+            raise self._transport_error(e) from e
+
+    def _roboarena_reset(self) -> None:
+        """RoboArena: `endpoint: reset` (with the session id) opens the episode."""
+        request = {"endpoint": "reset"}
+        if self.server_metadata.get("needs_session_id"):
+            request["session_id"] = self.session_id
+        frame = self._exchange(msgpack_numpy.packb(request), "reset")
+        if frame != ROBOARENA_RESET_REPLY:
+            if isinstance(frame, str):
+                raise EvaluationValidityError(f"OpenPI server error (reset): {frame[:500]}")
+            raise EvaluationValidityError(f"RoboArena server {self.uri} answered the reset with "
+                                          f"{len(frame)} bytes, not {ROBOARENA_RESET_REPLY!r}")
+
+    def _decode(self, frame, what: str, arrays: bool = False) -> dict:
         if isinstance(frame, str):
             raise EvaluationValidityError(f"OpenPI server error ({what}): {frame[:500]}")
         try:
@@ -97,6 +130,8 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
             raise EvaluationValidityError(f"OpenPI {what} is not valid msgpack: {e}") from e
         except Exception as e:  # msgpack raises several unrelated types
             raise EvaluationValidityError(f"OpenPI {what} is not valid msgpack: {e}") from e
+        if arrays and isinstance(msg, np.ndarray):  # RoboArena replies with the action array itself
+            return {ACTIONS_KEY: msg}
         if not isinstance(msg, dict):
             raise EvaluationValidityError(f"OpenPI {what} is not a map")
         return msg
@@ -106,13 +141,20 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
         # declared session boundary.
         super().reset(session_id, policy_seed)
         self.reset_support()
+        self.latency = LatencyLog()
         self._connect()
+        if self.roboarena:
+            self._roboarena_reset()
 
     def request(self, obs: PolicyObservation) -> dict:
         prompt = obs.instruction
         if len(prompt) > int(self.params["max_prompt_chars"]):
             raise EvaluationValidityError(f"prompt of {len(prompt)} chars exceeds the declared limit")
         request = self.openpi_profile.request.build(obs)
+        if self.roboarena:
+            request["endpoint"] = "infer"
+            if self.server_metadata.get("needs_session_id"):
+                request["session_id"] = self.session_id
         support = self.take_support()
         if support:  # optional field, only when the evaluator delivered support (request_support.py)
             request["support"] = support
@@ -130,13 +172,11 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
             self._connect()
         body = msgpack_numpy.packb(self.request(observation))
         self.last_request = body
-        try:
-            self._conn.send(body)
-            frame = self._conn.recv(timeout=float(self.params["timeout_s"]))
-        except (OSError, TimeoutError, WebSocketException) as e:
-            self.close()
-            raise self._transport_error(e) from e
-        reply = self._decode(frame, "reply")
+        sent = time.perf_counter()
+        frame = self._exchange(body, "reply")
+        round_trip = time.perf_counter() - sent
+        reply = self._decode(frame, "reply", arrays=self.roboarena)
+        self.latency.add(round_trip, _jsonable(reply.get("server_timing")))
         actions = reply.get(ACTIONS_KEY)
         if actions is None:
             raise EvaluationValidityError(f"OpenPI reply has no 'actions' (keys: {sorted(map(str, reply))})")
@@ -145,6 +185,15 @@ class OpenPiPolicy(RequestSupport, TestedSystem):
             return np.asarray(actions, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise EvaluationValidityError("OpenPI 'actions' is not numeric") from e
+
+    @property
+    def last_timing(self) -> dict | None:
+        """The last request's round trip and the server's own timing (chunk records)."""
+        return self.latency.last
+
+    def end_episode(self, reason: str = "stopped") -> dict | None:
+        """Per-episode latency: policy_actions.jsonl's system_summary and run.json's usage."""
+        return {"usage": {"policy_latency": self.latency.summary()}}
 
     def _transport_error(self, e: Exception) -> EvaluationValidityError:
         sent = getattr(e, "sent", None)

@@ -9,7 +9,17 @@ convention its replies use (core.action_conversion). Presets:
   (observation/exterior_image_1_left, observation/wrist_image_left), joint
   position (7) and gripper position normalised 0..1 with 1 = closed,
   224x224 resize-with-pad; replies are 7 normalised joint velocities plus
-  the gripper position.
+  the gripper position, one row per 15 Hz step, executed as DROID's robot
+  does (0.2 rad per step at most, an over-range row scaled as a whole), 8
+  rows per request, the gripper closed above 0.5 (openpi's DROID example).
+  `action_space: "joint_position"` takes absolute joint targets per step
+  instead (sim-evals, RoboArena).
+- `roboarena`: a RoboArena policy server (DROID layout): its
+  PolicyServerConfig arrives first and is checked against the profile,
+  requests carry `endpoint` ("reset" at the episode's start, then "infer")
+  and `session_id` when the server asks for it; every returned row runs
+  (RoboArena executes the whole chunk) at 15 Hz, in the declared
+  `action_space` (default "joint_position", RoboArena's default).
 - `libero`: LIBERO-style fine-tuning layout (observation/image,
   observation/wrist_image, observation/state = 7 joints + gripper width),
   replies in the project's joint-position convention.
@@ -24,18 +34,27 @@ an explicit, recorded drop, never a silent one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image
 
-from labference_ros.core.action_conversion import (GRIPPER_CLOSED_1, GRIPPER_WIDTH_M, ActionConversion,
-                                                   ConversionError, make_conversion)
+from labference_ros.core.action_conversion import (DROID_CONTROL_RATE_HZ, DROID_OPEN_LOOP_HORIZON,
+                                                   DROID_VELOCITY_SCALE_RAD_S, GRIPPER_CLOSED_1, GRIPPER_WIDTH_M,
+                                                   ActionConversion, ConversionError, make_conversion)
 from labference_ros.core.action_spec import ActionSpec
+from labference_ros.core.ee_conversion import GRIPPER_SIGN_CLOSED_POSITIVE, axis_angle_from_rotation, \
+    ee_delta_conversion
 from labference_ros.core.observation import REGISTERED_CAMERAS, PolicyObservation
 
-PROFILES = ("joint_position", "droid", "libero", "aliased")
-STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1}
+PROFILES = ("joint_position", "droid", "roboarena", "libero", "libero_ee", "aliased")
+PROTOCOLS = ("openpi", "roboarena")
+# sim_time: the observation's public sim time (s), for servers that pace a plan by it.
+# ee_*: the hand (TCP) pose in the robot base frame from the cell's robot model (LIBERO's
+# state: position, axis-angle, the two finger positions).
+STATE_FIELDS = {"joint_position": 7, "gripper_width_m": 1, "gripper_closed_1": 1, "sim_time": 1,
+                "ee_position": 3, "ee_axis_angle": 3, "gripper_fingers": 2}
+POSE_FIELDS = ("ee_position", "ee_axis_angle")
 EXTRA_SOURCES = ("sim_time",)
 IMAGE_LAYOUTS = ("HWC", "CHW")
 INSET_CORNERS = ("top_left", "top_right", "bottom_left", "bottom_right")
@@ -150,13 +169,21 @@ class StateEntry:
         if self.dtype not in ("float32", "float64"):
             raise ProfileError(f"state dtype must be float32 or float64, got {self.dtype!r}")
 
-    def value(self, obs: PolicyObservation, open_width_m: float) -> np.ndarray:
+    def value(self, obs: PolicyObservation, open_width_m: float, pose=None) -> np.ndarray:
         parts = []
         for f in self.fields:
-            if f == "joint_position":
+            if f == "ee_position":
+                parts.append(pose[0])
+            elif f == "ee_axis_angle":
+                parts.append(axis_angle_from_rotation(pose[1]))
+            elif f == "gripper_fingers":
+                parts.append([obs.gripper_width / 2.0, -obs.gripper_width / 2.0])
+            elif f == "joint_position":
                 parts.append(obs.joint_positions)
             elif f == "gripper_width_m":
                 parts.append([obs.gripper_width])
+            elif f == "sim_time":
+                parts.append([obs.sim_time])
             else:  # the width seen as a closure fraction, 1 = closed
                 parts.append([float(np.clip(1.0 - obs.gripper_width / open_width_m, 0.0, 1.0))])
         return np.concatenate([np.asarray(p, dtype=np.float64) for p in parts]).astype(self.dtype)
@@ -174,6 +201,7 @@ class RequestLayout:
     dropped_cameras: tuple[str, ...] = ()
     extras: tuple[tuple[tuple[str, ...], str], ...] = ()
     open_width_m: float = 0.08
+    kinematics: object = field(default=None, compare=False)  # pose(q) for ee_* state fields
 
     def __post_init__(self) -> None:
         used = {c for s in self.images for c in s.cameras}
@@ -196,8 +224,11 @@ class RequestLayout:
         req: dict = {}
         for slot in self.images:
             _put(req, slot.key, slot.render(obs.images))
+        pose = None
+        if any(f in POSE_FIELDS for st in self.states for f in st.fields):
+            pose = self.kinematics.pose(obs.joint_positions)
         for st in self.states:
-            _put(req, st.key, st.value(obs, self.open_width_m))
+            _put(req, st.key, st.value(obs, self.open_width_m, pose))
         _put(req, self.prompt_key, obs.instruction)
         for key, source in self.extras:
             _put(req, key, np.array([obs.sim_time], dtype=np.float64))
@@ -221,9 +252,42 @@ class Profile:
     name: str
     request: RequestLayout
     actions: ActionConversion
+    protocol: str = "openpi"  # openpi | roboarena (endpoint and session_id keys, a reset message)
+
+    def conventions(self) -> dict:
+        """What the profile declares a server must agree with (compared with the
+        server's metadata at the episode's start, recorded in run.json)."""
+        return declared_conventions(self.actions, self.request.describe())
 
     def describe(self) -> dict:
-        return {"name": self.name, "request": self.request.describe(), "actions": self.actions.to_dict()}
+        return {"name": self.name, "protocol": self.protocol, "request": self.request.describe(),
+                "actions": self.actions.to_dict(), "conventions": self.conventions()}
+
+    @property
+    def resize(self) -> list | None:
+        """The image resolution the request is sent at (None: as rendered)."""
+        sizes = {s.resize for s in self.request.images}
+        only = sizes.pop() if len(sizes) == 1 else None
+        return list(only) if only else None
+
+
+ACTION_SPACES = {"velocity": "joint_velocity", "position": "joint_position", "delta": "joint_delta",
+                 "ee_delta": "ee_delta"}
+
+
+def declared_conventions(actions: ActionConversion, request: dict) -> dict:
+    """Action space, control rate, open-loop horizon, gripper convention, state
+    layout and camera slots, as one flat record."""
+    return {"action_space": ACTION_SPACES[actions.arm],
+            "action_dim": actions.native.dim,
+            "control_rate_hz": actions.native.control_frequency_hz,
+            "open_loop_horizon": int(actions.open_loop_horizon) or None,
+            "gripper": actions.native.gripper.kind,
+            "gripper_threshold": actions.gripper_threshold,
+            "state": {s["key"] if isinstance(s["key"], str) else "/".join(s["key"]): s["fields"]
+                      for s in request["state"]},
+            "cameras": {s["key"] if isinstance(s["key"], str) else "/".join(s["key"]): s["cameras"]
+                        for s in request["images"]}}
 
 
 # presets: image slots, state entries, prompt key, default resize, action convention
@@ -233,7 +297,28 @@ _PRESETS = {
         "state": {"observation/joint_position": ["joint_position"],
                   "observation/gripper_position": ["gripper_closed_1"]},
         "prompt_key": "prompt", "resize": [224, 224],
-        "actions": {"arm": "velocity", "gripper": GRIPPER_CLOSED_1}},
+        "actions": {"arm": "velocity", "gripper": GRIPPER_CLOSED_1, "velocity_scale": DROID_VELOCITY_SCALE_RAD_S,
+                    "velocity_rule": "scale_vector", "control_rate_hz": DROID_CONTROL_RATE_HZ,
+                    "open_loop_horizon": DROID_OPEN_LOOP_HORIZON, "gripper_threshold": 0.5}},
+    "roboarena": {
+        "images": {"observation/exterior_image_1_left": "front+display", "observation/wrist_image_left": "wrist"},
+        "state": {"observation/joint_position": ["joint_position"],
+                  "observation/gripper_position": ["gripper_closed_1"]},
+        "prompt_key": "prompt", "resize": [224, 224], "protocol": "roboarena",
+        "actions": {"arm": "position", "gripper": GRIPPER_CLOSED_1, "velocity_scale": DROID_VELOCITY_SCALE_RAD_S,
+                    "velocity_rule": "scale_vector", "control_rate_hz": DROID_CONTROL_RATE_HZ,
+                    "open_loop_horizon": 0}},
+    # A stock pi0/pi0.5 LIBERO checkpoint: LIBERO's images and state (hand position,
+    # axis-angle, two finger positions), 7-column end-effector deltas per 20 Hz step in the
+    # base frame with LIBERO's OSC scales, the gripper +1 = close; 5 rows per request
+    # (openpi's LIBERO example, replan_steps).
+    "libero_ee": {
+        "images": {"observation/image": "front+display", "observation/wrist_image": "wrist"},
+        "state": {"observation/state": ["ee_position", "ee_axis_angle", "gripper_fingers"]},
+        "prompt_key": "prompt", "resize": [224, 224],
+        "actions": {"arm": "ee_delta", "frame": "base", "rotation": "axis_angle", "translation_scale_m": 0.05,
+                    "rotation_scale_rad": 0.5, "control_rate_hz": 20.0, "open_loop_horizon": 5,
+                    "gripper": GRIPPER_SIGN_CLOSED_POSITIVE}},
     "libero": {
         "images": {"observation/image": "front+display", "observation/wrist_image": "wrist"},
         "state": {"observation/state": ["joint_position", "gripper_width_m"]},
@@ -254,8 +339,12 @@ _PRESETS = {
 _LEGACY_CHANNELS = {"front": ("images", "front"), "wrist": ("images", "wrist"), "display": ("images", "display"),
                     "joint_positions": ("state", "joint_position"), "gripper": ("state", "gripper_width_m")}
 
+# DROID's two joint action spaces (droid RobotEnv action_space; RoboArena's PolicyServerConfig)
+DROID_ACTION_SPACES = {"joint_velocity": {"arm": "velocity", "velocity_rule": "scale_vector"},
+                       "joint_position": {"arm": "position", "velocity_rule": "clip"}}
+
 PARAM_KEYS = ("profile", "images", "state", "prompt_key", "resize", "image_layout", "state_dtype",
-              "nested_separator", "drop_cameras", "extra", "actions", "inset", "keys")
+              "nested_separator", "drop_cameras", "extra", "actions", "inset", "keys", "action_space")
 
 
 def build_profile(params: dict, reference: ActionSpec) -> Profile:
@@ -282,14 +371,44 @@ def build_profile(params: dict, reference: ActionSpec) -> Profile:
     states = tuple(StateEntry(split(k), tuple(v if isinstance(v, list) else [v]),
                               str(params.get("state_dtype", "float64"))) for k, v in state.items())
     extras = tuple((split(k), str(v)) for k, v in dict(params.get("extra", {})).items())
+    needs_pose = any(f in POSE_FIELDS for st in states for f in st.fields)
+    acts = dict(preset["actions"])
+    space = params.get("action_space")
+    if space is not None:
+        if name not in ("droid", "roboarena") or space not in DROID_ACTION_SPACES:
+            raise ProfileError(f"action_space {space!r}: the droid and roboarena profiles take one of "
+                               f"{list(DROID_ACTION_SPACES)}")
+        acts.update(DROID_ACTION_SPACES[space])
+    acts.update(dict(params.get("actions", {})))
+    kinematics = hand_kinematics() if needs_pose or acts.get("arm") == "ee_delta" else None
     layout = RequestLayout(slots, states, split(prompt_key), tuple(params.get("drop_cameras", ())), extras,
-                           reference.gripper.open_width_m)
-    acts = {**preset["actions"], **dict(params.get("actions", {}))}
+                           reference.gripper.open_width_m, kinematics)
+    conversion = build_conversion(reference, acts, kinematics)
+    return Profile(name, layout, conversion, preset.get("protocol", "openpi"))
+
+
+def hand_kinematics():
+    """The cell's robot model with the skills' IK (imported only by profiles that need it)."""
+    from labference_ros.skills.ee_ik import HandKinematics
+
+    return HandKinematics()
+
+
+def build_conversion(reference: ActionSpec, acts: dict, kinematics=None):
+    """A profile's `actions` -> its conversion into the reference interface; a convention
+    that cannot be mapped is a ProfileError naming it (before any episode)."""
+    acts = dict(acts)
     try:
-        conversion = make_conversion(reference, **acts)
+        if acts.get("arm") == "ee_delta":
+            acts.pop("arm")
+            gripper = acts.pop("gripper", GRIPPER_SIGN_CLOSED_POSITIVE)
+            if gripper != GRIPPER_SIGN_CLOSED_POSITIVE:
+                raise ConversionError(f"end-effector gripper convention {gripper!r} cannot be mapped; "
+                                      f"supported: {GRIPPER_SIGN_CLOSED_POSITIVE!r}")
+            return ee_delta_conversion(reference, kinematics or hand_kinematics(), **acts)
+        return make_conversion(reference, **acts)
     except (ConversionError, TypeError) as e:
         raise ProfileError(f"actions {acts}: {e}") from e
-    return Profile(name, layout, conversion)
 
 
 def _apply_legacy_keys(keys: dict, images: dict, state: dict, prompt_key: str):

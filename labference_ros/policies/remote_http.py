@@ -21,7 +21,7 @@ import numpy as np
 
 from labference_ros.core.observation import PolicyObservation, request_dict
 from labference_ros.core.system import EvaluationValidityError, TestedSystem
-from labference_ros.policies.limits import check_rows, read_bounded, reply_limits
+from labference_ros.policies.limits import check_rows, read_bounded, rejection_limit, reply_limits
 from labference_ros.policies.request_support import RequestSupport
 
 
@@ -37,6 +37,8 @@ class HttpPolicy(RequestSupport, TestedSystem):
         super().__init__(spec, **params)
         self._init_support()
         self.max_bytes, self.max_rows = reply_limits(self.params, self.spec)
+        # Every chunk rejected is an error (core.rejections), not a run that holds to its deadline.
+        self.rejected_chunks_limit = rejection_limit(self.params, self.spec)
         self.last_request: bytes = b""  # kept for the leak check and receipts
 
     def _post(self, path: str, body: bytes) -> dict:

@@ -103,6 +103,60 @@ def test_conversions_refuse_what_the_reference_cannot_express():
         make_conversion(REF, arm="torque")
     with pytest.raises(ConversionError, match="gripper convention"):
         native_spec(REF, "velocity", "percent_open")
-    other_rate = native_spec(reference_joint_spec(15.0, 50), "velocity", GRIPPER_CLOSED_1)
-    with pytest.raises(ConversionError, match="control rates differ"):
-        ActionConversion(other_rate, REF, "velocity", 3.0)
+    faster = native_spec(REF, "velocity", GRIPPER_CLOSED_1, control_rate_hz=100.0)
+    with pytest.raises(ConversionError, match="exceeds the bridge's 50 Hz"):
+        ActionConversion(faster, REF, "velocity", 3.0)
+    with pytest.raises(ConversionError, match="velocity rule"):
+        make_conversion(REF, arm="velocity", gripper=GRIPPER_CLOSED_1, velocity_rule="saturate")
+
+
+def droid_15hz(**kw):
+    return make_conversion(REF, arm="velocity", gripper=GRIPPER_CLOSED_1, velocity_scale=3.0,
+                           velocity_rule="scale_vector", control_rate_hz=15.0, **kw)
+
+
+def test_droid_rows_are_15_hz_steps_of_at_most_0_2_rad_interpolated_at_the_bridge_rate():
+    conv = droid_15hz(open_loop_horizon=8)
+    rows = np.zeros((10, 8))
+    rows[:, 0] = 1.0  # one unit: 0.2 rad per 15 Hz step
+    rows[:, 7] = 1.0
+    v = conv.validate(rows, 0, 0, Q0)
+    assert v.status == ACCEPTED and v.native["executed_rows"] == 8  # openpi's DROID example: 8 of 10
+    applied = v.applied
+    assert len(applied) == 27  # 8 steps of 1/15 s = 0.533 s, in 20 ms rows
+    t = np.arange(1, 28) * 0.02
+    assert np.allclose(applied[:, 0], np.minimum(t, 8 / 15) * 3.0)  # 0.2 rad per step, linear between
+    step_ends = np.round(np.arange(1, 9) / 15 / 0.02).astype(int) - 1  # rows nearest each step's end
+    assert np.allclose(np.diff(np.concatenate([[0.0], applied[step_ends[[2, 5]], 0]])), [0.6, 0.6], atol=0.03)
+    assert np.allclose(applied[:, 7], 0.0)  # closed
+
+
+def test_an_over_range_velocity_row_is_scaled_as_a_vector_not_clipped_per_joint():
+    conv = droid_15hz()
+    rows = np.zeros((1, 8))
+    rows[0, :3] = [2.0, 1.0, -0.5]  # largest 2: the whole row is halved
+    v = conv.validate(rows, 0, 0, Q0)
+    assert v.status == ACCEPTED and v.clipped_values == 0 and v.native["scaled_rows"] == 1
+    step = v.applied[-1, :3] - Q0[:3]
+    assert np.allclose(step, [0.2, 0.1, -0.05])  # direction kept; a per-joint clip would give 0.2, 0.2, -0.1
+    assert v.record()["native"]["requested"][0][0] == 2.0  # as the server sent it
+
+
+def test_the_gripper_threshold_binarises_and_holds_for_the_step():
+    conv = droid_15hz(gripper_threshold=0.5)
+    rows = np.zeros((2, 8))
+    rows[:, 7] = [0.4, 0.6]
+    applied = conv.validate(rows, 0, 0, Q0).applied
+    assert len(applied) == 7  # 2/15 s
+    widths = applied[:, 7]
+    assert np.allclose(widths[:4], 0.08) and np.allclose(widths[4:], 0.0), widths  # step 2 starts at 0.0667 s
+
+
+def test_joint_position_rows_at_15_hz_are_reached_at_each_steps_end():
+    conv = make_conversion(REF, arm="position", gripper=GRIPPER_CLOSED_1, control_rate_hz=15.0)
+    target = Q0.copy()
+    target[1] += 0.3
+    target[7] = 0.0
+    applied = conv.validate(np.tile(target, (3, 1)), 0, 0, Q0).applied
+    assert len(applied) == 10 and np.allclose(applied[-1, :7], target[:7])
+    assert np.allclose(applied[:, 1], np.minimum(np.arange(1, 11) * 0.02 * 15, 1.0) * 0.3)

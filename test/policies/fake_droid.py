@@ -4,8 +4,15 @@ openpi-client's own serialisation (openpi_client.msgpack_numpy).
 Like OpenPI's DROID policy it reads observation/exterior_image_1_left,
 observation/wrist_image_left, observation/joint_position,
 observation/gripper_position (0..1, 1 = closed) and prompt, and answers
-{"actions": [H x 8]}: 7 joint velocities normalised so that 1 = 3 rad/s
-(DROID: 0.2 rad per step at 15 Hz) and the gripper position.
+{"actions": [H x 8]}: 7 joint velocities, one row per 15 Hz step, normalised
+so that 1 = 0.2 rad per step (3 rad/s, DROID's RobotIKSolver) and the
+gripper position.
+
+With `roboarena=True` it speaks RoboArena's variant of the protocol: its
+PolicyServerConfig goes first, each request carries `endpoint` ("reset"
+answered with the text "reset successful", or "infer") and `session_id`
+when the config asks for it, and the reply is the action array itself.
+`action_space="joint_position"` answers absolute joint targets per step.
 
 Its "model" is the project's display_reader (pixels only): the exterior slot
 carries the front view and the balance display side by side ("front|display"),
@@ -42,12 +49,19 @@ def droid_actions(targets: np.ndarray, q: np.ndarray, rate_hz: float, scale_rad_
 class FakeDroidServer:
     """mode: ok | no_actions | wrong_shape | nan."""
 
-    def __init__(self, rate_hz: float = 50.0, chunk_len: int = 50, api_key: str | None = None,
-                 mode: str = "ok", metadata: dict | None = None, velocity_scale_rad_s: float = 3.0):
+    def __init__(self, rate_hz: float = 15.0, chunk_len: int = 10, api_key: str | None = None,
+                 mode: str = "ok", metadata: dict | None = None, velocity_scale_rad_s: float = 3.0,
+                 action_space: str = "joint_velocity", roboarena: bool = False):
         self.rate_hz, self.chunk_len, self.api_key, self.mode = rate_hz, chunk_len, api_key, mode
         self.velocity_scale_rad_s = velocity_scale_rad_s
-        self.metadata = metadata or {"policy": "fake_droid", "action_horizon": chunk_len,
-                                     "action_space": "joint_velocity"}
+        self.action_space, self.roboarena = action_space, roboarena
+        if roboarena:  # RoboArena's PolicyServerConfig, as its server sends it (dataclasses.asdict)
+            default = {"image_resolution": None, "needs_wrist_camera": True, "n_external_cameras": 1,
+                       "needs_stereo_camera": False, "needs_session_id": True, "action_space": action_space}
+        else:
+            default = {"policy": "fake_droid", "action_horizon": chunk_len, "action_space": action_space}
+        self.metadata = metadata or default
+        self.resets: list[dict] = []
         self.requests: list[bytes] = []
         self.decoded: list[dict] = []
         self.replies: list[np.ndarray] = []
@@ -66,8 +80,15 @@ class FakeDroidServer:
         spec = reference_joint_spec(self.rate_hz, self.chunk_len)
         model = make("display_reader", spec=spec)  # a fresh connection is a fresh session
         for frame in ws:
-            self.requests.append(frame)
             obs = openpi_msgpack.unpackb(frame)
+            if self.roboarena:
+                endpoint = obs.pop("endpoint")
+                if endpoint == "reset":
+                    self.resets.append(obs)
+                    model = make("display_reader", spec=spec)
+                    ws.send("reset successful")
+                    continue
+            self.requests.append(frame)
             self.decoded.append(obs)
             if self.mode == "no_actions":
                 ws.send(openpi_msgpack.packb({"server_timing": {"infer_ms": 1.0}}))
@@ -78,7 +99,10 @@ class FakeDroidServer:
             elif self.mode == "nan":
                 actions[0, 3] = np.nan
             self.replies.append(actions)
-            ws.send(openpi_msgpack.packb({"actions": actions, "server_timing": {"infer_ms": 1.0}}))
+            if self.roboarena:
+                ws.send(openpi_msgpack.packb(actions))
+            else:
+                ws.send(openpi_msgpack.packb({"actions": actions, "server_timing": {"infer_ms": 1.0}}))
 
     def _act(self, model, req: dict) -> np.ndarray:
         composite = req["observation/exterior_image_1_left"]
@@ -93,8 +117,12 @@ class FakeDroidServer:
                                         "wrist": req["observation/wrist_image_left"]},
             image_stamps={}, joint_positions=q, gripper_width=OPEN_WIDTH_M * (1.0 - closure),
             instruction=req["prompt"], camera_calibration={"front": calib})
-        return droid_actions(np.asarray(model.act(obs), dtype=np.float64), q, self.rate_hz,
-                             self.velocity_scale_rad_s)
+        targets = np.asarray(model.act(obs), dtype=np.float64)
+        if len(targets) < self.chunk_len:  # a model's chunk has its own length: the last target held
+            targets = np.vstack([targets, np.repeat(targets[-1:], self.chunk_len - len(targets), axis=0)])
+        if self.action_space == "joint_position":
+            return np.column_stack([targets[:, :7], 1.0 - targets[:, 7] / OPEN_WIDTH_M])
+        return droid_actions(targets, q, self.rate_hz, self.velocity_scale_rad_s)
 
     def __enter__(self):
         self.thread.start()
