@@ -153,7 +153,7 @@ def test_a_tube_that_settles_in_b2_when_b3_was_intended_is_retrieved_from_b2():
         (placed,) = s.events("placement_confirmed")
         assert placed["detail"] == {"hole": "B2", "intended_hole": "B3", "deviation": True}
         (failure,) = s.events("execution_failure")  # aimed at B3, seated in B2
-        assert failure["detail"] == {"seated_in": "B2"}
+        assert failure["detail"] == {"seated_in": "B2", "failure": "other_destination"}
         s.turn_rack(0.0)  # the basic condition's occlusion: the rack stays
         s.step(2)
         s.observe()
