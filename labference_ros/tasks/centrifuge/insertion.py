@@ -114,7 +114,7 @@ def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: Centri
         passed.append("aligned")
     if fraction >= th.min_depth_fraction:
         passed.append("deep")
-    if radial <= contract.clearance_m + th.radial_allowance_m:
+    if radial <= contract.clearance_m + th.contact_penetration_m:
         passed.append("centred")
     if not contacts & set(ROBOT_CONTACTS):
         passed.append("released")

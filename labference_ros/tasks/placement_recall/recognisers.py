@@ -79,7 +79,7 @@ def seat_check(obj: ObjectMeasurement, pose: RackPose, contract: PlacementContra
     local = to_local(bottom, pose)
     centre = geometry.local_hole(hole)
     fraction = -float(local[2]) / geometry.depth_m
-    clearance = geometry.hole_half_m - contract.tube.radius_m + th.clearance_allowance_m
+    clearance = geometry.hole_half_m - contract.tube.radius_m + th.contact_penetration_m
     contacts = set(obj.contacts)
     passed = ["in_hole"]
     if tilt <= th.max_tilt_deg:
