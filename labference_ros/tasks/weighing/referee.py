@@ -16,6 +16,7 @@ from dataclasses import replace
 from labference_ros.core.measurements import PAN, WorldMeasurement
 from labference_ros.core.operations import Operation
 from labference_ros.core.opportunities import Evidence, Opportunity
+from labference_ros.core.protocol import DROP, RELEASED_OUTSIDE
 from labference_ros.core.referee_core import LATE, RefereeCore
 from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
@@ -25,7 +26,7 @@ from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PA
                                                       ObjectTracker, location_of, still, touches_location,
                                                       view_of)
 from labference_ros.core.operations import add, remove
-from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
+from labference_ros.tasks.weighing.task_state import (ELSEWHERE, ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
 # An opportunity that opens while an object is held takes its choice from that
@@ -346,9 +347,12 @@ class Referee(RefereeCore):
         ex = self._executions.get(ce.object) if ce.after_attempt else None
         if ex is None:
             return
+        # Came to rest on nothing the task knows (it fell): a drop; on the other task
+        # location: released outside its destination (core.protocol's failure kinds).
+        failure = DROP if ce.location == ELSEWHERE else RELEASED_OUTSIDE
         self._settle_execution(ce.object, ce.t, ce.location == ex["operation"].destination, obj=ce.object,
                                attempt=ce.attempt, measured_value=ce.measured_g,
-                               detail={"location": ce.location, "chosen_at": ex["t"]})
+                               detail={"location": ce.location, "chosen_at": ex["t"]}, failure=failure)
 
     def _note_release(self, r: dict) -> None:
         """When a chosen object left the fingers, and on what it was."""
@@ -393,7 +397,7 @@ class Referee(RefereeCore):
             return  # released onto the destination and picked up again: an adjustment
         self._settle_execution(obj, t, False, obj=obj, attempt=ex["attempt"],
                                detail={"location": location, "chosen_at": ex["t"], "drop": True,
-                                       "support": support, "released_at": ex["released_t"]})
+                                       "support": support, "released_at": ex["released_t"]}, failure=DROP)
 
     def _note(self, n: dict) -> None:
         cat, t = n["category"], n["t"]
