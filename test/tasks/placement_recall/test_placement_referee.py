@@ -406,3 +406,40 @@ def test_a_tube_lowered_beside_the_rack_makes_no_guide_entry():
         s.target = beside + [0.0, 0.0, height + LENGTH / 2]
         s.step(speed=0.2)
     assert s.scores()["placement"]["guide_entry"] is None
+
+
+def _failure_kinds(referee) -> list[str]:
+    return [e["detail"].get("failure") for e in referee.events if e["category"] == "execution_failure"]
+
+
+def test_a_retrieved_target_that_slips_back_undoes_the_retrieval():
+    from protocol_streams import slip
+
+    ref = slip()
+    (undone,) = [e for e in ref.events if e["category"] == "retrieval_undone"]
+    assert undone["detail"] == {"hole": "B2"}
+    assert _failure_kinds(ref).count("slip") == 2  # the delivery under way, and the retrieval it undid
+    retrievals = [o for o in ref.opportunities if any(op.type == "pick" for op in o.legal_set)]
+    assert [o.execution for o in retrievals] == ["failed", "confirmed"]  # the retry, a new opportunity
+    assert len([e for e in ref.events if e["category"] == "retrieval_confirmed"]) == 2
+    assert ref.scores()["completion_class"] == "recovered"
+
+
+def test_a_target_let_go_on_a_guide_leaves_its_placement_unfinished():
+    from protocol_streams import premature_advancement
+
+    ref = premature_advancement()
+    (unfinished,) = [e for e in ref.events if e["category"] == "placement_unfinished"]
+    assert unfinished["detail"]["hole"] == "B2" and "deep" in unfinished["detail"]["failures"]
+    assert _failure_kinds(ref) == ["unfinished"]
+    assert ref.z.phase == "place" and ref.z.placed_hole is None
+    assert [e["detail"]["reason"] for e in ref.events if e["category"] == "premature_advancement"] == [
+        "placement_unconfirmed"]
+
+
+def test_a_delivery_outside_the_marked_region_is_a_failed_delivery():
+    from protocol_streams import release_outside_region
+
+    ref = release_outside_region()
+    assert _failure_kinds(ref) == ["released_outside_region"]
+    assert ref.scores()["physically_complete"] is None and ref.legal_set()[0].type == "remove"
