@@ -19,6 +19,9 @@ the expert does):
 - dropper: carries its first tube toward the chosen slot's mouth, then sets it down back
   on the table where it stood (a drop after a correct choice), and on its next turn
   retries as the expert: a recovered completion.
+- hurried: lets each tube go upright just above its slot's mouth (the socket is tilted
+  30 degrees: the tube does not seat) and takes the next tube at once, opposite the slot
+  it meant the first for: an unfinished placement and premature advancement.
 - second_guess: where the destination follows from an occupied slot, its held tube
   first descends toward the neighbouring (wrong) slot, then leaves it and is inserted
   opposite: a wrong first choice corrected, a recovered completion.
@@ -39,7 +42,7 @@ from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
 from labference_ros.tasks.centrifuge.moves import open_width, plan_insert, plan_insert_at
-from labference_ros.tasks.centrifuge.rotor import opposite, slot_index, slot_name
+from labference_ros.tasks.centrifuge.rotor import opposite, slot_frames, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 
@@ -100,7 +103,7 @@ class _Loader(PlannedMotionSystem):
             self._note(t=t, seated=seated, done=True)
             self.finished = True
             return None
-        tube = pending[0]
+        tube = self.next_tube(pending)
         if self.moved.count(tube) > self.RETRIES:  # its insertion did not seat it: no further try
             self._note(t=t, seated=seated, gave_up=tube)
             self.finished = True
@@ -128,6 +131,10 @@ class _Loader(PlannedMotionSystem):
     def believed_occupied(self, seated: dict[str, int], tubes) -> list[int]:
         """The slots this system takes as occupied: what the rotor shows."""
         return list(seated.values())
+
+    def next_tube(self, pending: list[str]) -> str:
+        """Which of the tubes not seated it takes next."""
+        return pending[0]
 
 
 class ScriptedExpert(_Loader):
@@ -182,6 +189,27 @@ class PlanFollower(_Loader):
         itself (seated before its episode began) as the rotor shows it."""
         planned = {tube: self.intended[tube] for tube in tubes if tube in self.intended}
         return sorted({**seated, **planned}.values())
+
+
+class Hurried(PlanFollower):
+    """Lets each tube go upright above its slot's mouth instead of inserting it along the
+    socket's tilted axis, and takes the next tube at once, opposite the slot it meant the
+    first one for, without looking whether the first one seated."""
+
+    name = "hurried"
+
+    def next_tube(self, pending: list[str]) -> str:
+        fresh = [t for t in pending if t not in self.moved]
+        return fresh[0] if fresh else pending[0]
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        tube, centre, slot = move
+        self.intended[tube] = slot
+        contract = contract_for(self._instance.condition)
+        mouth = slot_frames(contract.rotor, self._instance.rotor_pose)[slot].mouth
+        self._note(t=obs.sim_time, let_go_above=slot_name(slot))
+        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
+                           open_width(self.spec.gripper), abandon_at=tuple(float(v) for v in mouth))
 
 
 class OppositeFromPixels(PlannedMotionSystem):

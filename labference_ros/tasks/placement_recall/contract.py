@@ -39,9 +39,10 @@ class SeatingThresholds:
     max_tilt_deg: float = 10.0  # paper 8.1/8.3: at most 10 deg from the hole's axis
     min_depth_fraction: float = 0.60  # paper 8.1: at least 60 % of the hole's depth, from the top face
     # Paper 8.1: the lateral offset of the tube's bottom from the hole's axis is bounded by
-    # the guides' physical clearance (hole half-width - tube radius), no allowance beyond it
-    # but the contact's penetration (a measurement resolution, as for the rotor's sockets).
-    contact_penetration_m: float = 0.00002
+    # the guides' physical clearance at the tube's tilt (hole half-width - tube radius *
+    # cos(tilt)), no allowance beyond it but the contact's penetration (a measurement
+    # resolution, as for the rotor's sockets).
+    contact_penetration_m: float = 0.00005
     dwell_s: float = 0.50  # paper 8.1: release and support over 0.5 s, continuously
     max_linear_mps: float = 0.005  # ours (8.1 "continuous stability"): still
     max_angular_rps: float = 0.05  # ours, as above

@@ -26,6 +26,14 @@ down upright in the marked region. They differ in where they reach for it:
 - cap_colour_pixels (not privileged): places as label_memory_pixels does, but keeps only the
   cap colour of the tube it picked; after the occlusion it reaches for a cap of that colour it
   sees in the rack. The pixel counterpart of cap_colour.
+
+Imperfect systems (paper 5.3: the mistakes real policies make; privileged, as scripted_expert):
+- dropper: carries the tube down toward its chosen hole, then sets it down back on the table
+  where it stood (a drop after a correct choice); it then places it again and goes on as the
+  expert: a recovered completion.
+- second_guess: after the occlusion its open hand first descends over a wrong hole, then
+  retrieves the target from its own: a wrong first retrieval choice corrected, a recovered
+  completion.
 """
 from __future__ import annotations
 
@@ -196,6 +204,81 @@ class ScriptedExpert(_Recall):
 
     def committed_hole(self, evaluator: EvaluatorView) -> str | None:
         return evaluator.facts.get("in_holes", {}).get("tube_target")
+
+
+# The wrong hole second_guess's hand first descends over: this many labels on from the
+# target's (the next row but one, two columns on: never a neighbour).
+SECOND_GUESS_OFFSET = 6
+# Its grip point's descent over that hole, above the rack's top face: from well above the
+# caps of tubes standing 5 cm out of the rack down to 2 cm above them, and back.
+SECOND_GUESS_HEIGHTS_M = (0.16, 0.07)
+
+
+class Dropper(ScriptedExpert):
+    """Its first placement is let go back on the table where the tube stood; then it
+    places the tube again."""
+
+    name = "dropper"
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.dropped = False
+        self.retried = False
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        target = contract_for("basic").target
+        if self.stage == "place" and self.dropped and not self.retried and target in self.moved \
+                and evaluator is not None and target not in evaluator.facts.get("in_holes", {}):
+            self.retried = True
+            self.moved.remove(target)  # the dropped tube: place it again
+            self._note(t=obs.sim_time, retry="the tube is not in the rack")
+        return super().decide(obs, evaluator)
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        _name, centre, (kind, where) = move
+        if kind != "insert" or self.dropped:
+            return super().plan_move(obs, move)
+        self.dropped = True
+        tube = contract_for("basic").tube
+        spot = (float(centre[0]), float(centre[1]), float(centre[2]) - tube.length_m / 2)  # where it stood
+        self._note(t=obs.sim_time, abandon_at=list(spot))
+        return self.planner.plan_pick_insert(
+            obs.joint_positions, np.asarray(centre, float), tube.radius_m, tube.length_m, np.asarray(where, float),
+            (0.0, 0.0, -1.0), clear_z=float(where[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
+            open_width=open_width(self.spec.gripper), abandon_at=spot)
+
+
+class SecondGuess(ScriptedExpert):
+    """After the occlusion its open hand first descends over a wrong hole, then it retrieves
+    the target as the expert does."""
+
+    name = "second_guess"
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.guessed = False
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        move = super().decide(obs, evaluator)
+        if move is None or move[0] != "retrieval" or self.guessed:
+            return move
+        self.guessed = True
+        self.stage = "retrieve"  # the retrieval itself comes next, with its commitment
+        self.commitments = []
+        contract = contract_for(evaluator.instance.condition)
+        own = evaluator.facts.get("in_holes", {}).get(contract.target) or LABELS[0]
+        wrong = LABELS[(LABELS.index(own) + SECOND_GUESS_OFFSET) % len(LABELS)]
+        rack = evaluator.facts["rack_pose"]
+        mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[wrong]
+        self._note(t=obs.sim_time, first_guess=wrong, own=own)
+        return "guess", mouth, ("guess", mouth)
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        _name, _centre, (kind, mouth) = move
+        if kind != "guess":
+            return super().plan_move(obs, move)
+        high, low = (np.asarray(mouth, float) + [0.0, 0.0, h] for h in SECOND_GUESS_HEIGHTS_M)
+        return self.planner.plan_tcp_moves(obs.joint_positions, [high, low, high])
 
 
 class WorldPosition(_Recall):

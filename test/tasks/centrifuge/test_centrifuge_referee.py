@@ -201,9 +201,7 @@ def test_an_unreleased_insertion_leaves_the_placement_unfinished_and_advancing_i
 
 
 def test_a_pick_that_slips_back_into_its_socket_is_undone():
-    from protocol_streams import slip
-
-    ref = slip()
+    ref = _protocol_streams().slip()
     kinds = [e["detail"].get("failure") for e in ref.events if e["category"] == "execution_failure"]
     assert "slip" in kinds
     removed = [e for e in ref.events if e["category"] == "tube_removed"]
@@ -213,12 +211,23 @@ def test_a_pick_that_slips_back_into_its_socket_is_undone():
 
 
 def test_a_tube_dropped_on_the_table_after_a_correct_approach_is_a_drop():
-    from protocol_streams import release_outside_region
-
-    ref = release_outside_region()
+    ref = _protocol_streams().release_outside_region()
     s = ref.scores()
     (failure,) = [e for e in ref.events if e["category"] == "execution_failure"]
     assert failure["detail"]["failure"] == "drop" and failure["operation"]["type"] == "insert"
     assert s["first_choice_correct"] is True and s["executed"] is False
     # The failed attempt is new evidence: the retry will be a new opportunity's choice.
     assert [o.trigger for o in ref.opportunities][-1] == "failed_attempt"
+
+
+def _protocol_streams():
+    """This family's conformance streams (protocol_streams.py beside this file), loaded under
+    a name of their own: every family's module has the same file name."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).with_name("protocol_streams.py")
+    spec = importlib.util.spec_from_file_location("centrifuge_protocol_streams", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -413,9 +413,7 @@ def _failure_kinds(referee) -> list[str]:
 
 
 def test_a_retrieved_target_that_slips_back_undoes_the_retrieval():
-    from protocol_streams import slip
-
-    ref = slip()
+    ref = _protocol_streams().slip()
     (undone,) = [e for e in ref.events if e["category"] == "retrieval_undone"]
     assert undone["detail"] == {"hole": "B2"}
     assert _failure_kinds(ref).count("slip") == 2  # the delivery under way, and the retrieval it undid
@@ -426,9 +424,7 @@ def test_a_retrieved_target_that_slips_back_undoes_the_retrieval():
 
 
 def test_a_target_let_go_on_a_guide_leaves_its_placement_unfinished():
-    from protocol_streams import premature_advancement
-
-    ref = premature_advancement()
+    ref = _protocol_streams().premature_advancement()
     (unfinished,) = [e for e in ref.events if e["category"] == "placement_unfinished"]
     assert unfinished["detail"]["hole"] == "B2" and "deep" in unfinished["detail"]["failures"]
     assert _failure_kinds(ref) == ["unfinished"]
@@ -438,8 +434,19 @@ def test_a_target_let_go_on_a_guide_leaves_its_placement_unfinished():
 
 
 def test_a_delivery_outside_the_marked_region_is_a_failed_delivery():
-    from protocol_streams import release_outside_region
-
-    ref = release_outside_region()
+    ref = _protocol_streams().release_outside_region()
     assert _failure_kinds(ref) == ["released_outside_region"]
     assert ref.scores()["physically_complete"] is None and ref.legal_set()[0].type == "remove"
+
+
+def _protocol_streams():
+    """This family's conformance streams (protocol_streams.py beside this file), loaded under
+    a name of their own: every family's module has the same file name."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).with_name("protocol_streams.py")
+    spec = importlib.util.spec_from_file_location("placement_recall_protocol_streams", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
