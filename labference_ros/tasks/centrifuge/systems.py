@@ -19,9 +19,10 @@ the expert does):
 - dropper: carries its first tube toward the chosen slot's mouth, then sets it down back
   on the table where it stood (a drop after a correct choice), and on its next turn
   retries as the expert: a recovered completion.
-- hurried: lets each tube go upright just above its slot's mouth (the socket is tilted
-  30 degrees: the tube does not seat) and takes the next tube at once, opposite the slot
-  it meant the first for: an unfinished placement and premature advancement.
+- hurried: lets each tube go upright just above its slot's mouth instead of along the
+  socket's 30-degree axis and takes the next tube without looking whether the first one
+  seated, opposite the slot it meant the first for: a tube that jams leaves its placement
+  unfinished (and taking the next one then is premature advancement); one try per tube.
 - second_guess: where the destination follows from an occupied slot, its held tube
   first descends toward the neighbouring (wrong) slot, then leaves it and is inserted
   opposite: a wrong first choice corrected, a recovered completion.
