@@ -299,7 +299,8 @@ class Referee(RefereeCore):
     def _retrieval_attempt(self, hole: str, t: float) -> None:
         if self.z.phase not in (ts.WITHDRAW, ts.RETRIEVE):
             self._event("approach", t, detail={"hole": hole, "phase": self.z.phase})
-            if self._placement_waiting():
+            # Over the hole the unfinished target rests in, the hand comes to take it up again.
+            if self._placement_waiting() and hole != self._unfinished_hole:
                 self._premature_advancement(t, "", None, "placement_unconfirmed", opportunity_id=self._current_id())
             return
         kind = self._choice(ts.retrieve(self.contract.target, hole), "", t, 0)

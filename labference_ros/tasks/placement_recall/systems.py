@@ -49,6 +49,7 @@ from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_po
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 RELEASE_DEPTH_M = 0.022  # the tube's bottom this far below the top face when the fingers open
+MAX_PLACEMENTS = 2  # the pixel systems' insertions of their tube, the first and one retry
 CLEARANCE_M = 0.06  # a carried tube's bottom stays this far above the rack's top face
 TABLE_Z = 0.0
 
@@ -332,6 +333,7 @@ class _PixelRecall(_Recall):
         self.taken_before: set[str] = set()  # holes it saw holding a tube before its placement
         self.last_clear_frame: np.ndarray | None = None  # its last view of the rack before the occlusion
         self.tube_colour: str | None = None  # the cap colour of the tube it picked from the table
+        self.placements = 0  # insertions tried
 
     def _sight(self, obs: PolicyObservation, image: np.ndarray | None = None):
         from labference_ros.perception.vision import CameraCalibration
@@ -355,6 +357,35 @@ class _PixelRecall(_Recall):
     def on_occlusion(self, obs: PolicyObservation) -> None:
         """The first blanked frame: what it keeps of the last clear one is its own affair."""
 
+    def _confirm_placement(self, obs: PolicyObservation, t: float, contract):
+        """After a placement: confirmed when a hole shows a cap it did not show before (the one
+        it aimed at, or the one the tube settled in instead), or the cameras are blocked (the
+        environment occludes only after a confirmed placement). Otherwise the tube did not
+        seat. Seen standing on the table (it fell off the rack), it is picked up there and
+        inserted again, MAX_PLACEMENTS in all; left leaning in the rack (on a guide, against
+        another tube) it cannot be located from the front camera's caps alone, and the
+        system stops (the referee records the unfinished placement and the early stop).
+        None: go on (confirmed, or stopped)."""
+        if self.saw_occlusion or occluded(obs):
+            return None
+        seen = self._sight(obs)
+        hole = self.chosen_hole
+        gained = sorted(set(seen.seated) - self.taken_before)
+        if seen.pose is None or len(gained) == 1:
+            self._note(t=t, placement_confirmed=hole if seen.pose is not None else None, seen_gained=gained)
+            return None
+        if self.placements >= MAX_PLACEMENTS or not seen.standing:
+            reason = "no tries left" if seen.standing else "its tube is not seen standing off the rack"
+            self._note(t=t, placement_unconfirmed=hole, seen_gained=gained, gave_up=reason)
+            self.finished = True
+            return None
+        mouth = seen.mouth(hole)
+        where = np.asarray(seen.standing[0], float)
+        self.placements += 1
+        self._note(t=t, placement_unconfirmed=hole, seen_gained=gained, retry_from=where.tolist(),
+                   operation={"type": "insert", "object": contract.target, "destination": hole})
+        return "tube", where, ("insert", mouth)
+
     def before_placement(self, obs: PolicyObservation) -> None:
         seen = self._sight(obs)
         self.taken_before = set(seen.seated)
@@ -368,9 +399,11 @@ class _PixelRecall(_Recall):
         contract = contract_for("basic")  # the rack, the tubes and the marked region are the same in every condition
         t = obs.sim_time
         if self.stage == "place":
-            if self.moved:  # its one placement is done: wait
-                self.stage = "wait"
-                return None
+            if self.moved:  # a placement ran: confirm it before going on, or try again
+                retry = self._confirm_placement(obs, t, contract)
+                if retry is None:
+                    self.stage = "wait"
+                return retry
             seen = self._sight(obs)
             if seen.pose is None or not seen.standing:
                 self._note(t=t, gave_up="no rack or no tube on the table seen", edge_pixels=seen.edge_pixels)
@@ -389,6 +422,7 @@ class _PixelRecall(_Recall):
             self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
                        tube_colour=self.tube_colour,
                        operation={"type": "insert", "object": contract.target, "destination": hole})
+            self.placements += 1
             return "tube", np.asarray(seen.standing[0], float), ("insert", mouth)
         if self.stage == "wait":
             if occluded(obs) or not self.saw_occlusion:

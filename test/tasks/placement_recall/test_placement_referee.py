@@ -433,6 +433,21 @@ def test_a_target_let_go_on_a_guide_leaves_its_placement_unfinished():
         "placement_unconfirmed"]
 
 
+def test_coming_down_over_the_unfinished_targets_own_hole_is_a_retry_not_an_advancement():
+    s = Stream(_basic())
+    s.step(2)
+    s.observe()
+    s.grasp_target()
+    s.carry_target_down_into("B2")
+    s.closing, s.target_contacts = False, {RACK_OBJECT}
+    s.target = s._seated("B2") + [0.0, 0.0, 0.025]  # let go shallow: the placement is unfinished
+    s.tcp = s.target + [0.0, 0.0, 0.15]
+    s.step(40)
+    assert s.events("placement_unfinished")
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["B2"][:2])
+    assert s.events("approach") and not s.events("premature_advancement")
+
+
 def test_a_delivery_outside_the_marked_region_is_a_failed_delivery():
     ref = _protocol_streams().release_outside_region()
     assert _failure_kinds(ref) == ["released_outside_region"]
