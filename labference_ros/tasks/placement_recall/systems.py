@@ -50,6 +50,13 @@ from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 RELEASE_DEPTH_M = 0.022  # the tube's bottom this far below the top face when the fingers open
 MAX_PLACEMENTS = 2  # the pixel systems' insertions of their tube, the first and one retry
+# Looks at a placement it cannot confirm yet, one per 0.5 s hold: a tube that landed
+# beside its hole may still be sliding into the next one.
+PLACEMENT_LOOKS = 4
+LOOK_AGAIN = ("look again",)  # _confirm_placement's answer: hold, then look once more
+# The environment blocks the view within about a second of a confirmed placement and a
+# withdrawn hand: waiting longer than this for it, the pixel systems stop.
+OCCLUSION_WAIT_S = 10.0
 CLEARANCE_M = 0.06  # a carried tube's bottom stays this far above the rack's top face
 TABLE_Z = 0.0
 
@@ -334,6 +341,8 @@ class _PixelRecall(_Recall):
         self.last_clear_frame: np.ndarray | None = None  # its last view of the rack before the occlusion
         self.tube_colour: str | None = None  # the cap colour of the tube it picked from the table
         self.placements = 0  # insertions tried
+        self.looks = 0  # looks at an unconfirmed placement since the last insertion
+        self.waiting_since: float | None = None  # when it began to wait for the occlusion
 
     def _sight(self, obs: PolicyObservation, image: np.ndarray | None = None):
         from labference_ros.perception.vision import CameraCalibration
@@ -365,15 +374,18 @@ class _PixelRecall(_Recall):
         inserted again, MAX_PLACEMENTS in all; left leaning in the rack (on a guide, against
         another tube) it cannot be located from the front camera's caps alone, and the
         system stops (the referee records the unfinished placement and the early stop).
-        None: go on (confirmed, or stopped)."""
+        None: go on (confirmed, or stopped); LOOK_AGAIN: hold and look once more."""
         if self.saw_occlusion or occluded(obs):
             return None
         seen = self._sight(obs)
         hole = self.chosen_hole
         gained = sorted(set(seen.seated) - self.taken_before)
-        if seen.pose is None or len(gained) == 1:
-            self._note(t=t, placement_confirmed=hole if seen.pose is not None else None, seen_gained=gained)
+        if seen.pose is not None and len(gained) == 1:
+            self._note(t=t, placement_confirmed=gained[0], seen_gained=gained)
             return None
+        if not seen.standing and self.looks < PLACEMENT_LOOKS:
+            self.looks += 1  # it may still be settling into a hole: look again after a hold
+            return LOOK_AGAIN
         if self.placements >= MAX_PLACEMENTS or not seen.standing:
             reason = "no tries left" if seen.standing else "its tube is not seen standing off the rack"
             self._note(t=t, placement_unconfirmed=hole, seen_gained=gained, gave_up=reason)
@@ -382,6 +394,7 @@ class _PixelRecall(_Recall):
         mouth = seen.mouth(hole)
         where = np.asarray(seen.standing[0], float)
         self.placements += 1
+        self.looks = 0
         self._note(t=t, placement_unconfirmed=hole, seen_gained=gained, retry_from=where.tolist(),
                    operation={"type": "insert", "object": contract.target, "destination": hole})
         return "tube", where, ("insert", mouth)
@@ -401,8 +414,10 @@ class _PixelRecall(_Recall):
         if self.stage == "place":
             if self.moved:  # a placement ran: confirm it before going on, or try again
                 retry = self._confirm_placement(obs, t, contract)
+                if retry is LOOK_AGAIN:
+                    return None
                 if retry is None:
-                    self.stage = "wait"
+                    self.stage, self.waiting_since = "wait", t
                 return retry
             seen = self._sight(obs)
             if seen.pose is None or not seen.standing:
@@ -425,6 +440,12 @@ class _PixelRecall(_Recall):
             self.placements += 1
             return "tube", np.asarray(seen.standing[0], float), ("insert", mouth)
         if self.stage == "wait":
+            if not self.saw_occlusion and self.waiting_since is not None \
+                    and t - self.waiting_since >= OCCLUSION_WAIT_S - 1e-9:
+                # The environment blocks the view only after a confirmed placement: none came.
+                self._note(t=t, gave_up=f"no occlusion within {OCCLUSION_WAIT_S} s of its placement")
+                self.finished = True
+                return None
             if occluded(obs) or not self.saw_occlusion:
                 return None
             self.stage = "done"
