@@ -2,7 +2,9 @@
 book, observation receipts, the explicit-report track, the episode's end,
 late inputs, event records and live score snapshots.
 
-A family's referee subclasses RefereeCore and adds its recognisers, its task
+The protocol's rules (executions, drops, premature advancement, recovery, the
+dwell) are core.protocol's, mixed in. A family's referee subclasses RefereeCore
+and adds its recognisers, its task
 state (self.z, with evidence_version and physically_complete), its legal set
 (legal_set()), step() and check_intervention(). Everything here is
 record-for-record what the weighing referee did before this class existed
@@ -14,6 +16,7 @@ from collections import Counter
 
 from labference_ros.core.operations import STOP, Operation, as_operation
 from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
+from labference_ros.core.protocol import ProtocolRules
 from labference_ros.core.scoring import episode_scores
 from labference_ros.core.system import COMMITMENT_SOURCE
 
@@ -23,7 +26,7 @@ STOP_REASONS_EARLY = ("policy_stop", "policy_done")
 LATE = "late"
 
 
-class RefereeCore:
+class RefereeCore(ProtocolRules):
     def __init__(self, contract, episode_id: str, session_id: str, deadline_s: float | None):
         self.contract = contract
         self.episode_id = episode_id
@@ -45,6 +48,7 @@ class RefereeCore:
         self._seq = 0
         self._last_t: float | None = None
         self._out: list[dict] = []
+        self._protocol_init()
 
     # what a family provides -----------------------------------------------------
     def legal_set(self) -> tuple[Operation, ...]:

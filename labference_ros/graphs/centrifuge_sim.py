@@ -15,7 +15,7 @@ from . import weighing_sim
 from .graph import Graph, LaunchArgument, for_task
 
 TASK = "centrifuge_loading"
-SYSTEMS = "scripted_expert, plan_follower, opposite_from_pixels, http, openpi, agent"
+SYSTEMS = "scripted_expert, plan_follower, dropper, hurried, second_guess, opposite_from_pixels, http, openpi, agent"
 ARGUMENTS = tuple(
     dataclasses.replace(a, description=f"Tested system (policy registry name): {SYSTEMS}") if a.name == "system"
     else a for a in weighing_sim.ARGUMENTS if a.name != "monitor")

@@ -236,7 +236,7 @@ class PickPlacePlanner:
 
     def plan_pick_insert(self, arm_q, object_xyz, radius: float, length: float, mouth, axis,
                          clear_z: float, release_depth: float = 0.02, pre_insert: float = 0.04,
-                         open_width: float | None = None) -> MotionPlan:
+                         open_width: float | None = None, detour=None, abandon_at=None) -> MotionPlan:
         """Pick an upright cylinder (a tube) whose body centre is at object_xyz, top-down,
         and insert it bottom first into a socket: its mouth, and `axis` the unit direction
         into it. The hand turns so that the cylinder's axis lies along the socket's, the
@@ -244,7 +244,14 @@ class PickPlacePlanner:
         the mouth along the axis, then in to `release_depth` past it, where the fingers
         open (the cylinder slides on to the seat). `clear_z`: the height the cylinder's
         bottom keeps while it travels; `open_width`: the fingers' open width (default: the
-        cylinder's diameter and the open margin)."""
+        cylinder's diameter and the open margin).
+
+        Imperfect reference systems (paper 5.3's failed attempts) use two variations:
+        `detour` = (mouth, axis) of another socket, approached first (the cylinder's bottom
+        descends along its axis to DETOUR_STOP_M above its mouth) and left again before the
+        insertion; `abandon_at` = a point (x, y, surface z): after the cylinder's bottom has
+        descended toward the mouth it is carried there instead and let go
+        ABANDON_HEIGHT_M above that surface (a drop after a correct choice)."""
         s = self.settings
         obj = np.asarray(object_xyz, float)
         mouth, axis = np.asarray(mouth, float), np.asarray(axis, float) / np.linalg.norm(axis)
@@ -260,13 +267,39 @@ class PickPlacePlanner:
         open_w = min(0.08, 2 * radius + s.open_margin) if open_width is None else open_width
         plan = _PlanBuilder(self, arm_q)
         plan.pick(above_grasp, grasp, open_w, 2 * radius)
+        if detour is not None:
+            d_mouth = np.asarray(detour[0], float)
+            d_axis = np.asarray(detour[1], float) / np.linalg.norm(detour[1])
+            d_tilted = socket_rotation(d_axis)
+            d_pre = d_mouth - d_axis * (reach + pre_insert)
+            d_above = np.array([d_pre[0], d_pre[1], max(travel_z, d_pre[2])])
+            plan.move(d_above, "detour", d_tilted)
+            plan.move(d_pre, "detour_align", d_tilted)
+            plan.move(d_mouth - d_axis * (reach + DETOUR_STOP_M), "detour_descend", d_tilted)
+            plan.move(d_above, "detour_retreat", d_tilted)
         plan.move(above_pre, "transfer", tilted)
         plan.move(pre, "align", tilted)
+        if abandon_at is not None:
+            plan.move(mouth - axis * (reach + DETOUR_STOP_M), "descend", tilted)
+            plan.move(above_pre, "abandon_lift", tilted)
+            spot = np.asarray(abandon_at, float)
+            over = np.array([spot[0], spot[1], spot[2] + ABANDON_HEIGHT_M + length - below_top])
+            plan.move(np.array([over[0], over[1], travel_z]), "abandon_carry")
+            plan.move(over, "abandon_lower")
+            plan.release(open_w)
+            plan.move(np.array([over[0], over[1], travel_z]), "retreat")
+            return plan.done()
         plan.move(inserted, "insert", tilted)
         plan.release(open_w)
         plan.move(pre, "withdraw", tilted)
         plan.move(above_pre, "retreat", tilted)
         return plan.done()
+
+
+# plan_pick_insert's variations: how far above the other socket's mouth a detour's
+# descent stops, and how high above the surface an abandoned cylinder's bottom is let go.
+DETOUR_STOP_M = 0.01
+ABANDON_HEIGHT_M = 0.01
 
 
 class _PlanBuilder:

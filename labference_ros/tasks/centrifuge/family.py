@@ -15,6 +15,9 @@ class CentrifugeFamily(TaskFamily):
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.centrifuge.systems:ScriptedExpert",
         "plan_follower": "labference_ros.tasks.centrifuge.systems:PlanFollower",
+        "dropper": "labference_ros.tasks.centrifuge.systems:Dropper",
+        "hurried": "labference_ros.tasks.centrifuge.systems:Hurried",
+        "second_guess": "labference_ros.tasks.centrifuge.systems:SecondGuess",
         "opposite_from_pixels": "labference_ros.tasks.centrifuge.systems:OppositeFromPixels",
     }
     graphs = ("labference_ros.graphs.centrifuge_sim",)

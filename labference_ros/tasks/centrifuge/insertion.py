@@ -91,6 +91,14 @@ def approximate_offsets(bottom: np.ndarray, frames: list[SlotFrame]) -> tuple[np
     return depth, np.sqrt(np.einsum("ij,ij->i", lateral, lateral))
 
 
+def radial_bound(contract: CentrifugeContract, axial_error_deg: float) -> float:
+    """The largest radial offset of a tube's bottom centre the bore allows at this tilt
+    (paper 8.1: bounded by the physical clearance), and the contact's penetration."""
+    tilt = math.radians(min(abs(axial_error_deg), 90.0))
+    return contract.rotor.bore_radius_m - contract.tube.radius_m * math.cos(tilt) \
+        + contract.insertion.contact_penetration_m
+
+
 def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: CentrifugeContract) -> SeatCheck:
     """The predicate at one instant, for the slot whose axis the tube's bottom is nearest."""
     bottom, down = tube_bottom(obj, contract.tube.length_m)
@@ -114,7 +122,7 @@ def seat_check(obj: ObjectMeasurement, frames: list[SlotFrame], contract: Centri
         passed.append("aligned")
     if fraction >= th.min_depth_fraction:
         passed.append("deep")
-    if radial <= contract.clearance_m + th.radial_allowance_m:
+    if radial <= radial_bound(contract, axial):
         passed.append("centred")
     if not contacts & set(ROBOT_CONTACTS):
         passed.append("released")

@@ -10,19 +10,25 @@ The scored choice is the insertion destination: the first directed approach
 of a held tube toward a slot (recognisers.TubeTracker) is Insert(tube, slot)
 at the current opportunity; a grasp of a seated tube is Pick(tube). Its
 execution is confirmed when that tube is seated in the chosen slot (the
-insertion predicate held 0.5 s); seated elsewhere, or released unseated, is an
-execution failure, and the task state follows where the tube actually is.
+insertion predicate held 0.5 s); seated elsewhere, left unseated in a socket
+(shallow, tilted, or never released: unfinished) or dropped away from the
+rotor is an execution failure, and the task state follows where the tube
+actually is. A Pick is confirmed when the tube leaves its socket; falling back
+in undoes it (a slip). Grasping the other tube while a placement is
+unfinished or unconfirmed is premature advancement (4.1). The rules are
+core.protocol's; this module supplies the predicates.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from labference_ros.core.measurements import WorldMeasurement
-from labference_ros.core.operations import INSERT, Operation, as_operation, insert, pick
+from labference_ros.core.operations import INSERT, PICK, Operation, as_operation, insert, pick
+from labference_ros.core.protocol import DROP, OTHER_DESTINATION, SLIP, UNFINISHED
 from labference_ros.core.referee_core import LATE, RefereeCore
 from labference_ros.tasks.centrifuge import task_state as ts
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
-from labference_ros.tasks.centrifuge.insertion import SeatTracker, seat_check
+from labference_ros.tasks.centrifuge.insertion import ROBOT_CONTACTS, SeatTracker, seat_check
 from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
 from labference_ros.tasks.centrifuge.recognisers import TubeTracker
 from labference_ros.tasks.centrifuge.rotor import slot_frames, slot_index, slot_name
@@ -40,7 +46,8 @@ class Referee(RefereeCore):
         self.seats = {t: SeatTracker(contract) for t in contract.tubes}
         self._rest_since: dict[str, float] = {}
         self._unfinished_noted: set[str] = set()
-        self._executions: dict[str, dict] = {}  # tube -> the identified choice being carried out
+        self._removals: dict[str, dict] = {}  # tube -> its confirmed Pick, until it is inserted again
+        self._trigger = "confirmed_change"  # what the next new evidence is
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -67,17 +74,18 @@ class Referee(RefereeCore):
                 self._seated(tube, slot, m.t)
             elif tube in self.z.seated and not check.seated and self.trackers[tube].grasping \
                     and "deep" not in check.passed:
-                self.z = ts.confirm_removed(self.z, tube)
-                self._event("tube_removed", m.t, obj=tube)
-            self._watch_unfinished(tube, o, check, m.t)
+                self._removed(tube, m.t)
+            self._watch_placement(tube, o, check, m)
         holds = all(t in checks and checks[t].seated for t in self.contract.tubes)
         self.z = ts.terminal_update(self.contract, self.z, m.t, dt, holds)
         if self.z.evidence_version != z0.evidence_version:
-            self._new_evidence(m.t, "confirmed_change")
+            self._new_evidence(m.t, self._trigger)
+        self._trigger = "confirmed_change"
         for opp in self.book.expire(m.t):
             self._opportunity_closed(opp)
         if self.z.physically_complete and not z0.physically_complete:
             self._event("task_complete", m.t, detail={"seated": self.z.to_dict()["seated"]})
+            self._resolve_errors(m.t, "", by="task_complete")
             out = self._flush(m.t)
             return out + self.finish(m.t, "completed")[:-1]
         return self._flush(m.t)
@@ -121,57 +129,120 @@ class Referee(RefereeCore):
         if cat == "insertion_attempt":
             op = insert(tube, slot_name(r["slot"]))
             self.z = ts.note_attempt(self.z, tube, r["slot"])
+            self._removals.pop(tube, None)
             self._choice(op, tube, t, r["attempt"])
-        elif cat == "grasp" and tube in self.z.seated:
-            self._choice(pick(tube), tube, t, r["attempt"])
+            return
+        if cat == "grasp":
+            self._grasped(tube, t, r["attempt"])
+            return
+        self._event(cat, t, obj=tube, attempt=r["attempt"])
+        if cat == "release":
+            self._note_released(tube, t)
+
+    def _grasped(self, tube: str, t: float, attempt: int) -> None:
+        """A grasp: a drop ended the attempt before it (core.protocol); taking the other
+        tube while a placement is unfinished or unconfirmed is premature advancement;
+        a seated tube's grasp is Pick(tube)."""
+        dropped = self._regrasp_ends_attempt(tube)
+        if dropped is not None:
+            self._settle_execution(tube, t, False, failure=DROP, detail={"released_at": dropped.released_t})
+            self._failed_attempt()
+        waiting = sorted(u for u in self.contract.tubes if u != tube and (u in self.z.unfinished or u in self._released))
+        if tube in self.z.seated:
+            self._choice(pick(tube), tube, t, attempt)
         else:
-            self._event(cat, t, obj=tube, attempt=r["attempt"])
-            if cat == "grasp":
-                self._unfinished_noted.discard(tube)
+            self._event("grasp", t, obj=tube, attempt=attempt)
+            self._unfinished_noted.discard(tube)
+        if waiting:
+            opp = self.book.current
+            self._premature_advancement(t, tube, None, "previous_placement_unfinished:" + ",".join(waiting),
+                                        opportunity_id=opp.id if opp is not None else -1)
 
     def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> None:
         kind, opp = self._identify_choice(op, tube, t, attempt)
-        self._executions[tube] = {"operation": op, "opportunity_id": -1 if kind == "unscored" else opp.id, "t": t,
-                                  "first": kind in ("first", "repeat")}
+        self._begin_execution(tube, op, -1 if kind == "unscored" else opp.id, t, kind in ("first", "repeat"))
+
+    def _removed(self, tube: str, t: float) -> None:
+        """A seated tube lifted out of its socket: a Pick being carried out is confirmed."""
+        self.z = ts.confirm_removed(self.z, tube)
+        self._event("tube_removed", t, obj=tube)
+        ex = self._executions.get(tube)
+        if ex is not None and ex["operation"].type == PICK:
+            self._settle_execution(tube, t, True, detail={"removed": True})
+            self._removals[tube] = {**ex, "confirmed_t": t}
 
     def _seated(self, tube: str, slot: int, t: float) -> None:
         self.z = ts.confirm_seated(self.z, tube, slot)
         self._event("insertion_confirmed", t, obj=tube, detail={"slot": slot_name(slot)})
-        self._execution_outcome(tube, t, seated_slot=slot)
-        if self.errors_outstanding and ts.opposite_pair(self.contract, self.z):
-            self._event("recovery", t, obj=tube, detail={"resolved_errors": self.errors_outstanding})
-            self.errors_outstanding = 0
+        removal = self._removals.pop(tube, None)
+        if removal is not None:
+            # Taken out, then back in its socket with no insertion of its own: the Pick slipped.
+            self._undo_execution(removal, t, SLIP, obj=tube, detail={"seated_in": slot_name(slot)})
+        ok = self._execution_outcome(tube, t, seated_slot=slot)
+        consistent = len(self.z.seated) < 2 or ts.opposite_pair(self.contract, self.z)
+        if ok and consistent:
+            self._resolve_errors(t, tube, by="insertion_confirmed")
 
-    def _watch_unfinished(self, tube: str, o, check, t: float) -> None:
-        """A tube released near the rotor that came to rest without being seated
-        (shallow, tilted, on the rim) leaves its placement unfinished."""
-        resting = check.slot is not None and not check.seated and "released" in check.passed \
-            and "still" in check.passed and tube not in self.z.seated and not self.trackers[tube].grasping
+    def _watch_placement(self, tube: str, o, check, m: WorldMeasurement) -> None:
+        """Where a tube that left the hand (or was let go in a socket) came to rest
+        without being seated: near a socket its placement is unfinished (shallow,
+        tilted, on the rim, or never released, 4.1); anywhere else it was dropped."""
+        t = m.t
+        if tube in self.z.seated:
+            self._rest_since.pop(tube, None)
+            return
+        th = self.contract.insertion
+        still = o.linear_speed <= th.max_linear_mps and o.angular_speed <= th.max_angular_rps
+        untouched = not set(o.contacts) & set(ROBOT_CONTACTS)
+        near_socket = check.slot is not None
+        if tube in self._released:
+            done = self._watch_release(tube, t, at_rest=still and untouched, on_destination=near_socket,
+                                       dwell_s=self.contract.insertion.dwell_s)
+            if done and near_socket:
+                self._unfinished(tube, check, t, unreleased=False)
+            elif done:
+                watch = self._released[tube]
+                self._settle_execution(tube, t, False, failure=DROP,
+                                       detail={"released_at": watch.released_t, "seated_in": None})
+                self._failed_attempt()
+            return
+        # No release recognised: a tube at rest in a socket, the gripper opened but still
+        # touching it (unreleased), or let go with no choice pending.
+        released = untouched and not self.trackers[tube].grasping
+        unreleased = "in_socket" in check.passed and not m.gripper_closing
+        resting = near_socket and not check.seated and still and (released or unreleased)
         if not resting or tube in self._unfinished_noted:
-            self._rest_since.pop(tube, None) if not resting else None
+            if not resting:
+                self._rest_since.pop(tube, None)
             return
         since = self._rest_since.setdefault(tube, t)
         if t - since >= self.contract.insertion.dwell_s - 1e-9:
-            self._unfinished_noted.add(tube)
-            self.z = ts.confirm_unfinished(self.z, tube, check.slot)
-            self._event("insertion_unfinished", t, obj=tube,
-                        detail={"slot": slot_name(check.slot), "failures": list(check.failures)})
-            self._execution_outcome(tube, t, seated_slot=None)
+            self._unfinished(tube, check, t, unreleased=not untouched)
 
-    def _execution_outcome(self, tube: str, t: float, seated_slot: int | None) -> None:
-        ex = self._executions.pop(tube, None)
+    def _unfinished(self, tube: str, check, t: float, unreleased: bool) -> None:
+        self._unfinished_noted.add(tube)
+        self._rest_since.pop(tube, None)
+        self.z = ts.confirm_unfinished(self.z, tube, check.slot)
+        self._event("insertion_unfinished", t, obj=tube,
+                    detail={"slot": slot_name(check.slot), "failures": list(check.failures),
+                            "unreleased": unreleased})
+        self._execution_outcome(tube, t, seated_slot=None)
+
+    def _failed_attempt(self) -> None:
+        """A failed attempt is new evidence (OpportunityRules.triggers: failed_attempt)."""
+        self.z = ts.note_failed_attempt(self.z)
+        self._trigger = "failed_attempt"
+
+    def _execution_outcome(self, tube: str, t: float, seated_slot: int | None) -> bool:
+        ex = self._executions.get(tube)
         if ex is None:
-            return
+            return False
         op: Operation = ex["operation"]
         ok = op.type == INSERT and seated_slot is not None and slot_index(op.destination) == seated_slot
-        self._event("execution_confirmed" if ok else "execution_failure", t, obj=tube, operation=op,
-                    opportunity_id=ex["opportunity_id"],
-                    detail={"seated_in": None if seated_slot is None else slot_name(seated_slot)})
-        if not ok:
-            self._error()
-        opp = self.book.get(ex["opportunity_id"]) if ex["first"] else None
-        if opp is not None and opp.first_choice == op and opp.execution != "failed":
-            opp.execution = "confirmed" if ok else "failed"
+        failure = UNFINISHED if seated_slot is None else OTHER_DESTINATION
+        self._settle_execution(tube, t, ok, failure=failure,
+                               detail={"seated_in": None if seated_slot is None else slot_name(seated_slot)})
+        return ok
 
     def _new_evidence(self, t: float, trigger: str) -> None:
         self._open_evidence(t, trigger)

@@ -14,7 +14,20 @@ slides on to the seat). They differ in what the second destination follows from:
   An intention may come from its own insertion or from a checkpoint's history
   (receive_prefix: Insert(tube, slot) it carried out before the checkpoint).
 
-Both expose the Oracle's state and decision sites (paper 6): the state they act on,
+Imperfect systems (paper 5.3: the mistakes real policies make; privileged, choosing as
+the expert does):
+- dropper: carries its first tube toward the chosen slot's mouth, then sets it down back
+  on the table where it stood (a drop after a correct choice), and on its next turn
+  retries as the expert: a recovered completion.
+- hurried: lets each tube go upright just above its slot's mouth instead of along the
+  socket's 30-degree axis and takes the next tube without looking whether the first one
+  seated, opposite the slot it meant the first for: a tube that jams leaves its placement
+  unfinished (and taking the next one then is premature advancement); one try per tube.
+- second_guess: where the destination follows from an occupied slot, its held tube
+  first descends toward the neighbouring (wrong) slot, then leaves it and is inserted
+  opposite: a wrong first choice corrected, a recovered completion.
+
+All expose the Oracle's state and decision sites (paper 6): the state they act on,
 {"occupied_slots": [...]} (the expert's as measured, the plan follower's as planned),
 can be replaced or assisted by the occupancy the rotor shows, and the operation they
 commit to can be replaced; each decision's original and used outputs are logged
@@ -30,7 +43,7 @@ from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
 from labference_ros.tasks.centrifuge.moves import open_width, plan_insert, plan_insert_at
-from labference_ros.tasks.centrifuge.rotor import opposite, slot_index, slot_name
+from labference_ros.tasks.centrifuge.rotor import opposite, slot_frames, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 
@@ -39,6 +52,7 @@ class _Loader(PlannedMotionSystem):
 
     privileged = True
     INTERFACES = {"state": ("assist", "replace"), "decision": ("replace",)}  # capability negotiation
+    RETRIES = 0  # further insertions of a tube whose insertion did not seat it
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
@@ -90,8 +104,8 @@ class _Loader(PlannedMotionSystem):
             self._note(t=t, seated=seated, done=True)
             self.finished = True
             return None
-        tube = pending[0]
-        if tube in self.moved:  # its insertion did not seat it: no second try
+        tube = self.next_tube(pending)
+        if self.moved.count(tube) > self.RETRIES:  # its insertion did not seat it: no further try
             self._note(t=t, seated=seated, gave_up=tube)
             self.finished = True
             return None
@@ -119,9 +133,53 @@ class _Loader(PlannedMotionSystem):
         """The slots this system takes as occupied: what the rotor shows."""
         return list(seated.values())
 
+    def next_tube(self, pending: list[str]) -> str:
+        """Which of the tubes not seated it takes next."""
+        return pending[0]
+
 
 class ScriptedExpert(_Loader):
     name = "scripted_expert"
+
+
+class Dropper(_Loader):
+    """Its first tube is let go back on the table after its approach to the chosen slot;
+    then it tries again."""
+
+    name = "dropper"
+    RETRIES = 1
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        tube, centre, slot = move
+        self.intended[tube] = slot
+        first = not any(self.moved)
+        length = contract_for(self._instance.condition).tube.length_m
+        # Let go where it stood: that spot of the table is free now.
+        spot = (float(centre[0]), float(centre[1]), float(centre[2]) - length / 2) if first else None
+        if first:
+            self._note(t=obs.sim_time, abandon_at=list(spot))
+        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
+                           open_width(self.spec.gripper), abandon_at=spot)
+
+
+class SecondGuess(_Loader):
+    """Where an occupied slot fixes the destination, its held tube first descends toward the
+    slot next to the right one, then is inserted opposite."""
+
+    name = "second_guess"
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        self._occupied_now = dict(evaluator.facts.get("seated", {})) if evaluator is not None else {}
+        return super().decide(obs, evaluator)
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        tube, centre, slot = move
+        self.intended[tube] = slot
+        n = contract_for(self._instance.condition).rotor.n_slots
+        wrong = (slot + 1) % n if self._occupied_now else None
+        self._note(t=obs.sim_time, detour_slot=None if wrong is None else slot_name(wrong))
+        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
+                           open_width(self.spec.gripper), detour_slot=wrong)
 
 
 class PlanFollower(_Loader):
@@ -132,6 +190,27 @@ class PlanFollower(_Loader):
         itself (seated before its episode began) as the rotor shows it."""
         planned = {tube: self.intended[tube] for tube in tubes if tube in self.intended}
         return sorted({**seated, **planned}.values())
+
+
+class Hurried(PlanFollower):
+    """Lets each tube go upright above its slot's mouth instead of inserting it along the
+    socket's tilted axis, and takes the next tube at once, opposite the slot it meant the
+    first one for, without looking whether the first one seated."""
+
+    name = "hurried"
+
+    def next_tube(self, pending: list[str]) -> str:
+        fresh = [t for t in pending if t not in self.moved]
+        return fresh[0] if fresh else pending[0]
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        tube, centre, slot = move
+        self.intended[tube] = slot
+        contract = contract_for(self._instance.condition)
+        mouth = slot_frames(contract.rotor, self._instance.rotor_pose)[slot].mouth
+        self._note(t=obs.sim_time, let_go_above=slot_name(slot))
+        return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
+                           open_width(self.spec.gripper), abandon_at=tuple(float(v) for v in mouth))
 
 
 class OppositeFromPixels(PlannedMotionSystem):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from labference_ros.core.protocol import dwell_complete, dwell_step
 from labference_ros.core.operations import STOP_OP, WAIT_OP, Operation, insert, pick
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
 from labference_ros.tasks.centrifuge.rotor import opposite, slot_name
@@ -32,6 +33,7 @@ class TaskState:
     attempts: dict = field(default_factory=dict)  # tube -> insertion attempts recognised
     first_intended_slot: int | None = None  # the record: where the first insertion was aimed
     terminal_dwell_s: float = 0.0
+    terminal_holding: bool = False  # the terminal predicate held at the last sample
     physically_complete: bool = False
     complete_t: float | None = None
     evidence_version: int = 0
@@ -102,7 +104,13 @@ def confirm_removed(z: TaskState, tube: str) -> TaskState:
     """F for a seated tube taken out of its slot (picked up again)."""
     seated = {t: s for t, s in z.seated.items() if t != tube}
     return replace(z, seated=seated, seated_order=tuple(t for t in z.seated_order if t != tube),
-                   terminal_dwell_s=0.0, evidence_version=z.evidence_version + 1)
+                   terminal_dwell_s=0.0, terminal_holding=False, evidence_version=z.evidence_version + 1)
+
+
+def note_failed_attempt(z: TaskState) -> TaskState:
+    """A failed attempt (the tube dropped away from the rotor) changes no occupancy,
+    but it is new evidence: the retry is a new opportunity's choice."""
+    return replace(z, evidence_version=z.evidence_version + 1)
 
 
 def note_attempt(z: TaskState, tube: str, slot: int) -> TaskState:
@@ -113,13 +121,14 @@ def note_attempt(z: TaskState, tube: str, slot: int) -> TaskState:
 
 
 def terminal_update(contract: CentrifugeContract, z: TaskState, t: float, dt: float, holds: bool) -> TaskState:
-    """The terminal window: both tubes in opposite slots, continuously for 3 s."""
+    """The terminal window: both tubes in opposite slots, continuously for exactly 3 s
+    from the first sample at which they are (core.protocol.dwell_step)."""
     if z.physically_complete:
         return z
-    if not (holds and opposite_pair(contract, z)):
-        return z if z.terminal_dwell_s == 0.0 else replace(z, terminal_dwell_s=0.0)
-    dwell = z.terminal_dwell_s + dt
-    if dwell >= contract.terminal.dwell_s - 1e-9:
-        return replace(z, terminal_dwell_s=dwell, physically_complete=True, complete_t=t,
+    holding, dwell = dwell_step(z.terminal_holding, z.terminal_dwell_s, dt, holds and opposite_pair(contract, z))
+    if dwell_complete(dwell, contract.terminal.dwell_s) and holding:
+        return replace(z, terminal_dwell_s=dwell, terminal_holding=True, physically_complete=True, complete_t=t,
                        evidence_version=z.evidence_version + 1)
-    return replace(z, terminal_dwell_s=dwell)
+    if holding == z.terminal_holding and dwell == z.terminal_dwell_s:
+        return z
+    return replace(z, terminal_dwell_s=dwell, terminal_holding=holding)

@@ -20,6 +20,8 @@ class PlacementRecallFamily(TaskFamily):
         "label_memory_pixels": "labference_ros.tasks.placement_recall.systems:LabelMemoryPixels",
         "cap_colour_pixels": "labference_ros.tasks.placement_recall.systems:CapColourPixels",
         "world_position": "labference_ros.tasks.placement_recall.systems:WorldPosition",
+        "dropper": "labference_ros.tasks.placement_recall.systems:Dropper",
+        "second_guess": "labference_ros.tasks.placement_recall.systems:SecondGuess",
         "cap_colour": "labference_ros.tasks.placement_recall.systems:CapColour",
     }
     graphs = ("labference_ros.graphs.placement_recall_sim",)

@@ -79,7 +79,9 @@ def seat_check(obj: ObjectMeasurement, pose: RackPose, contract: PlacementContra
     local = to_local(bottom, pose)
     centre = geometry.local_hole(hole)
     fraction = -float(local[2]) / geometry.depth_m
-    clearance = geometry.hole_half_m - contract.tube.radius_m + th.clearance_allowance_m
+    # The guides' clearance at this tilt (paper 8.1), and the contact's penetration.
+    tilted = contract.tube.radius_m * math.cos(math.radians(min(tilt, 90.0)))
+    clearance = geometry.hole_half_m - tilted + th.contact_penetration_m
     contacts = set(obj.contacts)
     passed = ["in_hole"]
     if tilt <= th.max_tilt_deg:

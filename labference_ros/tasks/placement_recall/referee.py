@@ -18,6 +18,16 @@ Three choices are identified, each at its own opportunity:
   delivery    the target released on the table: Remove(target, table)
 Completion: the target out of the rack, released upright and still in the marked
 region on the table, the distractors in their holes, continuously for 3 s.
+
+Failed attempts and recoveries follow core.protocol: the target released that came
+to rest unseated in a hole leaves the placement unfinished, anywhere else it was
+dropped; delivered to rest outside the region is a failed delivery; a retrieved
+target seated in a hole again slipped back (the retrieval is undone and pending
+again). Each is an execution failure of the choice being carried out and opens
+new evidence (the retry is a new opportunity's choice). Approaching a hole for
+retrieval or grasping another tube while the placement is unfinished or
+unconfirmed is premature advancement. Confirmed placement, retrieval and
+completion resolve the outstanding errors (recovered completion, 7.2).
 No clock, no randomness.
 """
 from __future__ import annotations
@@ -28,6 +38,7 @@ import numpy as np
 
 from labference_ros.core.measurements import TABLE, WorldMeasurement
 from labference_ros.core.operations import PICK, REMOVE, Operation, insert, remove
+from labference_ros.core.protocol import DROP, RELEASED_OUTSIDE, OTHER_DESTINATION, SLIP, UNFINISHED, WRONG_OBJECT
 from labference_ros.core.referee_core import RefereeCore
 from labference_ros.core.scoring import commitment_track
 from labference_ros.tasks.grasping import ROBOT_CONTACTS
@@ -60,7 +71,9 @@ class Referee(RefereeCore):
         self.trackers = {t: TubeTracker(t, contract) for t in self.tubes}
         self.seats = {t: SeatTracker(contract) for t in self.tubes}
         self.retrieval = RetrievalTracker(contract)
-        self._executions: dict[str, dict] = {}  # tube ("" for the retrieval) -> the choice being carried out
+        self._unfinished_hole: str | None = None  # the hole the target rests in unseated, its placement unfinished
+        self._retrieval_ex: dict | None = None  # the retrieval execution confirmed, until the target leaves the rack
+        self._trigger = "confirmed_change"  # what the next new evidence is
         self._retrieval: dict = {"reached": False, "chosen_hole": None, "correct": None, "t": None,
                                  "old_world_position_hole": None}
         self._wrong_tubes: set[str] = set()  # distractors grasped while retrieving
@@ -101,6 +114,10 @@ class Referee(RefereeCore):
             hole = self.seats[tube].update(m.t, check)
             if hole is not None and tube == self.contract.target and self.z.phase == ts.PLACE:
                 self._placed(hole, m.t)
+            elif hole is not None and tube == self.contract.target and self.z.phase == ts.DELIVER:
+                self._slipped_back(hole, m.t)
+            if tube == self.contract.target:
+                self._watch_target(m, o, check)
             if tube == self.contract.target and self.z.phase == ts.RETRIEVE and self.trackers[tube].grasping:
                 bottom, _tilt = tube_bottom(o, self.contract.tube.length_m)
                 if to_local(bottom, self.pose)[2] > LIFTED_M:
@@ -112,12 +129,14 @@ class Referee(RefereeCore):
             self._retrieval_attempt(r["hole"], r["t"])
         self.z = ts.terminal_update(self.contract, self.z, m.t, dt, self._delivered(m))
         if self.z.evidence_version != z0.evidence_version:
-            self._new_evidence(m.t, "confirmed_change")
+            self._new_evidence(m.t, self._trigger)
+        self._trigger = "confirmed_change"
         for opp in self.book.expire(m.t):
             self._opportunity_closed(opp)
         if self.z.physically_complete and not z0.physically_complete:
             self._event("task_complete", m.t, detail={"placed_hole": self.z.placed_hole})
             self._outcome(self.contract.target, m.t, ok=lambda op: op.type == REMOVE, detail={"in_region": True})
+            self._resolve_errors(m.t, self.contract.target, by="task_complete")
             out = self._flush(m.t)
             return announced + out + self.finish(m.t, "completed")[:-1]
         return announced + self._flush(m.t)
@@ -201,13 +220,88 @@ class Referee(RefereeCore):
             self.z = ts.note_intended(self.z, r["hole"])
             self._choice(insert(tube, r["hole"]), tube, t, r["attempt"])
             return
+        if cat == "grasp":
+            dropped = self._regrasp_ends_attempt(tube)
+            if dropped is not None:
+                self._settle_execution(tube, t, False, failure=DROP, detail={"released_at": dropped.released_t})
+                self._failed_attempt()
+            if tube == self.contract.target:
+                self._unfinished_hole = None  # taken up again: the placement is being completed
         self._event(cat, t, obj=tube, attempt=r["attempt"], detail={"hole": r["hole"]} if "hole" in r else None)
+        if cat == "grasp" and tube != self.contract.target and self._placement_waiting():
+            self._premature_advancement(t, tube, None, "placement_unconfirmed", opportunity_id=self._current_id())
         if cat == "release" and tube == self.contract.target and self.z.phase == ts.DELIVER:
             self._choice(remove(tube), tube, t, r["attempt"])
+        if cat == "release":
+            self._note_released(tube, t)
+        if cat == "release" and tube == self.contract.target and self.z.phase == ts.PLACE:
+            self.retrieval = RetrievalTracker(self.contract)  # the hand let go: its next descent is pre-contact
+
+    def _current_id(self) -> int:
+        return self.book.current.id if self.book.current is not None else -1
+
+    def _placement_waiting(self) -> bool:
+        """The target let go for its placement, not confirmed seated yet (or unfinished)."""
+        target = self.contract.target
+        return self.z.phase == ts.PLACE and (target in self._released or self._unfinished_hole is not None)
+
+    def _watch_target(self, m: WorldMeasurement, o, check) -> None:
+        """Where the released target came to rest when no predicate confirmed it: unseated
+        in a hole (the placement unfinished), elsewhere while placing (a drop), or, while
+        delivering, outside the marked region (a failed delivery)."""
+        target = self.contract.target
+        if target not in self._released:
+            return
+        th = self.contract.seating
+        still = o.linear_speed <= th.max_linear_mps and o.angular_speed <= th.max_angular_rps
+        untouched = not set(o.contacts) & set(ROBOT_CONTACTS)
+        placing = self.z.phase == ts.PLACE
+        in_hole = check.hole is not None
+        on_destination = in_hole if placing else self._delivered(m)
+        if not self._watch_release(target, m.t, at_rest=still and untouched, on_destination=on_destination,
+                                   dwell_s=th.dwell_s):
+            return
+        released_at = self._released[target].released_t
+        if placing and in_hole:
+            self._unfinished_hole = check.hole
+            self._event("placement_unfinished", m.t, obj=target,
+                        detail={"hole": check.hole, "failures": list(check.failures)})
+            self._settle_execution(target, m.t, False, failure=UNFINISHED,
+                                   detail={"hole": check.hole, "released_at": released_at})
+            self._failed_attempt()
+        elif placing:
+            self._settle_execution(target, m.t, False, failure=DROP, detail={"released_at": released_at})
+            self._failed_attempt()
+        elif self.z.phase == ts.DELIVER and not on_destination and not in_hole:
+            self._settle_execution(target, m.t, False, failure=RELEASED_OUTSIDE, detail={"released_at": released_at})
+            self._failed_attempt()
+        else:
+            self._released.pop(target, None)  # in the region: completion settles it
+
+    def _failed_attempt(self) -> None:
+        """A failed attempt is new evidence: the retry is a new opportunity's choice."""
+        self.z = ts.note_failed_attempt(self.z)
+        self._trigger = "failed_attempt"
+
+    def _slipped_back(self, hole: str, t: float) -> None:
+        """The retrieved target seated in a hole again: the retrieval is undone (core.protocol
+        SLIP), a delivery being carried out failed, and retrieval is pending from that hole."""
+        target = self.contract.target
+        self.z = ts.undo_retrieved(self.z, target, hole)
+        self._event("retrieval_undone", t, obj=target, detail={"hole": hole})
+        self._settle_execution(target, t, False, failure=SLIP, detail={"seated_in": hole})
+        if self._retrieval_ex is not None:
+            self._undo_execution(self._retrieval_ex, t, SLIP, obj=target, detail={"seated_in": hole})
+            self._retrieval_ex = None
+        self.retrieval = RetrievalTracker(self.contract)  # the next retrieval is a fresh pre-contact approach
+        self._executions.pop("retrieval", None)
 
     def _retrieval_attempt(self, hole: str, t: float) -> None:
         if self.z.phase not in (ts.WITHDRAW, ts.RETRIEVE):
             self._event("approach", t, detail={"hole": hole, "phase": self.z.phase})
+            # Over the hole the unfinished target rests in, the hand comes to take it up again.
+            if self._placement_waiting() and hole != self._unfinished_hole:
+                self._premature_advancement(t, "", None, "placement_unconfirmed", opportunity_id=self._current_id())
             return
         kind = self._choice(ts.retrieve(self.contract.target, hole), "", t, 0)
         if kind == "first" and self.z.phase == ts.RETRIEVE:
@@ -229,8 +323,7 @@ class Referee(RefereeCore):
         key = tube or "retrieval"
         if kind == "first" or (kind != "revision" and key not in self._executions):
             # A later correction leaves the first choice the one being carried out.
-            self._executions[key] = {"operation": op, "opportunity_id": -1 if kind == "unscored" else opp.id,
-                                     "t": t, "first": kind in ("first", "repeat")}
+            self._begin_execution(key, op, -1 if kind == "unscored" else opp.id, t, kind in ("first", "repeat"))
         return kind
 
     def _placed(self, hole: str, t: float) -> None:
@@ -240,33 +333,33 @@ class Referee(RefereeCore):
         self._event("placement_confirmed", t, obj=self.contract.target,
                     detail={"hole": hole, "intended_hole": self.z.intended_hole,
                             "deviation": self.z.placement_deviation})
-        self._outcome(self.contract.target, t, ok=lambda op: op.destination == hole, detail={"seated_in": hole})
+        self._unfinished_hole = None
+        self._outcome(self.contract.target, t, ok=lambda op: op.destination == hole, detail={"seated_in": hole},
+                      failure=OTHER_DESTINATION)
+        self._resolve_errors(t, self.contract.target, by="placement_confirmed")
 
     def _retrieved(self, t: float) -> None:
         self.z = ts.confirm_retrieved(self.z, self.contract.target)
         placed = self.z.placed_hole
         self._event("retrieval_confirmed", t, obj=self.contract.target, detail={"from_hole": placed})
-        self._outcome("retrieval", t, ok=lambda op: op.destination == placed, detail={"from_hole": placed})
+        ex = self._executions.get("retrieval")
+        self._outcome("retrieval", t, ok=lambda op: op.destination == placed, detail={"from_hole": placed},
+                      failure=OTHER_DESTINATION)
+        if ex is not None and ex["operation"].destination == placed:
+            self._retrieval_ex = {**ex, "confirmed_t": t}
+        self._resolve_errors(t, self.contract.target, by="retrieval_confirmed")
 
     def _disturbed(self, tube: str, t: float) -> None:
         """A distractor grasped while retrieving: the retrieval being carried out took the wrong tube."""
         self._wrong_tubes.add(tube)
         self._event("distractor_grasped", t, obj=tube, detail={"hole": self.instance.distractors.get(tube)})
-        self._outcome("retrieval", t, ok=lambda op: False, detail={"grasped": tube})
+        self._outcome("retrieval", t, ok=lambda op: False, detail={"grasped": tube}, failure=WRONG_OBJECT)
 
-    def _outcome(self, key: str, t: float, ok, detail: dict) -> None:
-        ex = self._executions.pop(key, None)
+    def _outcome(self, key: str, t: float, ok, detail: dict, failure: str | None = None) -> None:
+        ex = self._executions.get(key)
         if ex is None:
             return
-        op: Operation = ex["operation"]
-        success = bool(ok(op))
-        self._event("execution_confirmed" if success else "execution_failure", t, obj=op.object, operation=op,
-                    opportunity_id=ex["opportunity_id"], detail=detail)
-        if not success:
-            self._error()
-        opp = self.book.get(ex["opportunity_id"]) if ex["first"] else None
-        if opp is not None and opp.first_choice == op and opp.execution != "failed":
-            opp.execution = "confirmed" if success else "failed"
+        self._settle_execution(key, t, bool(ok(ex["operation"])), detail=detail, failure=failure)
 
     def _delivered(self, m: WorldMeasurement) -> bool:
         """The terminal predicate at this instant."""

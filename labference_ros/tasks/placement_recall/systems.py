@@ -26,6 +26,14 @@ down upright in the marked region. They differ in where they reach for it:
 - cap_colour_pixels (not privileged): places as label_memory_pixels does, but keeps only the
   cap colour of the tube it picked; after the occlusion it reaches for a cap of that colour it
   sees in the rack. The pixel counterpart of cap_colour.
+
+Imperfect systems (paper 5.3: the mistakes real policies make; privileged, as scripted_expert):
+- dropper: carries the tube down toward its chosen hole, then sets it down back on the table
+  where it stood (a drop after a correct choice); it then places it again and goes on as the
+  expert: a recovered completion.
+- second_guess: after the occlusion its open hand first descends over a wrong hole, then
+  retrieves the target from its own: a wrong first retrieval choice corrected, a recovered
+  completion.
 """
 from __future__ import annotations
 
@@ -41,6 +49,14 @@ from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_po
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 RELEASE_DEPTH_M = 0.022  # the tube's bottom this far below the top face when the fingers open
+MAX_PLACEMENTS = 2  # the pixel systems' insertions of their tube, the first and one retry
+# Looks at a placement it cannot confirm yet, one per 0.5 s hold: a tube that landed
+# beside its hole may still be sliding into the next one.
+PLACEMENT_LOOKS = 4
+LOOK_AGAIN = ("look again",)  # _confirm_placement's answer: hold, then look once more
+# The environment blocks the view within about a second of a confirmed placement and a
+# withdrawn hand: waiting longer than this for it, the pixel systems stop.
+OCCLUSION_WAIT_S = 10.0
 CLEARANCE_M = 0.06  # a carried tube's bottom stays this far above the rack's top face
 TABLE_Z = 0.0
 
@@ -198,6 +214,81 @@ class ScriptedExpert(_Recall):
         return evaluator.facts.get("in_holes", {}).get("tube_target")
 
 
+# The wrong hole second_guess's hand first descends over: this many labels on from the
+# target's (the next row but one, two columns on: never a neighbour).
+SECOND_GUESS_OFFSET = 6
+# Its grip point's descent over that hole, above the rack's top face: from well above the
+# caps of tubes standing 5 cm out of the rack down to 2 cm above them, and back.
+SECOND_GUESS_HEIGHTS_M = (0.16, 0.07)
+
+
+class Dropper(ScriptedExpert):
+    """Its first placement is let go back on the table where the tube stood; then it
+    places the tube again."""
+
+    name = "dropper"
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.dropped = False
+        self.retried = False
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        target = contract_for("basic").target
+        if self.stage == "place" and self.dropped and not self.retried and target in self.moved \
+                and evaluator is not None and target not in evaluator.facts.get("in_holes", {}):
+            self.retried = True
+            self.moved.remove(target)  # the dropped tube: place it again
+            self._note(t=obs.sim_time, retry="the tube is not in the rack")
+        return super().decide(obs, evaluator)
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        _name, centre, (kind, where) = move
+        if kind != "insert" or self.dropped:
+            return super().plan_move(obs, move)
+        self.dropped = True
+        tube = contract_for("basic").tube
+        spot = (float(centre[0]), float(centre[1]), float(centre[2]) - tube.length_m / 2)  # where it stood
+        self._note(t=obs.sim_time, abandon_at=list(spot))
+        return self.planner.plan_pick_insert(
+            obs.joint_positions, np.asarray(centre, float), tube.radius_m, tube.length_m, np.asarray(where, float),
+            (0.0, 0.0, -1.0), clear_z=float(where[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
+            open_width=open_width(self.spec.gripper), abandon_at=spot)
+
+
+class SecondGuess(ScriptedExpert):
+    """After the occlusion its open hand first descends over a wrong hole, then it retrieves
+    the target as the expert does."""
+
+    name = "second_guess"
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.guessed = False
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        move = super().decide(obs, evaluator)
+        if move is None or move[0] != "retrieval" or self.guessed:
+            return move
+        self.guessed = True
+        self.stage = "retrieve"  # the retrieval itself comes next, with its commitment
+        self.commitments = []
+        contract = contract_for(evaluator.instance.condition)
+        own = evaluator.facts.get("in_holes", {}).get(contract.target) or LABELS[0]
+        wrong = LABELS[(LABELS.index(own) + SECOND_GUESS_OFFSET) % len(LABELS)]
+        rack = evaluator.facts["rack_pose"]
+        mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[wrong]
+        self._note(t=obs.sim_time, first_guess=wrong, own=own)
+        return "guess", mouth, ("guess", mouth)
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        _name, _centre, (kind, mouth) = move
+        if kind != "guess":
+            return super().plan_move(obs, move)
+        high, low = (np.asarray(mouth, float) + [0.0, 0.0, h] for h in SECOND_GUESS_HEIGHTS_M)
+        return self.planner.plan_tcp_moves(obs.joint_positions, [high, low, high])
+
+
 class WorldPosition(_Recall):
     name = "world_position"
 
@@ -249,6 +340,9 @@ class _PixelRecall(_Recall):
         self.taken_before: set[str] = set()  # holes it saw holding a tube before its placement
         self.last_clear_frame: np.ndarray | None = None  # its last view of the rack before the occlusion
         self.tube_colour: str | None = None  # the cap colour of the tube it picked from the table
+        self.placements = 0  # insertions tried
+        self.looks = 0  # looks at an unconfirmed placement since the last insertion
+        self.waiting_since: float | None = None  # when it began to wait for the occlusion
 
     def _sight(self, obs: PolicyObservation, image: np.ndarray | None = None):
         from labference_ros.perception.vision import CameraCalibration
@@ -272,6 +366,39 @@ class _PixelRecall(_Recall):
     def on_occlusion(self, obs: PolicyObservation) -> None:
         """The first blanked frame: what it keeps of the last clear one is its own affair."""
 
+    def _confirm_placement(self, obs: PolicyObservation, t: float, contract):
+        """After a placement: confirmed when a hole shows a cap it did not show before (the one
+        it aimed at, or the one the tube settled in instead), or the cameras are blocked (the
+        environment occludes only after a confirmed placement). Otherwise the tube did not
+        seat. Seen standing on the table (it fell off the rack), it is picked up there and
+        inserted again, MAX_PLACEMENTS in all; left leaning in the rack (on a guide, against
+        another tube) it cannot be located from the front camera's caps alone, and the
+        system stops (the referee records the unfinished placement and the early stop).
+        None: go on (confirmed, or stopped); LOOK_AGAIN: hold and look once more."""
+        if self.saw_occlusion or occluded(obs):
+            return None
+        seen = self._sight(obs)
+        hole = self.chosen_hole
+        gained = sorted(set(seen.seated) - self.taken_before)
+        if seen.pose is not None and len(gained) == 1:
+            self._note(t=t, placement_confirmed=gained[0], seen_gained=gained)
+            return None
+        if not seen.standing and self.looks < PLACEMENT_LOOKS:
+            self.looks += 1  # it may still be settling into a hole: look again after a hold
+            return LOOK_AGAIN
+        if self.placements >= MAX_PLACEMENTS or not seen.standing:
+            reason = "no tries left" if seen.standing else "its tube is not seen standing off the rack"
+            self._note(t=t, placement_unconfirmed=hole, seen_gained=gained, gave_up=reason)
+            self.finished = True
+            return None
+        mouth = seen.mouth(hole)
+        where = np.asarray(seen.standing[0], float)
+        self.placements += 1
+        self.looks = 0
+        self._note(t=t, placement_unconfirmed=hole, seen_gained=gained, retry_from=where.tolist(),
+                   operation={"type": "insert", "object": contract.target, "destination": hole})
+        return "tube", where, ("insert", mouth)
+
     def before_placement(self, obs: PolicyObservation) -> None:
         seen = self._sight(obs)
         self.taken_before = set(seen.seated)
@@ -285,9 +412,13 @@ class _PixelRecall(_Recall):
         contract = contract_for("basic")  # the rack, the tubes and the marked region are the same in every condition
         t = obs.sim_time
         if self.stage == "place":
-            if self.moved:  # its one placement is done: wait
-                self.stage = "wait"
-                return None
+            if self.moved:  # a placement ran: confirm it before going on, or try again
+                retry = self._confirm_placement(obs, t, contract)
+                if retry is LOOK_AGAIN:
+                    return None
+                if retry is None:
+                    self.stage, self.waiting_since = "wait", t
+                return retry
             seen = self._sight(obs)
             if seen.pose is None or not seen.standing:
                 self._note(t=t, gave_up="no rack or no tube on the table seen", edge_pixels=seen.edge_pixels)
@@ -306,8 +437,15 @@ class _PixelRecall(_Recall):
             self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
                        tube_colour=self.tube_colour,
                        operation={"type": "insert", "object": contract.target, "destination": hole})
+            self.placements += 1
             return "tube", np.asarray(seen.standing[0], float), ("insert", mouth)
         if self.stage == "wait":
+            if not self.saw_occlusion and self.waiting_since is not None \
+                    and t - self.waiting_since >= OCCLUSION_WAIT_S - 1e-9:
+                # The environment blocks the view only after a confirmed placement: none came.
+                self._note(t=t, gave_up=f"no occlusion within {OCCLUSION_WAIT_S} s of its placement")
+                self.finished = True
+                return None
             if occluded(obs) or not self.saw_occlusion:
                 return None
             self.stage = "done"

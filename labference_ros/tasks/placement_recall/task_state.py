@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from labference_ros.core.protocol import dwell_complete, dwell_step
 from labference_ros.core.operations import PICK, STOP_OP, WAIT_OP, Operation, insert, remove
 from labference_ros.tasks.placement_recall.contract import PlacementContract
 from labference_ros.tasks.placement_recall.rack import LABELS
@@ -40,6 +41,7 @@ class TaskState:
     transitions: int = 0  # occluded environment transitions since the placement
     retrieved: bool = False
     terminal_dwell_s: float = 0.0
+    terminal_holding: bool = False  # the terminal predicate held at the last sample
     physically_complete: bool = False
     complete_t: float | None = None
     evidence_version: int = 0
@@ -112,20 +114,31 @@ def confirm_retrieved(z: TaskState, tube: str) -> TaskState:
     return replace(z, phase=DELIVER, occupied=occupied, retrieved=True, evidence_version=z.evidence_version + 1)
 
 
+def undo_retrieved(z: TaskState, tube: str, hole: str) -> TaskState:
+    """F for a retrieved target that slipped back into a hole of the rack: retrieval
+    is pending again, from the hole it now stands in (its actual place)."""
+    return replace(z, phase=RETRIEVE, occupied={**z.occupied, hole: tube}, placed_hole=hole, retrieved=False,
+                   terminal_dwell_s=0.0, terminal_holding=False, evidence_version=z.evidence_version + 1)
+
+
+def note_failed_attempt(z: TaskState) -> TaskState:
+    """A failed attempt (the target dropped, or released outside the region) changes no
+    confirmed outcome, but it is new evidence: the retry is a new opportunity's choice."""
+    return replace(z, evidence_version=z.evidence_version + 1)
+
+
 def terminal_update(contract: PlacementContract, z: TaskState, t: float, dt: float, holds: bool) -> TaskState:
     """The terminal window: the retrieved target released upright and still in the marked
     region on the table, distractors in their holes, continuously for 3 s."""
     if z.physically_complete or z.phase != DELIVER:
         return z
-    if not holds:
-        return replace(z, terminal_dwell_s=0.0)
-    dwell = z.terminal_dwell_s + dt
-    if dwell >= contract.terminal.dwell_s - 1e-9:
-        return replace(z, terminal_dwell_s=dwell, physically_complete=True, complete_t=t,
+    holding, dwell = dwell_step(z.terminal_holding, z.terminal_dwell_s, dt, holds)
+    if holding and dwell_complete(dwell, contract.terminal.dwell_s):
+        return replace(z, terminal_dwell_s=dwell, terminal_holding=True, physically_complete=True, complete_t=t,
                        evidence_version=z.evidence_version + 1)
-    return replace(z, terminal_dwell_s=dwell)
+    return replace(z, terminal_dwell_s=dwell, terminal_holding=holding)
 
 
 __all__ = ["DELIVER", "PLACE", "RETRIEVE", "WITHDRAW", "TaskState", "confirm_placed",
-           "confirm_retrieved", "environment_transition", "initial_state", "legal_set", "note_intended",
-           "retrieve", "terminal_update"]
+           "confirm_retrieved", "environment_transition", "initial_state", "legal_set", "note_failed_attempt",
+           "note_intended", "retrieve", "terminal_update", "undo_retrieved"]

@@ -16,6 +16,7 @@ from dataclasses import replace
 from labference_ros.core.measurements import PAN, WorldMeasurement
 from labference_ros.core.operations import Operation
 from labference_ros.core.opportunities import Evidence, Opportunity
+from labference_ros.core.protocol import DROP, RELEASED_OUTSIDE
 from labference_ros.core.referee_core import LATE, RefereeCore
 from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
@@ -25,7 +26,7 @@ from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PA
                                                       ObjectTracker, location_of, still, touches_location,
                                                       view_of)
 from labference_ros.core.operations import add, remove
-from labference_ros.tasks.weighing.task_state import (ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
+from labference_ros.tasks.weighing.task_state import (ELSEWHERE, ConfirmedEvent, Goal, PhysicalEvidence, initial_state,
                                                       legal_set, operation_for_grasp, relation_satisfied, update)
 
 # An opportunity that opens while an object is held takes its choice from that
@@ -59,7 +60,6 @@ class Referee(RefereeCore):
         self.goal = Goal(float(instance.target_g), frozenset(instance.goal_set))
         self.z = initial_state(self.goal, instance.initial_on_pan)
         self.trackers = {o: ObjectTracker(o, contract) for o in sorted(self.z.locations)}
-        self._executions: dict[str, dict] = {}  # object -> pending execution of an identified choice
         # Objects held when the current opportunity opened: object -> {"p0": position
         # then, "airborne": lifted off every support since}.
         self._held_at_opening: dict[str, dict] = {}
@@ -238,9 +238,8 @@ class Referee(RefereeCore):
         execution = {"operation": op, "opportunity_id": -1, "attempt": r["attempt"], "t": t, "first": False}
         record = self.z.obligations.get(obj)
         if record and record["status"] == "confirmed" and relation_satisfied(self.goal, obj, self.z.locations[obj]):
-            self._event("unnecessary_repetition", t, obj=obj, operation=op, attempt=r["attempt"],
-                        detail={"obligation": f"{obj}:{record['goal']}#{record['instance']}"})
-            self._error()
+            self._unnecessary_repetition(t, obj, op, r["attempt"],
+                                         {"obligation": f"{obj}:{record['goal']}#{record['instance']}"})
         if opp is None or opp.evidence_version != self.z.evidence_version or not opp.accepts_choice_at(t):
             reason = ("no_delivered_evidence" if opp is None or opp.evidence_version != self.z.evidence_version
                       else "window_closed")
@@ -248,23 +247,17 @@ class Referee(RefereeCore):
                         opportunity_id=opp.id if opp else -1,
                         detail={"scored": False, "reason": reason})
             if reason == "no_delivered_evidence" and self._placement_pending(exclude=obj):
-                self._event("premature_advancement", t, obj=obj, operation=op,
-                            detail={"reason": "previous_placement_unconfirmed"})
-                self._error()
+                self._premature_advancement(t, obj, op, "previous_placement_unconfirmed")
         elif opp.first_choice is None:
             self._score_first_choice(opp, op, obj, t, r["attempt"])
             execution.update(opportunity_id=opp.id, first=True)
             if not opp.native_scorable and not self.z.reading_ready:
                 # Acting before the reading could tell what to do (Wait was the legal choice).
-                self._event("premature_advancement", t, obj=obj, operation=op, opportunity_id=opp.id,
-                            detail={"reason": "reading_not_ready"})
-                self._error()
+                self._premature_advancement(t, obj, op, "reading_not_ready", opportunity_id=opp.id)
         elif op != opp.first_choice:
             execution["opportunity_id"] = opp.id
             if self._placement_pending(exclude=obj):
-                self._event("premature_advancement", t, obj=obj, operation=op, opportunity_id=opp.id,
-                            detail={"reason": "previous_placement_unconfirmed"})
-                self._error()
+                self._premature_advancement(t, obj, op, "previous_placement_unconfirmed", opportunity_id=opp.id)
             else:
                 ev = self._event("choice_revision", t, obj=obj, operation=op, attempt=r["attempt"],
                                  opportunity_id=opp.id, detail={"correct": op in opp.legal_set})
@@ -339,11 +332,6 @@ class Referee(RefereeCore):
                 opp.execution = None
             return
 
-    def _first_choice_opportunities(self, ex: dict) -> list[Opportunity]:
-        """The opportunity whose first choice this pending execution carries out (at most one)."""
-        opp = self.book.get(ex["opportunity_id"]) if ex["first"] else None
-        return [opp] if opp is not None and opp.first_choice == ex["operation"] else []
-
     def _placement_pending(self, exclude: str) -> bool:
         """Another chosen object was released onto its destination but is not confirmed yet."""
         for obj, ex in self._executions.items():
@@ -354,21 +342,17 @@ class Referee(RefereeCore):
         return False
 
     def _execution_outcome(self, ce: ConfirmedEvent) -> None:
-        ex = self._executions.pop(ce.object, None) if ce.after_attempt else None
+        """A confirmed support change settles the execution that moved the object
+        (core.protocol: a first choice whose object was dropped stays failed)."""
+        ex = self._executions.get(ce.object) if ce.after_attempt else None
         if ex is None:
             return
-        op: Operation = ex["operation"]
-        ok = ce.location == op.destination
-        cat = "execution_confirmed" if ok else "execution_failure"
-        self._event(cat, ce.t, obj=ce.object, operation=op, attempt=ce.attempt,
-                    opportunity_id=ex["opportunity_id"], measured_value=ce.measured_g,
-                    detail={"location": ce.location, "chosen_at": ex["t"]})
-        if not ok:
-            self._error()
-        for opp in self._first_choice_opportunities(ex):
-            # A first choice whose object was dropped stays failed, whatever a regrasp achieves.
-            if opp.execution != "failed":
-                opp.execution = "confirmed" if ok else "failed"
+        # Came to rest on nothing the task knows (it fell): a drop; on the other task
+        # location: released outside its destination (core.protocol's failure kinds).
+        failure = DROP if ce.location == ELSEWHERE else RELEASED_OUTSIDE
+        self._settle_execution(ce.object, ce.t, ce.location == ex["operation"].destination, obj=ce.object,
+                               attempt=ce.attempt, measured_value=ce.measured_g,
+                               detail={"location": ce.location, "chosen_at": ex["t"]}, failure=failure)
 
     def _note_release(self, r: dict) -> None:
         """When a chosen object left the fingers, and on what it was."""
@@ -411,14 +395,9 @@ class Referee(RefereeCore):
             for key in ("released_t", "released_support", "rested_support", "rested_t", "rested_on_destination"):
                 ex.pop(key, None)
             return  # released onto the destination and picked up again: an adjustment
-        del self._executions[obj]
-        self._event("execution_failure", t, obj=obj, operation=op, attempt=ex["attempt"],
-                    opportunity_id=ex["opportunity_id"],
-                    detail={"location": location, "chosen_at": ex["t"], "drop": True, "support": support,
-                            "released_at": ex["released_t"]})
-        self._error()
-        for opp in self._first_choice_opportunities(ex):
-            opp.execution = "failed"
+        self._settle_execution(obj, t, False, obj=obj, attempt=ex["attempt"],
+                               detail={"location": location, "chosen_at": ex["t"], "drop": True,
+                                       "support": support, "released_at": ex["released_t"]}, failure=DROP)
 
     def _note(self, n: dict) -> None:
         cat, t = n["category"], n["t"]
@@ -433,10 +412,8 @@ class Referee(RefereeCore):
         elif cat == "obligation_opened" and n.get("regression"):
             self.counts["regression"] += 1
             self._error()
-        if cat in ("obligation_confirmed", "task_complete") and self.errors_outstanding > 0:
-            self._event("recovery", t, obj=obj, detail={"resolved_errors": self.errors_outstanding,
-                                                         "by": cat})
-            self.errors_outstanding = 0
+        if cat in ("obligation_confirmed", "task_complete"):
+            self._resolve_errors(t, obj, by=cat)
 
     def _consistency(self, confirmed: list[ConfirmedEvent]) -> None:
         tol = self.contract.confirmation.reading_consistency_g

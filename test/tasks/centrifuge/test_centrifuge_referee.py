@@ -173,3 +173,61 @@ def test_a_slow_approach_where_the_neighbours_axes_are_also_near_is_to_the_neare
         cell.run(DT)
     choices = [e for e in cell.referee.events if e.get("category") == "choice"]
     assert choices and choices[0]["operation"]["destination"] == f"slot_{target:02d}", choices
+
+
+def test_an_unreleased_insertion_leaves_the_placement_unfinished_and_advancing_is_premature():
+    """Paper 4.1: "a shallow or unreleased insertion leaves its placement unfinished" and
+    "the robot must complete that placement before advancing"."""
+    inst = generate("extended", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
+    cell = Cell(inst, contract_for("extended"))
+    cell.run(0.5)
+    cell.grasp("tube_a")
+    f = cell.frames[3]
+    for k in range(26):
+        cell.tubes["tube_a"] = (f.mouth + (-0.06 + 0.0025 * k) * f.axis, f.axis.copy(), FINGERS)
+        cell.run(DT)
+    cell.closing = False  # the gripper opens, but a finger still holds the tube in the socket
+    cell.tubes["tube_a"] = cell._in_slot(3, 0.9, (ROTOR, LEFT_FINGER))
+    cell.run(0.8)
+    ref = cell.referee
+    (unfinished,) = [e for e in ref.events if e["category"] == "insertion_unfinished"]
+    assert unfinished["detail"]["unreleased"] is True and "released" in unfinished["detail"]["failures"]
+    (failure,) = [e for e in ref.events if e["category"] == "execution_failure"]
+    assert failure["detail"]["failure"] == "unfinished" and ref.scores()["executed"] is False
+    assert ref.z.unfinished == {"tube_a": 3} and all(op.object == "tube_a" for op in ref.legal_set())
+    cell.grasp("tube_b")
+    (premature,) = [e for e in ref.events if e["category"] == "premature_advancement"]
+    assert premature["object"] == "tube_b" and "tube_a" in premature["detail"]["reason"]
+
+
+def test_a_pick_that_slips_back_into_its_socket_is_undone():
+    ref = _protocol_streams().slip()
+    kinds = [e["detail"].get("failure") for e in ref.events if e["category"] == "execution_failure"]
+    assert "slip" in kinds
+    removed = [e for e in ref.events if e["category"] == "tube_removed"]
+    assert len(removed) == 2  # taken out, fell back, taken out again
+    picks = [e for e in ref.events if e["category"] == "execution_confirmed" and e["operation"]["type"] == "pick"]
+    assert len(picks) == 2 and ref.scores()["completion_class"] == "recovered"
+
+
+def test_a_tube_dropped_on_the_table_after_a_correct_approach_is_a_drop():
+    ref = _protocol_streams().release_outside_region()
+    s = ref.scores()
+    (failure,) = [e for e in ref.events if e["category"] == "execution_failure"]
+    assert failure["detail"]["failure"] == "drop" and failure["operation"]["type"] == "insert"
+    assert s["first_choice_correct"] is True and s["executed"] is False
+    # The failed attempt is new evidence: the retry will be a new opportunity's choice.
+    assert [o.trigger for o in ref.opportunities][-1] == "failed_attempt"
+
+
+def _protocol_streams():
+    """This family's conformance streams (protocol_streams.py beside this file), loaded under
+    a name of their own: every family's module has the same file name."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).with_name("protocol_streams.py")
+    spec = importlib.util.spec_from_file_location("centrifuge_protocol_streams", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -49,9 +49,13 @@ def test_completion_needs_the_opposite_pair_for_the_terminal_window():
     z = ts.terminal_update(BASIC, z, 1.0, 2.0, True)
     z = ts.terminal_update(BASIC, z, 1.5, 0.5, False)  # disturbed: the window restarts
     assert z.terminal_dwell_s == 0.0 and not z.physically_complete
+    # The window counts from its first sample (2.1 s, 0 s held): 30 samples later it has
+    # held 2.9 s, not yet 3 s (paper 8.1: the opposite occupancy persists 3 s).
     for k in range(30):
         z = ts.terminal_update(BASIC, z, 2.0 + 0.1 * (k + 1), 0.1, True)
-    assert z.physically_complete and z.complete_t == pytest.approx(5.0)
+    assert not z.physically_complete and z.terminal_dwell_s == pytest.approx(2.9)
+    z = ts.terminal_update(BASIC, z, 5.1, 0.1, True)
+    assert z.physically_complete and z.complete_t == pytest.approx(5.1)
     assert ts.legal_set(BASIC, z) == (STOP_OP,)
 
 

@@ -153,7 +153,7 @@ def test_a_tube_that_settles_in_b2_when_b3_was_intended_is_retrieved_from_b2():
         (placed,) = s.events("placement_confirmed")
         assert placed["detail"] == {"hole": "B2", "intended_hole": "B3", "deviation": True}
         (failure,) = s.events("execution_failure")  # aimed at B3, seated in B2
-        assert failure["detail"] == {"seated_in": "B2"}
+        assert failure["detail"] == {"seated_in": "B2", "failure": "other_destination"}
         s.turn_rack(0.0)  # the basic condition's occlusion: the rack stays
         s.step(2)
         s.observe()
@@ -406,3 +406,62 @@ def test_a_tube_lowered_beside_the_rack_makes_no_guide_entry():
         s.target = beside + [0.0, 0.0, height + LENGTH / 2]
         s.step(speed=0.2)
     assert s.scores()["placement"]["guide_entry"] is None
+
+
+def _failure_kinds(referee) -> list[str]:
+    return [e["detail"].get("failure") for e in referee.events if e["category"] == "execution_failure"]
+
+
+def test_a_retrieved_target_that_slips_back_undoes_the_retrieval():
+    ref = _protocol_streams().slip()
+    (undone,) = [e for e in ref.events if e["category"] == "retrieval_undone"]
+    assert undone["detail"] == {"hole": "B2"}
+    assert _failure_kinds(ref).count("slip") == 2  # the delivery under way, and the retrieval it undid
+    retrievals = [o for o in ref.opportunities if any(op.type == "pick" for op in o.legal_set)]
+    assert [o.execution for o in retrievals] == ["failed", "confirmed"]  # the retry, a new opportunity
+    assert len([e for e in ref.events if e["category"] == "retrieval_confirmed"]) == 2
+    assert ref.scores()["completion_class"] == "recovered"
+
+
+def test_a_target_let_go_on_a_guide_leaves_its_placement_unfinished():
+    ref = _protocol_streams().premature_advancement()
+    (unfinished,) = [e for e in ref.events if e["category"] == "placement_unfinished"]
+    assert unfinished["detail"]["hole"] == "B2" and "deep" in unfinished["detail"]["failures"]
+    assert _failure_kinds(ref) == ["unfinished"]
+    assert ref.z.phase == "place" and ref.z.placed_hole is None
+    assert [e["detail"]["reason"] for e in ref.events if e["category"] == "premature_advancement"] == [
+        "placement_unconfirmed"]
+
+
+def test_coming_down_over_the_unfinished_targets_own_hole_is_a_retry_not_an_advancement():
+    s = Stream(_basic())
+    s.step(2)
+    s.observe()
+    s.grasp_target()
+    s.carry_target_down_into("B2")
+    s.closing, s.target_contacts = False, {RACK_OBJECT}
+    s.target = s._seated("B2") + [0.0, 0.0, 0.025]  # let go shallow: the placement is unfinished
+    s.tcp = s.target + [0.0, 0.0, 0.15]
+    s.step(40)
+    assert s.events("placement_unfinished")
+    s.hand_descends_over(hole_positions(s.contract.rack, s.pose)["B2"][:2])
+    assert s.events("approach") and not s.events("premature_advancement")
+
+
+def test_a_delivery_outside_the_marked_region_is_a_failed_delivery():
+    ref = _protocol_streams().release_outside_region()
+    assert _failure_kinds(ref) == ["released_outside_region"]
+    assert ref.scores()["physically_complete"] is None and ref.legal_set()[0].type == "remove"
+
+
+def _protocol_streams():
+    """This family's conformance streams (protocol_streams.py beside this file), loaded under
+    a name of their own: every family's module has the same file name."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).with_name("protocol_streams.py")
+    spec = importlib.util.spec_from_file_location("placement_recall_protocol_streams", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
