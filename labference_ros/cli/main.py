@@ -159,10 +159,11 @@ def diagnose(run_dirs, as_json, allow_incomplete) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def agreement(run_dir, as_json) -> None:
     """Compare a rehearsal run's two referees episode by episode (weighing_rehearsal.launch.py): the
-    sensor-only referee's scores.json against the shadow referee's shadow/scores.json, on every
-    opportunity's legal set, first choice, correctness, execution and report, and on completion,
-    obligations, supported standards and violations. Exit status 0
-    when every episode agrees, 2 when one differs or cannot be compared."""
+    sensor-only referee's scores.json and events.jsonl against the shadow referee's shadow/ ones, on
+    every opportunity's legal set, first choice, correctness, execution and report, on completion,
+    obligations, supported standards, violations and every category's count, and on the validity
+    and safety events (by category and reason: one seen by one referee only is a difference).
+    Exit status 0 when every episode agrees, 2 when one differs or cannot be compared."""
     import json
 
     from labference_ros.reporting.agreement import compare_run, format_agreement

@@ -1,7 +1,15 @@
 """What two referees of one episode must agree on: the sensor-only referee and the
 privileged one beside it (in process, oracle/sensor_agreement.py; in the rehearsal
-graph, the referee and its shadow, reporting/agreement.py)."""
+graph, the referee and its shadow, reporting/agreement.py).
+
+Everything that scores is compared: every opportunity's fields below, the episode's
+fields, the count of every category (scores.json `categories`), and the validity and
+safety events (events.jsonl): a validity event seen by one referee only is a
+difference, as is the same event for another reason."""
 from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
 
 # Per opportunity and for the episode (times may differ).
 OPPORTUNITY_FIELDS = ("opportunity_id", "trigger", "legal_set", "first_choice", "choice_correct", "execution",
@@ -12,13 +20,18 @@ OPPORTUNITY_FIELDS = ("opportunity_id", "trigger", "legal_set", "first_choice", 
 REHEARSAL_OPPORTUNITY_FIELDS = tuple(f for f in OPPORTUNITY_FIELDS if f != "trigger")
 EPISODE_FIELDS = ("first_choice_correct", "executed", "physically_complete", "valid_complete", "completion_class",
                   "obligations", "supported_standards", "violations")
+# Event categories that decide whether an episode's readings and its completion are valid:
+# compared one by one, with their reasons (docs/records.md).
+VALIDITY_AND_SAFETY_EVENTS = ("validity", "safety_violation", "protocol_violation")
 
 
 def differences(privileged: dict, sensor: dict, opportunity_fields: tuple[str, ...] = OPPORTUNITY_FIELDS
                 ) -> list[str]:
-    """What the two scores.json disagree on among opportunity_fields and EPISODE_FIELDS."""
+    """What the two scores.json disagree on among opportunity_fields, EPISODE_FIELDS and the
+    per-category counts."""
     out = [f"{k}: privileged {privileged.get(k)!r}, sensor {sensor.get(k)!r}"
            for k in EPISODE_FIELDS if privileged.get(k) != sensor.get(k)]
+    out += _category_differences(privileged.get("categories") or {}, sensor.get("categories") or {})
     a, b = privileged.get("opportunity_records", []), sensor.get("opportunity_records", [])
     if len(a) != len(b):
         out.append(f"opportunities: privileged {len(a)}, sensor {len(b)}")
@@ -26,3 +39,29 @@ def differences(privileged: dict, sensor: dict, opportunity_fields: tuple[str, .
         out += [f"opportunity {pa.get('opportunity_id')} {k}: privileged {pa.get(k)!r}, sensor {pb.get(k)!r}"
                 for k in opportunity_fields if pa.get(k) != pb.get(k)]
     return out
+
+
+def _category_differences(privileged: dict, sensor: dict) -> list[str]:
+    return [f"category {k}: privileged {privileged.get(k, 0)}, sensor {sensor.get(k, 0)}"
+            for k in sorted(set(privileged) | set(sensor)) if privileged.get(k, 0) != sensor.get(k, 0)]
+
+
+def event_key(event: dict) -> tuple[str, str]:
+    """(category, reason) of a validity or safety event; its time may differ between referees."""
+    detail = event.get("detail") or {}
+    return event.get("category", ""), str(detail.get("reason", ""))
+
+
+def validity_and_safety(events: Iterable[dict]) -> Counter:
+    """How often each (category, reason) of VALIDITY_AND_SAFETY_EVENTS occurs among the records."""
+    return Counter(event_key(e) for e in events
+                   if e.get("record", "event") == "event" and e.get("category") in VALIDITY_AND_SAFETY_EVENTS)
+
+
+def event_differences(privileged_events: Iterable[dict], sensor_events: Iterable[dict]) -> list[str]:
+    """The validity and safety events one referee recorded and the other did not (by category
+    and reason, counted: the same onset twice on one side and once on the other differs)."""
+    a, b = validity_and_safety(privileged_events), validity_and_safety(sensor_events)
+    return [f"{category} event {reason!r}: privileged {a.get((category, reason), 0)}, "
+            f"sensor {b.get((category, reason), 0)}"
+            for category, reason in sorted(set(a) | set(b)) if a.get((category, reason), 0) != b.get((category, reason), 0)]

@@ -1,12 +1,14 @@
 """The rehearsal's two referees compared, episode by episode: the sensor-only referee's
-scores.json against the shadow referee's shadow/scores.json (graphs/weighing_rehearsal.py)."""
+scores.json and events.jsonl against the shadow referee's shadow/scores.json and
+shadow/events.jsonl (graphs/weighing_rehearsal.py; what is compared: core/agreement.py)."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labference_ros.core.agreement import REHEARSAL_OPPORTUNITY_FIELDS, differences
+from labference_ros.core.agreement import REHEARSAL_OPPORTUNITY_FIELDS, differences, event_differences
+from labference_ros.core.records import read_jsonl
 
 SHADOW_DIR = "shadow"  # the shadow referee's records_subdir
 
@@ -31,6 +33,15 @@ def _scores(path: Path) -> tuple[dict | None, str]:
         return None, f"unreadable {path}: {exc}"
 
 
+def _events(path: Path) -> tuple[list[dict] | None, str]:
+    if not path.is_file():
+        return None, f"no {path.parent.name}/{path.name}" if path.parent.name == SHADOW_DIR else f"no {path.name}"
+    try:
+        return read_jsonl(path), ""
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable {path}: {exc}"
+
+
 def compare_run(run_dir: str | Path) -> list[EpisodeAgreement]:
     """Every episode of a rehearsal run, in order. ValueError: not a rehearsal run directory."""
     episodes_dir = Path(run_dir) / "episodes"
@@ -40,10 +51,13 @@ def compare_run(run_dir: str | Path) -> list[EpisodeAgreement]:
     for episode in sorted(p for p in episodes_dir.iterdir() if p.is_dir()):
         sensor, problem = _scores(episode / "scores.json")
         privileged, shadow_problem = _scores(episode / SHADOW_DIR / "scores.json")
-        problem = problem or shadow_problem
-        found = [] if problem else differences(privileged, sensor, REHEARSAL_OPPORTUNITY_FIELDS)
+        sensor_events, events_problem = _events(episode / "events.jsonl")
+        privileged_events, shadow_events_problem = _events(episode / SHADOW_DIR / "events.jsonl")
+        problem = problem or shadow_problem or events_problem or shadow_events_problem
+        found = [] if problem else (differences(privileged, sensor, REHEARSAL_OPPORTUNITY_FIELDS)
+                                    + event_differences(privileged_events, sensor_events))
         out.append(EpisodeAgreement(episode.name, found, problem))
-    if out and all(e.problem.startswith(f"no {SHADOW_DIR}/") for e in out):
+    if out and all(e.problem == f"no {SHADOW_DIR}/scores.json" for e in out):
         raise ValueError(f"{run_dir}: no episode has shadow referee records (run weighing_rehearsal.launch.py)")
     return out
 
