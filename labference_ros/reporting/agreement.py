@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labference_ros.core.agreement import REHEARSAL_OPPORTUNITY_FIELDS, differences, event_differences
+from labference_ros.core.agreement import (REHEARSAL_OPPORTUNITY_FIELDS, differences, event_differences,
+                                           uncertainty_notes)
 from labference_ros.core.records import read_jsonl
 
 SHADOW_DIR = "shadow"  # the shadow referee's records_subdir
@@ -18,6 +19,7 @@ class EpisodeAgreement:
     episode: str
     differences: list[str] = field(default_factory=list)
     problem: str = ""  # why the two could not be compared ("" when they were)
+    notes: list[str] = field(default_factory=list)  # what is said but not compared (sensing uncertainty)
 
     @property
     def agrees(self) -> bool:
@@ -55,8 +57,9 @@ def compare_run(run_dir: str | Path) -> list[EpisodeAgreement]:
         privileged_events, shadow_events_problem = _events(episode / SHADOW_DIR / "events.jsonl")
         problem = problem or shadow_problem or events_problem or shadow_events_problem
         found = [] if problem else (differences(privileged, sensor, REHEARSAL_OPPORTUNITY_FIELDS)
-                                    + event_differences(privileged_events, sensor_events))
-        out.append(EpisodeAgreement(episode.name, found, problem))
+                                    + event_differences(privileged_events, sensor_events, skip_start=True))
+        notes = [] if problem else uncertainty_notes(sensor_events)
+        out.append(EpisodeAgreement(episode.name, found, problem, notes))
     if out and all(e.problem == f"no {SHADOW_DIR}/scores.json" for e in out):
         raise ValueError(f"{run_dir}: no episode has shadow referee records (run weighing_rehearsal.launch.py)")
     return out
@@ -68,5 +71,7 @@ def format_agreement(results: list[EpisodeAgreement]) -> str:
              for e in results]
     for e in results:
         lines += [f"  {e.episode}: {d}" for d in e.differences]
+    for e in results:
+        lines += [f"  {e.episode}: ({n})" for n in e.notes]
     lines.append(f"sensor-only referee agrees with the shadow referee in {agreeing} of {len(results)} episodes")
     return "\n".join(lines)

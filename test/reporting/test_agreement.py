@@ -102,3 +102,27 @@ def test_an_episode_without_events_is_not_compared(tmp_path):
     (run / "episodes" / "0000_basic" / "shadow" / "events.jsonl").unlink()
     (result,) = compare_run(run)
     assert not result.agrees and result.problem == "no shadow/events.jsonl"
+
+
+def test_the_sensing_paths_own_uncertainty_and_the_shadows_start_up_are_said_not_compared(tmp_path):
+    run = tmp_path / "run"
+    hidden = _event("validity", "estimator: marker of std_10 not seen for over 0.35 s; support unknown", 7.1)
+    start_up = [{**START, "t": 0.09}, _event("validity", "no_reading", 0.09)]
+    _episode(run, "0000_extended", _scores("std_10"), _scores("std_10"), sensor_events=(START, hidden, hidden),
+             privileged_events=start_up)
+    # The same no_reading later in the episode is a difference.
+    _episode(run, "0001_extended", _scores("std_10"), _scores("std_10"),
+             privileged_events=(START, _event("validity", "no_reading", 3.0)))
+    first, second = compare_run(run)
+    assert first.agrees, first.differences
+    assert first.notes == ["sensor-only uncertainty, 2 validity events: " + hidden["detail"]["reason"]]
+    assert second.differences == ["validity event 'no_reading': privileged 1, sensor 0"]
+    done = subprocess.run([LABFERENCE, "agreement", str(run)], capture_output=True, text=True, timeout=120)
+    assert "(sensor-only uncertainty, 2 validity events: estimator: marker of std_10" in done.stdout
+
+
+def test_the_estimators_reasons_are_the_ones_agreement_sets_apart():
+    from labference_ros.core.agreement import SENSING_UNCERTAINTY
+    from labference_ros.tasks.weighing.sensor_estimator import ESTIMATOR
+
+    assert f"{ESTIMATOR}:" in SENSING_UNCERTAINTY
