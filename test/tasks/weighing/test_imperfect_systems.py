@@ -15,7 +15,10 @@ import sys
 
 import pytest
 
+from labference_ros.cell.panda_model import HOME_ARM_Q
+from labference_ros.skills.motion import PickPlacePlanner
 from labference_ros.tasks.weighing.instances import generate, write_instance_list
+from labference_ros.tasks.weighing.systems.imperfect import _drop_after_lift
 
 LABFERENCE = os.path.join(os.path.dirname(sys.executable), "labference")
 
@@ -32,6 +35,24 @@ CASES = {
     "hurried_expert": (generate("extended", 6, 0, 0, 0)[5],
                        {"premature_advancement": 1, "recovery": 1}, "recovered", True, "confirmed"),
 }
+
+
+def test_the_drop_opens_the_fingers_a_little_way_into_the_lift():
+    planner = PickPlacePlanner()
+    plan = planner.plan_pick_place(HOME_ARM_Q, "std_10", (0.45, -0.2, 0.015), (0.5, 0.2), 0.065)
+    dropped = _drop_after_lift(plan)
+    labels = [label for _, label in dropped.labels]
+    assert labels[-2:] == ["lift", "drop"] and "transfer" not in labels
+    grasp, opened = dropped.gripper_events[-2:]
+    assert grasp.grasp and not opened.grasp and opened.width == plan.gripper_events[0].width
+    assert opened.t == dict((label, t) for t, label in dropped.labels)["drop"]
+    # The standard falls from a few centimetres, not the whole approach height.
+    lift_start = int(round(dict((label, t) for t, label in plan.labels)["lift"] / plan.dt))
+    z_grasp = planner.tcp_pose(plan.arm_q[lift_start])[0][2]
+    z_drop = planner.tcp_pose(dropped.arm_q[-1])[0][2]
+    assert 0.01 < z_drop - z_grasp < 0.05, z_drop - z_grasp
+    # The hand holds still while it falls.
+    assert (dropped.arm_q[-1] == dropped.arm_q[int(round(opened.t / plan.dt))]).all()
 
 
 def _events(episode: pathlib.Path) -> list[dict]:

@@ -7,11 +7,12 @@ their records can be checked (paper 4.2, 5.3, 7.2). Each knows the goal
   lifts it a few centimetres and lets go over where it stood, so it falls back
   on the table; then picks it again and completes. The first choice gets
   credit and its execution fails (a drop); the completion is recovered.
-- hurried_expert: moves fast and never waits for the balance: it grasps the
-  next standard as soon as it has let go of the previous one, while that
-  placement is not confirmed yet (released, no stable reading), which the
-  weighing contract makes premature advancement. Needs an instance with two
-  corrections or more (the extended condition).
+- hurried_expert: moves fast and never waits for the balance: it adds first and
+  then removes, and grasps the next standard as soon as it has let go of the
+  previous one, while that placement is not confirmed yet (released, no stable
+  reading), which the weighing contract makes premature advancement. Needs an
+  instance with an addition followed by a removal (the extended condition, e.g.
+  extended-0-0005).
 - wrong_first_expert: first grasps a standard the goal does not call for,
   lifts it and sets it down where it stood, then makes the correct moves. The
   first choice is incorrect and that move fails; the completion is recovered.
@@ -45,10 +46,10 @@ class DroppingExpert(ScriptedExpert):
         # It may take the standard again: the expert moves each (standard, destination) once.
         self._done.discard((name, dest))
         self._note(t=obs.sim_time, drops=name)
-        return _drop_after_lift(plan, self.planner.settings)
+        return _drop_after_lift(plan)
 
 
-def _drop_after_lift(plan: MotionPlan, settings: PickPlaceSettings) -> MotionPlan:
+def _drop_after_lift(plan: MotionPlan) -> MotionPlan:
     """The plan up to a little way into its lift, then the fingers open where the hand is."""
     starts = dict((label, t) for t, label in plan.labels)
     ends = sorted(t for t, _ in plan.labels if t > starts["lift"])
