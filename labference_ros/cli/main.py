@@ -165,10 +165,12 @@ def diagnose(run_dirs, as_json, allow_incomplete) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def agreement(run_dir, as_json) -> None:
     """Compare a rehearsal run's two referees episode by episode (weighing_rehearsal.launch.py): the
-    sensor-only referee's scores.json against the shadow referee's shadow/scores.json, on every
-    opportunity's legal set, first choice, correctness, execution and report, and on completion,
-    obligations, supported standards and violations. Exit status 0
-    when every episode agrees, 2 when one differs or cannot be compared."""
+    sensor-only referee's scores.json and events.jsonl against the shadow referee's shadow/ ones, on
+    every opportunity's legal set, first choice, correctness, execution and report, on completion,
+    obligations, supported standards, violations and every category's count, and on the validity
+    and safety events (by category and reason: one seen by one referee only is a difference; the
+    sensor estimator's own uncertainty, e.g. a marker hidden by the arm, is listed, not compared).
+    Exit status 0 when every episode agrees, 2 when one differs or cannot be compared."""
     import json
 
     from labference_ros.reporting.agreement import compare_run, format_agreement
@@ -179,7 +181,7 @@ def agreement(run_dir, as_json) -> None:
         raise click.ClickException(str(exc))
     if as_json:
         click.echo(json.dumps([{"episode": e.episode, "agrees": e.agrees, "differences": e.differences,
-                                "problem": e.problem} for e in results], indent=1))
+                                "problem": e.problem, "notes": e.notes} for e in results], indent=1))
     else:
         click.echo(format_agreement(results))
     sys.exit(0 if results and all(e.agrees for e in results) else 2)

@@ -8,6 +8,13 @@ unit. Status characters: S stable, D dynamic (SI only), A done (zero), I not
 executable (busy, or no stability within the balance's timeout), + overload,
 - underload. Replies to any command: ES syntax error (command unknown), ET
 transmission error, EL logical error (cannot be executed).
+
+Continuous output: SIR ("weight value immediately and repeat") makes the balance
+send one S-reply line per weight value, stable (S) or dynamic (D), or S + / S -
+while in the overload or underload range, at the rate its UPD setting gives,
+until S, SI, SR or @ cancels it. A driver that reads that stream sees every
+overload the balance indicates at that rate; one that polls sees only those
+that last until its next poll.
 """
 from __future__ import annotations
 
@@ -28,7 +35,10 @@ STATUS_MEANING = {
     OVERLOAD: "overload",
     UNDERLOAD: "underload",
 }
-# Replies that carry another identifier than their command (SI answers as S).
+CONTINUOUS = "SIR"
+# Commands that end a balance's continuous output (MT-SICS reference, SIR).
+CANCELS_CONTINUOUS = ("S", "SI", "SR", "@")
+# Replies that carry another identifier than their command (SI and SIR answer as S).
 REPLY_ID = {"SI": "S", "SIR": "S"}
 # Grams per unit, for the units a weight reply may carry.
 GRAMS_PER_UNIT = {"g": 1.0, "mg": 1e-3, "kg": 1e3}

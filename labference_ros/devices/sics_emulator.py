@@ -8,6 +8,12 @@ a callable (the simulator's load cell in a rehearsal). Faults a real balance
 shows can be switched on: a mute balance (no reply), a slow one, a busy one, a
 model that lacks a command, a port that disappears and comes back under the same
 name.
+
+SIR starts continuous output, as on a balance: one weight line per new weight
+value (each `set_load_g`, i.e. each simulated load-cell reading in a rehearsal),
+and at least every `update_period_s` while the load stays (its UPD rate), until
+S, SI, SR or @ cancels it. Lines nobody reads are dropped, as bytes on a serial
+line are, and never block the caller.
 """
 from __future__ import annotations
 
@@ -25,7 +31,8 @@ from labference_ros.devices import mt_sics
 class SicsBalanceEmulator:
     def __init__(self, link: str | Path, *, capacity_g: float = 620.0, decimals: int = 2,
                  settle_s: float = 0.3, stability_timeout_s: float = 1.0, underload_g: float = -5.0,
-                 serial_number: str = "0000000001", load_source: Callable[[], float] | None = None):
+                 serial_number: str = "0000000001", load_source: Callable[[], float] | None = None,
+                 update_period_s: float = 0.05):
         self.link = Path(link)
         self.capacity_g = capacity_g
         self.decimals = decimals
@@ -34,6 +41,7 @@ class SicsBalanceEmulator:
         self.underload_g = underload_g
         self.serial_number = serial_number
         self.load_source = load_source
+        self.update_period_s = update_period_s  # continuous output's slowest rate (a balance's UPD)
         self.mute = False        # read commands, answer nothing (the driver times out)
         self.busy = False        # answer every weight and zero/tare command with "I"
         self.unsupported: set[str] = set()  # commands this model lacks (answered ES)
@@ -45,6 +53,9 @@ class SicsBalanceEmulator:
         self._zero_g = 0.0
         self._tare_g = 0.0
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._continuous = False
+        self._last_line_at = 0.0
         self._master: int | None = None
         self._slave: int | None = None
         self._stop = threading.Event()
@@ -76,7 +87,13 @@ class SicsBalanceEmulator:
 
     def set_load_g(self, grams: float, settled: bool | None = None) -> None:
         """The load on the pan. settled: whether it has settled, as a load cell model decides
-        (the rehearsal's simulated balance); None: settled once unchanged for settle_s."""
+        (the rehearsal's simulated balance); None: settled once unchanged for settle_s.
+        In continuous output each call is a new weight value, sent at once."""
+        self._set_load(grams, settled)
+        if self._continuous:
+            self._send_weight()
+
+    def _set_load(self, grams: float, settled: bool | None) -> None:
         with self._lock:
             if grams != self._load_g:
                 self._load_g = float(grams)
@@ -91,8 +108,10 @@ class SicsBalanceEmulator:
 
     # ------------------------------------------------------------------ port
     def _open_port(self) -> None:
+        self._continuous = False  # a new port: the driver must ask again
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)  # no CR/LF translation, no echo: bytes as on a wire
+        os.set_blocking(self._master, False)  # output nobody reads is dropped, never waited on
         tmp = self.link.with_name(self.link.name + ".new")
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(os.ttyname(self._slave))
@@ -114,8 +133,13 @@ class SicsBalanceEmulator:
                 time.sleep(0.02)
                 pending = b""
                 continue
+            if self._continuous and time.monotonic() - self._last_line_at >= self.update_period_s:
+                try:
+                    self._send_weight()
+                except Exception:  # a failing load source: no line this time, the balance stays up
+                    pass
             try:
-                ready, _, _ = select.select([master], [], [], 0.05)
+                ready, _, _ = select.select([master], [], [], min(0.05, self.update_period_s))
                 if not ready:
                     continue
                 pending += os.read(master, 256)
@@ -133,15 +157,37 @@ class SicsBalanceEmulator:
                 if self.reply_delay_s > 0:
                     time.sleep(self.reply_delay_s)
                 if reply is not None and not self.mute:
-                    try:
-                        os.write(master, reply.encode("ascii") + mt_sics.TERMINATOR)
-                    except OSError:
-                        pass
+                    self._write(reply)
+
+    def _write(self, line: str) -> None:
+        with self._write_lock:
+            master = self._master
+            if master is None:
+                return
+            try:
+                os.write(master, line.encode("ascii") + mt_sics.TERMINATOR)
+            except OSError:  # nobody reads (the buffer is full) or the port went: the line is lost
+                pass
+
+    def _send_weight(self) -> None:
+        """One line of continuous output: the current weight value (SIR's replies are SI's)."""
+        self._last_line_at = time.monotonic()
+        if self.mute:
+            return
+        self._write(self._immediate())
+
+    def _immediate(self) -> str:
+        if self.busy:
+            return f"S {mt_sics.BUSY}"
+        load, settled = self._load()
+        status = mt_sics.STABLE if settled else mt_sics.DYNAMIC
+        return self._range("S", load) or mt_sics.format_weight(
+            "S", status, load - self._zero_g - self._tare_g, decimals=self.decimals)
 
     def _load(self) -> tuple[float, bool]:
         """(gross load in grams, settled) now."""
         if self.load_source is not None:
-            self.set_load_g(self.load_source())
+            self._set_load(self.load_source(), None)
         with self._lock:
             if self._settled_hint is not None:
                 return self._load_g, self._settled_hint
@@ -164,13 +210,16 @@ class SicsBalanceEmulator:
 
     def _answer(self, command: str) -> str | None:
         ident = command.strip()
+        if ident in mt_sics.CANCELS_CONTINUOUS:
+            self._continuous = False
+        if ident == mt_sics.CONTINUOUS:
+            self._continuous = True
+            self._last_line_at = time.monotonic()
+            return self._immediate()
         if ident in ("S", "SI", "Z", "T") and self.busy:
             return f"{mt_sics.reply_id(ident)} {mt_sics.BUSY}"
         if ident == "SI":
-            load, settled = self._load()
-            status = mt_sics.STABLE if settled else mt_sics.DYNAMIC
-            return self._range("S", load) or mt_sics.format_weight(
-                "S", status, load - self._zero_g - self._tare_g, decimals=self.decimals)
+            return self._immediate()
         if ident in ("S", "Z", "T"):
             load, settled = self._wait_stable()
             out_of_range = self._range(ident, load)

@@ -31,7 +31,8 @@ _SHARED = ("episodes", "system", "system_params", "agent_url", "agent_model", "c
 ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
     LaunchArgument("balance_port", "/dev/ttyUSB0", "Serial port of the MT-SICS balance (e.g. a "
                    "/dev/serial/by-id/ path)"),
-    LaunchArgument("balance_poll_hz", "10", "How often the balance is asked for a reading (SI)"),
+    LaunchArgument("balance_poll_hz", "10", "How often the balance is asked for a reading (SI) if it has no "
+                   "continuous output (SIR), and the pace of retries after a fault"),
     LaunchArgument("markers", "", "JSON: the marker on each tracked object, e.g. '{\"std_10\": {\"id\": 1, "
                    "\"length_m\": 0.02, \"offset_m\": [0, 0, -0.004]}, ...}' (docs/real-rig.md)"),
     LaunchArgument("marker_camera", "front", "The world-fixed camera the markers are tracked on"),

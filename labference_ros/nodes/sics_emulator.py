@@ -5,6 +5,8 @@ readings (remapped to /sim_balance/reading in the rehearsal graph) set the load
 of a devices/sics_emulator.py balance, which serves MT-SICS on a pseudo-terminal
 published under `port`; balance_sics reads it there exactly as it reads a real
 balance, so the graph's /balance/reading comes through the real serial driver.
+Each simulated reading is a new weight value: with the driver's continuous output
+(SIR) it goes out as one line, an overload included.
 The emulator reports the simulated load cell's own stability (its filtered load
 within its stability range over its window); an invalid or overloaded simulated reading is passed on as the
 balance's overload or an unchanged load.

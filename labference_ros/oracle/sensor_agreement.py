@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from labference_ros.cell.panda_model import ARM_JOINTS
-from labference_ros.core.agreement import differences
+from labference_ros.core.agreement import differences, event_differences
 from labference_ros.core.episode_loop import STOP_HOLD_S
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, WorldMeasurement
 from labference_ros.policies import make
@@ -121,7 +121,9 @@ def run_with_shadow(system_name: str, instance, *, params: dict | None = None, m
             referee.sensor.finish(world.t, reason)
         privileged, sensor = referee.primary.scores(), referee.sensor.scores()
         return Agreement(instance.instance_id, system_name, privileged, sensor, referee.frames, referee.estimate_s,
-                         referee.referee_s, differences(privileged, sensor),
+                         referee.referee_s,
+                         differences(privileged, sensor) + event_differences(referee.primary.events,
+                                                                             referee.sensor.events),
                          [e for e in referee.sensor.events if e["category"] == "validity"])
     finally:
         world.close()

@@ -1,13 +1,16 @@
 """The rehearsal's two referees compared, episode by episode: the sensor-only referee's
-scores.json against the shadow referee's shadow/scores.json (graphs/weighing_rehearsal.py)."""
+scores.json and events.jsonl against the shadow referee's shadow/scores.json and
+shadow/events.jsonl (graphs/weighing_rehearsal.py; what is compared: core/agreement.py)."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labference_ros.core.agreement import REHEARSAL_OPPORTUNITY_FIELDS, differences
+from labference_ros.core.agreement import (REHEARSAL_OPPORTUNITY_FIELDS, differences, event_differences,
+                                           uncertainty_notes)
 from labference_ros.core.proportions import wilson
+from labference_ros.core.records import read_jsonl
 
 SHADOW_DIR = "shadow"  # the shadow referee's records_subdir
 
@@ -17,6 +20,7 @@ class EpisodeAgreement:
     episode: str
     differences: list[str] = field(default_factory=list)
     problem: str = ""  # why the two could not be compared ("" when they were)
+    notes: list[str] = field(default_factory=list)  # what is said but not compared (sensing uncertainty)
 
     @property
     def agrees(self) -> bool:
@@ -32,6 +36,15 @@ def _scores(path: Path) -> tuple[dict | None, str]:
         return None, f"unreadable {path}: {exc}"
 
 
+def _events(path: Path) -> tuple[list[dict] | None, str]:
+    if not path.is_file():
+        return None, f"no {path.parent.name}/{path.name}" if path.parent.name == SHADOW_DIR else f"no {path.name}"
+    try:
+        return read_jsonl(path), ""
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable {path}: {exc}"
+
+
 def compare_run(run_dir: str | Path) -> list[EpisodeAgreement]:
     """Every episode of a rehearsal run, in order. ValueError: not a rehearsal run directory."""
     episodes_dir = Path(run_dir) / "episodes"
@@ -41,10 +54,14 @@ def compare_run(run_dir: str | Path) -> list[EpisodeAgreement]:
     for episode in sorted(p for p in episodes_dir.iterdir() if p.is_dir()):
         sensor, problem = _scores(episode / "scores.json")
         privileged, shadow_problem = _scores(episode / SHADOW_DIR / "scores.json")
-        problem = problem or shadow_problem
-        found = [] if problem else differences(privileged, sensor, REHEARSAL_OPPORTUNITY_FIELDS)
-        out.append(EpisodeAgreement(episode.name, found, problem))
-    if out and all(e.problem.startswith(f"no {SHADOW_DIR}/") for e in out):
+        sensor_events, events_problem = _events(episode / "events.jsonl")
+        privileged_events, shadow_events_problem = _events(episode / SHADOW_DIR / "events.jsonl")
+        problem = problem or shadow_problem or events_problem or shadow_events_problem
+        found = [] if problem else (differences(privileged, sensor, REHEARSAL_OPPORTUNITY_FIELDS)
+                                    + event_differences(privileged_events, sensor_events, skip_start=True))
+        notes = [] if problem else uncertainty_notes(sensor_events)
+        out.append(EpisodeAgreement(episode.name, found, problem, notes))
+    if out and all(e.problem == f"no {SHADOW_DIR}/scores.json" for e in out):
         raise ValueError(f"{run_dir}: no episode has shadow referee records (run weighing_rehearsal.launch.py)")
     return out
 
@@ -55,6 +72,8 @@ def format_agreement(results: list[EpisodeAgreement]) -> str:
              for e in results]
     for e in results:
         lines += [f"  {e.episode}: {d}" for d in e.differences]
+    for e in results:
+        lines += [f"  {e.episode}: ({n})" for n in e.notes]
     lo, hi = wilson(agreeing, len(results))
     interval = "" if lo is None else f" (95% Wilson interval {100 * lo:.1f}%..{100 * hi:.1f}%)"
     lines.append(f"sensor-only referee agrees with the shadow referee in {agreeing} of {len(results)} episodes"

@@ -87,6 +87,30 @@ def test_overload_is_flagged_and_never_stable():
     assert rs[-1].overload and not rs[-1].stable and rs[-1].valid
 
 
+def test_one_sample_impulse_over_capacity_is_no_overload():
+    # A finger closing on a standard gives one 10 ms sample of 2.7 kg (a 2 ms MuJoCo
+    # contact transient); a balance indicates from its filtered value, which stays low.
+    m = calibrated()
+    _, t = feed(m, 0.0, 2.0, lambda t: 260.0)
+    spike = m.update(t + DT, force_for(2660.0))
+    assert spike.raw_g > m.params.capacity_g
+    assert spike.filtered_g < m.params.capacity_g and not spike.overload and spike.valid
+    after, _ = feed(m, t + DT, 0.2, lambda t: 260.0)
+    assert not any(r.overload for r in after)
+
+
+def test_a_sustained_press_over_capacity_is_an_overload_once_the_filter_gets_there():
+    m = calibrated()
+    _, t = feed(m, 0.0, 2.0, lambda t: 260.0)
+    rs, _ = feed(m, t, 1.0, lambda t: 900.0)
+    flagged = [r for r in rs if r.overload]
+    assert flagged and all(r.filtered_g > m.params.capacity_g for r in flagged)
+    first = rs.index(flagged[0])
+    assert not any(r.overload for r in rs[:first]) and all(r.overload for r in rs[first:])
+    # eq. 9 reaches 620 g from 260 g towards 900 g after tau ln(640/280) = 0.207 s
+    assert first * DT == pytest.approx(0.25 * math.log(640 / 280), abs=DT)
+
+
 @pytest.mark.parametrize("bad, reason", [
     (None, "missing wrench"),
     ((0.0, 0.0, float("nan")), "non-finite force"),

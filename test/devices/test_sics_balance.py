@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from labference_ros.devices.sics_balance import SicsBalance
+from labference_ros.devices.sics_balance import SicsBalance, SicsError
 from labference_ros.devices.sics_emulator import SicsBalanceEmulator
 from labference_ros.tasks import family
 from labference_ros.tasks.weighing.synthetic_world import SyntheticWorld
@@ -199,3 +199,68 @@ def test_the_rehearsal_port_names_the_ros_domain(monkeypatch):
     monkeypatch.setenv("ROS_DOMAIN_ID", "17")
     assert expand_port("/tmp/balance-{domain}") == "/tmp/balance-17"
     assert expand_port("/dev/ttyUSB0") == "/dev/ttyUSB0"
+
+
+def test_continuous_output_gives_every_weight_value_a_short_overload_included(rig):
+    """SIR: one line per weight value, so an overload that lasts one value is seen; a poll
+    between two values would miss it."""
+    emulator, driver = rig
+    emulator.set_load_g(100.0)
+    driver.start_continuous()
+    assert emulator.received[-1] == "SIR"
+    first = driver.read_continuous()
+    assert first.valid and first.displayed_g == 100.0
+    loads = [150.0, 700.0, 160.0, 170.0]  # one overloaded value between two in range
+    for grams in loads:
+        emulator.set_load_g(grams)
+    readings = []
+    while len([r for r in readings if r.overload or r.displayed_g in loads]) < len(loads):
+        readings.append(driver.read_continuous())
+        assert readings[-1].valid, readings[-1].invalid_reason
+    seen = [("+" if r.overload else r.displayed_g) for r in readings if r.overload or r.displayed_g in loads]
+    assert seen == [150.0, "+", 160.0, 170.0]
+    assert driver.read().displayed_g == 170.0  # SI ends continuous output and answers as SI
+    assert emulator.received[-1] == "SI" and not driver.continuous
+
+
+def test_continuous_output_repeats_an_unchanged_load_and_a_silent_balance_is_invalid(rig):
+    emulator, driver = rig
+    emulator.set_load_g(80.0)
+    driver.start_continuous()
+    readings = [driver.read_continuous() for _ in range(int(0.4 / emulator.update_period_s))]
+    assert all(r.valid and r.displayed_g == 80.0 for r in readings)
+    assert readings[-1].stable  # unchanged for settle_s: the balance calls it stable
+    emulator.mute = True
+    time.sleep(0.1)
+    while driver._serial.in_waiting:  # the lines sent before it fell silent
+        driver.read_continuous()
+    silent = driver.read_continuous()
+    assert not silent.valid and "no weight value within 0.3 s" in silent.invalid_reason
+    assert silent.invalid_reason.startswith(driver.source + ": ")
+
+
+def test_a_balance_without_continuous_output_says_so(rig):
+    emulator, driver = rig
+    emulator.unsupported = {"SIR"}
+    with pytest.raises(SicsError, match="SIR refused: ES"):
+        driver.start_continuous()
+    assert not driver.continuous
+    emulator.set_load_g(40.0)
+    assert driver.read().displayed_g == 40.0  # polling still works
+
+
+def test_a_port_lost_during_continuous_output_is_invalid_and_output_starts_again(rig):
+    emulator, driver = rig
+    emulator.set_load_g(50.0)
+    driver.start_continuous()
+    emulator.disconnect()
+    time.sleep(0.2)
+    readings = [driver.read_continuous() for _ in range(10)]  # the lines sent before, then the loss
+    lost = [r for r in readings if not r.valid]
+    assert lost and "lost" in lost[0].invalid_reason and not driver.continuous
+    assert all(not r.valid for r in readings[readings.index(lost[0]):])
+    emulator.reconnect()
+    time.sleep(driver.reconnect_interval_s)
+    driver.start_continuous()
+    emulator.set_load_g(55.0)
+    assert any(driver.read_continuous().displayed_g == 55.0 for _ in range(20))

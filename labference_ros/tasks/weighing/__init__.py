@@ -30,6 +30,9 @@ class WeighingFamily(TaskFamily):
         "misreader": "labference_ros.tasks.weighing.systems.diagnostic:Misreader",
         "mislocator": "labference_ros.tasks.weighing.systems.diagnostic:Mislocator",
         "unsteady_grasp": "labference_ros.tasks.weighing.systems.diagnostic:UnsteadyGrasp",
+        "dropping_expert": "labference_ros.tasks.weighing.systems.imperfect:DroppingExpert",
+        "hurried_expert": "labference_ros.tasks.weighing.systems.imperfect:HurriedExpert",
+        "wrong_first_expert": "labference_ros.tasks.weighing.systems.imperfect:WrongFirstExpert",
     }
     graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real",
               "labference_ros.graphs.weighing_rehearsal")

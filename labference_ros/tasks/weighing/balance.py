@@ -3,6 +3,18 @@
 m_raw = 1000/g0 (F_up - F_up_empty)            (eq. 8)
 m_bar += alpha (m_raw - m_bar), alpha = 1 - exp(-dt/tau_f)   (eq. 9)
 
+Indication follows a laboratory balance: everything it shows (the weight, the
+stability indicator, the overload indication) comes from the filtered weight
+value, never from one load-cell sample. A balance's weighing filter sits between
+its load cell and its weight value, and it reports overload when that value is
+in the overload range: MT-SICS answers S/SI with "S +" then, and the display
+shows overload instead of a weight (Mettler-Toledo MT-SICS reference manual,
+commands S and SI; OIML R 76-1 on indication beyond Max). So a 2 ms contact
+impulse that a closing finger gives a standard on the pan (a MuJoCo stiff-contact
+transient: docs/balance.md) is no overload, while a load on the pan, a hand
+included, that keeps the filtered value above capacity is. The raw sample is
+still reported (raw_g) for diagnosis.
+
 The same code runs behind the simulated load cell and in the replay audit, so
 it takes plain numbers (sim time, force) and never a simulator handle.
 """
@@ -18,7 +30,7 @@ from labference_ros.core.measurements import BalanceMeasurement
 
 @dataclass(frozen=True)
 class BalanceParameters:
-    version: str = "balance-v1"
+    version: str = "balance-v2"  # v2: overload from the filtered value, not a raw sample
     tau_f_s: float = 0.25  # filter time constant (eq. 9)
     display_quantum_g: float = 0.1
     stability_window_s: float = 1.0
@@ -90,7 +102,7 @@ class BalanceModel:
         self._window.append((t_s, filtered))
         while self._window and self._window[0][0] < t_s - p.stability_window_s:
             self._window.popleft()
-        overload = raw > p.capacity_g or filtered > p.capacity_g
+        overload = filtered > p.capacity_g
         covered = self._window_start is not None and t_s - self._window_start >= p.stability_window_s
         values = [v for _, v in self._window]
         stable = covered and not overload and (max(values) - min(values)) <= p.stability_range_g
