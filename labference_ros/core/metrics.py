@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import numpy as np
+
 
 def rate(num: float, den: float) -> float | None:
     return None if den == 0 else num / den
@@ -65,3 +67,13 @@ def gain(pairs: Sequence[tuple], higher_is_better: bool = True) -> float | None:
 
 def interaction(y_both: float, y_o1: float, y_o2: float, y_none: float) -> float:
     return y_both - y_o1 - y_o2 + y_none
+
+
+def duration_stats(values: list[float]) -> dict | None:
+    """Mean, median, 95th percentile, maximum and total of durations (seconds); None for
+    none. A remote policy's request latency per episode and per report cell uses it."""
+    if not values:
+        return None
+    a = np.asarray(values, dtype=np.float64)
+    return {"mean": float(a.mean()), "p50": float(np.median(a)), "p95": float(np.percentile(a, 95)),
+            "max": float(a.max()), "total": float(a.sum())}

@@ -5,7 +5,7 @@ chunk record; the episode's summary (count, mean, median, p95, max) goes
 into run.json's system summary (paper: runtime per episode)."""
 from __future__ import annotations
 
-import numpy as np
+from labference_ros.core.metrics import duration_stats
 
 
 class LatencyLog:
@@ -24,10 +24,10 @@ class LatencyLog:
         self.last = entry
 
     def summary(self) -> dict:
-        out = {"requests": len(self.round_trips), "round_trip_s": _stats(self.round_trips)}
+        out = {"requests": len(self.round_trips), "round_trip_s": duration_stats(self.round_trips)}
         keys = sorted({k for t in self.server for k, v in t.items() if _number(v)})
         if keys:
-            out["server_timing"] = {k: _stats([float(t[k]) for t in self.server if _number(t.get(k))])
+            out["server_timing"] = {k: duration_stats([float(t[k]) for t in self.server if _number(t.get(k))])
                                     for k in keys}
         return out
 
@@ -35,10 +35,3 @@ class LatencyLog:
 def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
-
-def _stats(values: list[float]) -> dict | None:
-    if not values:
-        return None
-    a = np.asarray(values, dtype=np.float64)
-    return {"mean": float(a.mean()), "p50": float(np.median(a)), "p95": float(np.percentile(a, 95)),
-            "max": float(a.max()), "total": float(a.sum())}

@@ -209,7 +209,15 @@ def runtime_table(rt: dict | None) -> str:
              esc(rt[k]["unavailable"] or "")] for k, label in labels.items()]
     rows.append([esc("wall beyond inference (motion + waiting, not split)"), num(rt["not_inference"]["mean_s"], " s"),
                  esc(f"{rt['not_inference']['n']} / {rt['attempts']}"), ""])
-    return table(["runtime part", "mean per attempt", "attempts recording it", "why unavailable"], rows)
+    out = table(["runtime part", "mean per attempt", "attempts recording it", "why unavailable"], rows)
+    req = rt.get("policy_requests") or {}
+    if req.get("requests"):
+        timed = [("round trip (evaluator)", req["round_trip_s"])]
+        timed += [(f"server's {key}", s) for key, s in req["server_timing"].items() if s]
+        out += table([f"policy server requests ({req['requests']})", "median", "p95", "max"],
+                     [[esc(label), num(s["p50"], " s"), num(s["p95"], " s"), num(s["max"], " s")]
+                      for label, s in timed])
+    return out
 
 
 def confusion_table(cm: dict) -> str:

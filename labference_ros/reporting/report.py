@@ -298,6 +298,19 @@ def _latency_line(lat: dict) -> str:
             f"{part('first decision', lat.get('first_decision'))}  {walls}")
 
 
+def _request_latency_lines(req: dict) -> list[str]:
+    """A remote policy's request latency (round trip, and the server's own timing), or
+    nothing for a system that is not called over the network."""
+    if not req.get("requests"):
+        return []
+
+    def stats(s: dict) -> str:
+        return f"median {num(s['p50'], ' s')} p95 {num(s['p95'], ' s')} max {num(s['max'], ' s')}"
+    lines = [f"requests       {req['requests']} to the policy server: round trip {stats(req['round_trip_s'])}"]
+    lines += [f"               server's {key}: {stats(s)}" for key, s in req["server_timing"].items() if s]
+    return lines
+
+
 def format_cell(c: dict) -> str:
     m, a, iv, cov = c["metrics"], c["accounting"], c["intervals"], c["coverage"]
     name = cell_name(c["cell"])
@@ -331,6 +344,7 @@ def format_cell(c: dict) -> str:
               f"steps          SR {rate_text(iv['SR'])}  SSR {rate_text(iv['SSR'])}  "
               + "  ".join(f"{k} {rate_text(iv.get(f'step_{k}') or {})}" for k in st["per_step"]),
               _latency_line(m.get("latency") or {}),
+              *_request_latency_lines((c.get("runtime") or {}).get("policy_requests") or {}),
               f"accounting     attempts {a['attempts']} (PASS {a['PASS']}, FAIL {a['FAIL']}, ERROR {a['ERROR']})  "
               f"success {rate_text(iv['success_rate'])}  "
               f"time/success {num(a['time_per_success_s'], ' s')}{ci(iv['time_per_success_s'], False)} "

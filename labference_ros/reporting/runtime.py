@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from labference_ros.core.metrics import duration_stats
 from labference_ros.core.records import read_jsonl
 
 from . import accounting as acc
@@ -81,7 +82,30 @@ def summarize(splits: list[dict]) -> dict:
 
 
 def runtime(attempts) -> dict:
-    return summarize([attempt_split(a) for a in attempts])
+    attempts = list(attempts)
+    out = summarize([attempt_split(a) for a in attempts])
+    out["policy_requests"] = request_latency([read_policy_records(a.get("path")) for a in attempts])
+    return out
+
+
+# -- a remote policy's request latency ------------------------------------------------
+def request_latency(per_attempt_records: list[list[dict] | None]) -> dict:
+    """Per cell: the remote policy's requests (chunk records' `latency`, policies/latency.py):
+    the round trip the evaluator measured, and each numeric key of the server's own timing,
+    pooled over every request of every attempt. `requests` 0: no remote policy timed here."""
+    round_trips = []
+    server: dict[str, list[float]] = {}
+    for records in per_attempt_records:
+        for r in records or []:
+            timing = r.get("latency") if r.get("record") == "chunk" else None
+            if not isinstance(timing, dict) or timing.get("round_trip_s") is None:
+                continue
+            round_trips.append(float(timing["round_trip_s"]))
+            for key, value in (timing.get("server_timing") or {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    server.setdefault(key, []).append(float(value))
+    return {"requests": len(round_trips), "round_trip_s": duration_stats(round_trips),
+            "server_timing": {k: duration_stats(v) for k, v in sorted(server.items())}}
 
 
 # -- response latency on the wall clock ---------------------------------------------

@@ -162,3 +162,31 @@ def test_a_task_familys_own_lines_are_on_the_page_escaped(tmp_path):
     page = html_report.render(rep, {})
     row = page.split("<td>retrieval</td>", 1)[1].split("</tr>", 1)[0]
     assert "correct 2/2 &lt;A1&gt;" in row
+
+
+def test_a_remote_policys_request_latency_reaches_the_text_and_html_report(tmp_path):
+    d = _arm_dir(tmp_path, "openpi", cost=0.01, wall=5.0, n=2)
+    for k, ep in enumerate(sorted((d / "episodes").iterdir())):
+        # Chunk records as the episode loop writes them for a remote policy (policies/latency.py).
+        lines = [{"record": "chunk", "inference_wall_s": 0.1,
+                  "latency": {"round_trip_s": 0.1 * (k + 1) + 0.01 * j, "server_timing": {"infer_ms": 50.0 + j}}}
+                 for j in range(3)]
+        (ep / "policy_actions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (cell,) = build([d], draws=50)["cells"]
+    req = cell["runtime"]["policy_requests"]
+    assert req["requests"] == 6
+    assert req["round_trip_s"]["max"] == 0.22
+    assert req["server_timing"]["infer_ms"]["p50"] == 51.0
+    res = CliRunner().invoke(main, ["report", str(d), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert "requests       6 to the policy server: round trip median" in res.output
+    assert "server's infer_ms: median 51" in res.output
+    assert "policy server requests (6)" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_a_local_system_has_no_request_latency_line(tmp_path):
+    d = _arm_dir(tmp_path, "scripted", cost=0.01, wall=5.0, n=2)
+    (cell,) = build([d], draws=50)["cells"]
+    assert cell["runtime"]["policy_requests"] == {"requests": 0, "round_trip_s": None, "server_timing": {}}
+    res = CliRunner().invoke(main, ["report", str(d), "--out", str(tmp_path / "out")])
+    assert "to the policy server" not in res.output
