@@ -10,9 +10,11 @@ could not be sent, is sent again with the next command; a goal that ran and
 failed (a grasp that closed on nothing) is not repeated, since the policy
 sees the open hand and decides.
 
-Only for a full ROS 2 install with franka_ros2 (franka_msgs): without it the
-node exits at start with one line saying so. Parameters: action_namespace
-(/franka_gripper, where franka_gripper serves grasp and move).
+Needs franka_msgs: a full ROS 2 install with franka_ros2, or the embedded
+environment's copy (env/franka_msgs); without it the node exits at start with
+one line saying so. Parameters: robot_model (fr3; core.robots), action_namespace
+(default the robot's: /fr3_gripper, where franka_ros2's gripper node for arm_id
+fr3 serves grasp, move and homing).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
 from labference.msg import GripperCommand
+from labference_ros.core.robots import robot_model
 from labference_ros.devices.franka_gripper import GRASP, GoalSequencer, GripperCommandRejected, goal_for
 from labference_ros.nodes.runtime import run_node
 
@@ -28,8 +31,8 @@ def _franka_actions():
     try:
         from franka_msgs.action import Grasp, Move
     except ImportError as exc:
-        raise RuntimeError("franka_gripper_bridge needs franka_msgs (franka_ros2), which this environment "
-                           "lacks; it runs only beside a real Franka Hand") from exc
+        raise RuntimeError("franka_gripper_bridge needs franka_msgs (franka_ros2, or env/franka_msgs built by "
+                           "env/bootstrap.sh), which this environment lacks") from exc
     return Grasp, Move
 
 
@@ -39,7 +42,9 @@ class FrankaGripperBridge(Node):
         from rclpy.action import ActionClient
 
         self.Grasp, self.Move = _franka_actions()
-        namespace = str(self.declare_parameter("action_namespace", "/franka_gripper").value).rstrip("/")
+        robot = robot_model(str(self.declare_parameter("robot_model", "fr3").value))
+        namespace = str(self.declare_parameter("action_namespace", "").value) or robot.gripper_actions
+        namespace = namespace.rstrip("/")
         self.action_names = {"grasp": f"{namespace}/grasp", "move": f"{namespace}/move"}
         self.grasp = ActionClient(self, self.Grasp, self.action_names["grasp"])
         self.move = ActionClient(self, self.Move, self.action_names["move"])
