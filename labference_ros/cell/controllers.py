@@ -49,7 +49,7 @@ HEADER = f"""\
 # trajectory controller on the effort interface with franka's gains, the joint state and
 # robot state broadcasters), with the joint names of arm_id {{model}}.
 # franka_arm_bridge sends the graph's rows to /joint_trajectory_controller/joint_trajectory
-# (positions, velocities, accelerations; stamp zero) and reads /joint_states and
+# (positions, velocities, accelerations; stamped in the robot PC's clock) and reads /joint_states and
 # /franka_robot_state_broadcaster/robot_state. Not run against a robot here (docs/real-rig.md).
 """
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from labference_ros.core.action_spec import PANDA_JOINT_NAMES
 from labference_ros.core.robots import PANDA, RobotModel
-from labference_ros.core.trajectory_commands import CONTROLLER_RATE_HZ, StreamState, executed_motion
+from labference_ros.core.trajectory_commands import CONTROLLER_RATE_HZ, Motion, StreamState, executed_motion
 
 PANDA_MAX_VELOCITY = PANDA.max_velocity  # rad/s
 PANDA_MAX_ACCELERATION = PANDA.max_acceleration  # rad/s^2
@@ -121,23 +121,29 @@ class SafetyEnvelope:
                            f"[{lo[j]}, {hi[j]}] ({robot.name})")
         start = path[0]
         state = StreamState(start - before * interval_s, start, before, np.zeros(len(start)))
-        motion = executed_motion(state, arm, interval_s)
-        checks = (("position", motion.positions, lo, hi, "rad"),)
-        down, up = robot.velocity_bounds(motion.positions)
-        checks += (("velocity", motion.velocities, down, up, "rad/s"),)
-        amax, jmax = np.asarray(robot.max_acceleration), np.asarray(robot.max_jerk)
-        checks += (("acceleration", motion.accelerations, -amax, amax, "rad/s^2"),
-                   ("jerk", motion.jerks, -jmax, jmax, "rad/s^3"))
-        for quantity, values, low, high, unit in checks:
-            low, high = np.broadcast_to(low, values.shape), np.broadcast_to(high, values.shape)
-            over = (values < low - 1e-9) | (values > high + 1e-9)
-            if over.any():
-                k, j = (int(v) for v in np.argwhere(over)[0])
-                reasons.append(f"joint {j + 1} {quantity} {values[k, j]:+.3f} {unit} between rows "
-                               f"{int(motion.row[k]) - 1} and {int(motion.row[k])} outside "
-                               f"[{low[k, j]:.3f}, {high[k, j]:.3f}] ({robot.name}, "
-                               f"{CONTROLLER_RATE_HZ:.0f} Hz interpolation)")
-        return reasons
+        return reasons + motion_problems(robot, executed_motion(state, arm, interval_s), "between rows")
+
+
+def motion_problems(robot: RobotModel, motion: Motion, where: str = "") -> list[str]:
+    """Where a commanded motion sampled at the controller's rate leaves the robot's limits
+    (position range, velocity bounds, acceleration, jerk): the first sample of each kind."""
+    lo, hi = np.asarray(robot.lower), np.asarray(robot.upper)
+    down, up = robot.velocity_bounds(motion.positions)
+    amax, jmax = np.asarray(robot.max_acceleration), np.asarray(robot.max_jerk)
+    checks = (("position", motion.positions, lo, hi, "rad"), ("velocity", motion.velocities, down, up, "rad/s"),
+              ("acceleration", motion.accelerations, -amax, amax, "rad/s^2"),
+              ("jerk", motion.jerks, -jmax, jmax, "rad/s^3"))
+    reasons = []
+    for quantity, values, low, high, unit in checks:
+        low, high = np.broadcast_to(low, values.shape), np.broadcast_to(high, values.shape)
+        over = (values < low - 1e-9) | (values > high + 1e-9)
+        if over.any():
+            k, j = (int(v) for v in np.argwhere(over)[0])
+            at = (f"between rows {int(motion.row[k]) - 1} and {int(motion.row[k])}" if where == "between rows"
+                  else f"at {motion.times[k]:.3f} s")
+            reasons.append(f"joint {j + 1} {quantity} {values[k, j]:+.3f} {unit} {at} outside "
+                           f"[{low[k, j]:.3f}, {high[k, j]:.3f}] ({robot.name}, {CONTROLLER_RATE_HZ:.0f} Hz interpolation)")
+    return reasons
 
 
 def stopping_rows(start: np.ndarray, velocity: np.ndarray | None, interval_s: float,

@@ -13,9 +13,13 @@ by a tail that brings the arm to rest at half its acceleration limits. The next
 row's message replaces the tail; a stream that stops (a pause, a dead policy, a
 lost network) leaves the arm decelerating smoothly instead of stopping dead.
 
-Every message is stamped zero: the controller starts it on receipt, so an offset
-between the evaluation PC's and the robot PC's clocks never drops or delays a
-row (a stamp in the robot PC's past would skip the points it already covers).
+`RowStream` puts the rows on one timeline: each is reached a fixed latency after
+its stream began, by the rows' own stamps, so rows that arrive early or late (up to
+the latency) describe the same path, and every message carries the points of that
+path not yet reached. The node stamps each message in the robot PC's clock (its
+offset estimated from the robot's joint-state stamps), so the controller aligns
+successive messages exactly, whatever the two PCs' clocks say and however the
+network delays them.
 
 `executed_motion` samples, at the controller's rate, the motion the arm is
 commanded while such messages follow each other one interval apart; the safety
@@ -89,20 +93,46 @@ def stopping_tail(position, velocity, interval_s: float, max_acceleration, fract
     return positions, velocities, accelerations
 
 
-def row_command(state: StreamState, row, interval_s: float, joint_names, max_acceleration,
+def row_command(state: StreamState, rows, interval_s: float, joint_names, max_acceleration,
                 ) -> tuple[TrajectoryCommand, StreamState]:
-    """The message that sends row (reached one interval after receipt) and then brings
-    the arm to rest, and the stream after it."""
-    after = next_state(state, row, interval_s)
-    positions, velocities, accelerations = stopping_tail(after.last, after.velocity, interval_s, max_acceleration)
+    """The message that sends rows (one row (7,) or several (L x 7), one interval apart,
+    the first reached one interval after receipt) and then brings the arm to rest, and
+    the stream after its last row."""
+    rows = np.atleast_2d(np.asarray(rows, float))[:, :7]
+    positions, velocities, accelerations = [], [], []
+    after = state
+    for row in rows:
+        after = next_state(after, row, interval_s)
+        positions.append(after.last)
+        velocities.append(after.velocity)
+        accelerations.append(after.acceleration)
+    tail = stopping_tail(after.last, after.velocity, interval_s, max_acceleration)
     if np.any(after.velocity):
-        positions = np.vstack([after.last[None, :], positions])
-        velocities = np.vstack([after.velocity[None, :], velocities])
-        accelerations = np.vstack([after.acceleration[None, :], accelerations])
+        positions += list(tail[0])
+        velocities += list(tail[1])
+        accelerations += list(tail[2])
     else:
-        accelerations = np.zeros_like(accelerations)
+        accelerations[-1] = np.zeros(7)  # a row reached at rest ends the message at rest
     times = np.arange(1, len(positions) + 1) * interval_s
-    return TrajectoryCommand(tuple(joint_names), times, positions, velocities, accelerations), after
+    return TrajectoryCommand(tuple(joint_names), times, np.array(positions), np.array(velocities),
+                             np.array(accelerations)), after
+
+
+def state_during(state: StreamState, command: TrajectoryCommand, elapsed_s: float,
+                 interval_s: float | None = None) -> StreamState:
+    """The stream's state elapsed_s after command was sent from state: the setpoint's
+    position, velocity and acceleration then (at rest after the message's end), as a
+    stream of rows interval_s apart (default: the message's first time) carries it."""
+    if elapsed_s >= command.times[-1]:
+        return StreamState.at_rest(command.positions[-1])
+    times = np.concatenate([[0.0], command.times])
+    points = [(state.last, state.velocity, state.acceleration)] + list(
+        zip(command.positions, command.velocities, command.accelerations))
+    i = max(0, int(np.searchsorted(times, elapsed_s, side="right")) - 1)
+    q, dq, ddq, _ = quintic(*points[i], *points[i + 1], times[i + 1] - times[i], np.array([elapsed_s - times[i]]))
+    q, dq, ddq = q[0], dq[0], ddq[0]
+    interval = command.times[0] if interval_s is None else interval_s
+    return StreamState(q - dq * interval + ddq * interval ** 2 / 2, q, dq, ddq)
 
 
 def quintic(p0, v0, a0, p1, v1, a1, duration: float, t: np.ndarray):
@@ -170,3 +200,76 @@ def message_motion(state: StreamState, command: TrajectoryCommand, rate_hz: floa
         for part, values in zip(parts, (t + times[i], q, qd, qdd, qddd, np.full(steps, i))):
             part.append(values)
     return Motion(*(np.concatenate(p) for p in parts))
+
+
+class RowStream:
+    """The graph's rows as trajectory messages on one timeline, whatever the delivery.
+
+    A row stamped `stamp` (the start of its interval, the graph's clock) is reached at
+    `stamp + interval + offset`: the offset is fixed when a stream starts, `latency_s`
+    ahead of the first row's receipt, so rows that arrive early or late (up to the
+    latency) still land on the same path. Every message carries the points of that
+    path not yet reached, times after `now`, and then the tail to rest; where the
+    controller starts each message by the robot's clock (the node stamps it in the
+    robot PC's time), successive messages describe one motion and its joins are exact.
+    A row later than the latency, or after a gap, starts the path again from where
+    the commanded motion is then (the last message's tail)."""
+
+    def __init__(self, joint_names, interval_s: float, max_acceleration, latency_s: float = 0.06):
+        self.joint_names = tuple(joint_names)
+        self.interval = float(interval_s)
+        self.max_acceleration = tuple(max_acceleration)
+        self.latency = float(latency_s)
+        self.offset: float | None = None
+        self.path: list[tuple[float, StreamState]] = []  # (time reached, state there), the last row last
+        self.sent: TrajectoryCommand | None = None
+        self.sent_at = 0.0
+        self.sent_from: StreamState | None = None  # the commanded state when the last message went out
+        self.starts = 0  # paths begun: the first row, and each row late or after a gap
+
+    def commanded(self, t: float, measured=None) -> StreamState:
+        """The commanded setpoint at time t: on the last message's motion (at rest after it,
+        on the measured position before any)."""
+        if self.sent is None:
+            return StreamState.at_rest(measured)
+        return state_during(self.sent_from, self.sent, t - self.sent_at, self.interval)
+
+    def send(self, now: float, stamp: float, rows, measured=None) -> TrajectoryCommand:
+        """The message for rows (L x 7, one interval apart, the first stamped `stamp`)
+        received at `now` (the same clock)."""
+        rows = np.atleast_2d(np.asarray(rows, float))[:, :7]
+        T = self.interval
+        first = None if self.offset is None else stamp + T + self.offset
+        continues = (first is not None and self.path and first - now > 1e-3
+                     and abs(first - (self.path[-1][0] + T)) < 0.25 * T)
+        if not continues:
+            if first is None or first - now <= 1e-3:
+                self.offset = now + self.latency - (stamp + T)  # a new stream, or a row too late
+                first = stamp + T + self.offset
+            start = first - T
+            self.path = [(start, self.commanded(start, measured))]
+            self.starts += 1
+        at_send = self.commanded(now, measured)
+        t, state = self.path[-1]
+        for row in rows:
+            state = next_state(state, row, T)
+            t += T
+            self.path.append((t, state))
+        ahead = [(t, s) for t, s in self.path if t > now + 0.002]  # one nearer is as good as reached
+        tail_q, tail_v, tail_a = stopping_tail(state.last, state.velocity, T, self.max_acceleration)
+        times = [t - now for t, _ in ahead]
+        positions = [s.last for _, s in ahead]
+        velocities = [s.velocity for _, s in ahead]
+        accelerations = [s.acceleration for _, s in ahead]
+        if np.any(state.velocity):
+            times += list(times[-1] + T * np.arange(1, len(tail_q) + 1))
+            positions += list(tail_q)
+            velocities += list(tail_v)
+            accelerations += list(tail_a)
+        else:
+            accelerations[-1] = np.zeros(7)
+        command = TrajectoryCommand(self.joint_names, np.array(times), np.array(positions), np.array(velocities),
+                                    np.array(accelerations))
+        self.path = [(t, s) for t, s in self.path if t > now - T] or self.path[-1:]
+        self.sent, self.sent_at, self.sent_from = command, now, at_send
+        return command

@@ -41,8 +41,8 @@ TOLERANCE = 1.0 + 1e-6
 
 @dataclass
 class _Trajectory:
-    start: float  # robot time the message started
-    times: np.ndarray  # (N+1,) from the start, the first 0 (the setpoint it joins from)
+    start: float  # robot time the message's times count from
+    times: np.ndarray  # (N+1,) from the start, the first when it was received (the setpoint it joins from)
     positions: np.ndarray  # (N+1, 7)
     velocities: np.ndarray | None
     accelerations: np.ndarray | None
@@ -69,20 +69,26 @@ class ArmStandIn:
             return ROBOT_MODE_REFLEX
         return ROBOT_MODE_MOVE
 
-    def command(self, times, positions, velocities=None, accelerations=None) -> None:
-        """A trajectory message received now (stamp zero: it starts on receipt): points at
-        times after now, positions (N x 7), and velocities and accelerations where the
-        message carries them. Ignored while in reflex (the controller is not running)."""
+    def command(self, times, positions, velocities=None, accelerations=None, start: float | None = None) -> None:
+        """A trajectory message: points at times after start (robot time: the message's
+        stamp; None, a zero stamp: now, on receipt), positions (N x 7), and velocities and
+        accelerations where the message carries them. Points already past are dropped; the
+        rest are joined from the current setpoint. Ignored in reflex (no controller runs)."""
         if self.error:
             return
-        times = np.concatenate([[0.0], np.asarray(times, float)])
-        positions = np.vstack([self.q, np.asarray(positions, float)])
+        start = self.time if start is None else float(start)
+        times = np.asarray(times, float)
+        ahead = start + times > self.time + 1e-9
+        if not ahead.any():
+            return
+        times = np.concatenate([[self.time - start], times[ahead]])
+        positions = np.vstack([self.q, np.asarray(positions, float)[ahead]])
         v = a = None
         if velocities is not None:
-            v = np.vstack([self.dq, np.asarray(velocities, float)])
+            v = np.vstack([self.dq, np.asarray(velocities, float)[ahead]])
             if accelerations is not None:
-                a = np.vstack([self.ddq, np.asarray(accelerations, float)])
-        self.trajectory = _Trajectory(self.time, times, positions, v, a)
+                a = np.vstack([self.ddq, np.asarray(accelerations, float)[ahead]])
+        self.trajectory = _Trajectory(start, times, positions, v, a)
         self.commands += 1
 
     def reflex(self, error: str, detail: str) -> None:

@@ -186,10 +186,12 @@ def _launch_real_with_fakes(args, knobs):
     from rosproc import Proc
 
     labference = os.path.join(os.path.dirname(sys.executable), "labference")
-    argv = [labference, "launch", "weighing_real.launch.py", *args]
+    # discovery:=localhost: no robot PC to reach (the real graph's default is the subnet).
+    argv = [labference, "launch", "weighing_real.launch.py", "discovery:=localhost", *args]
     for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": "fake_idle.py",
                       "world_estimator": "fake_world_estimator.py", "referee": "fake_referee.py",
-                      "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": "fake_idle.py"}.items():
+                      "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": "fake_idle.py",
+                      "franka_arm_bridge": "fake_idle.py"}.items():
         argv += ["--substitute", f"{exe}={FAKES / fake}"]
     return Proc(argv, env={**os.environ, **knobs})
 

@@ -73,8 +73,7 @@ def test_the_real_graph_replaces_the_simulator_with_what_a_real_cell_has():
     assert nodes["policy_bridge"].parameters["safety"] == Param("robot_model")
     # The policy bridge reads the arm under the graph's joint names, which the arm bridge republishes.
     assert dict(nodes["policy_bridge"].remappings) == {"/joint_states": "/arm/joint_states"}
-    assert '"/arm/joint_states"' in _source("franka_arm_bridge") or "GRAPH_JOINT_STATES" in _source(
-        "franka_arm_bridge")
+    assert '"/arm/joint_states"' in _source("franka_arm_bridge")
     # Two computers: discovery reaches the subnet unless told otherwise.
     assert REAL.argument("discovery").default == "subnet"
     assert '"/balance/reading"' in _source("balance_sics")
