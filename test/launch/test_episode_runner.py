@@ -9,6 +9,7 @@ import json
 import signal
 
 import psutil
+import pytest
 
 from labference_ros.tasks.weighing.instances import read_instance_list
 from launch_helpers import launch_with_fakes
@@ -178,7 +179,7 @@ def test_run_json_identity_fields_are_written_and_differing_assets_refuse_to_poo
     assert set(err.value.fields) == {"asset_revision"}
 
 
-def _launch_real_with_fakes(args, knobs):
+def _launch_real_with_fakes(args, knobs, arm="fake_idle.py"):
     import os
     import sys
 
@@ -191,7 +192,7 @@ def _launch_real_with_fakes(args, knobs):
     for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": "fake_idle.py",
                       "world_estimator": "fake_world_estimator.py", "referee": "fake_referee.py",
                       "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": "fake_idle.py",
-                      "franka_arm_bridge": "fake_idle.py"}.items():
+                      "franka_arm_bridge": arm}.items():
         argv += ["--substitute", f"{exe}={FAKES / fake}"]
     return Proc(argv, env={**os.environ, **knobs})
 
@@ -214,6 +215,27 @@ def test_the_operator_is_asked_until_the_scene_matches_then_the_episode_runs(tmp
     rows = read_summary(run_dir)["per_episode"]
     assert [(r["reason"], r["status"]) for r in rows] == [("completed", "ok")]
     assert rows[0]["setup_wall_s"] >= 2.0  # two refusals, a second apart, count as set-up time
+
+
+@pytest.mark.slow
+def test_a_hardware_fault_ends_the_episode_as_a_validity_error_not_the_systems_failure(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _launch_real_with_fakes(["episodes:=2", "deadline_s:=30", "service_timeout_s:=10", "record:=false",
+                                    f"output_dir:={run_dir}"],
+                                   {"FAKE_COMPLETE": "1", "FAKE_ARM_FAULT": "0"}, arm="fake_arm_fault.py")
+    try:
+        assert proc.popen.wait(timeout=240) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    summary = read_summary(run_dir)
+    rows = summary["per_episode"]
+    # The arm's reflex ends episode 0 as an evaluation-validity error with its cause; episode 1 runs.
+    assert [(r["reason"], r["status"]) for r in rows] == [("error", "error"), ("completed", "ok")], rows
+    assert rows[0]["error"] == "hardware_fault: robot error: joint_reflex (robot mode reflex)"
+    assert rows[0].get("scores") is None
+    out = "\n".join(proc.seen)
+    assert "hardware_fault: robot error: joint_reflex" in out and "[hardware_fault]" in out, out[-2000:]
 
 
 def test_a_scene_never_set_up_leaves_the_episode_unscored_with_the_reason(tmp_path):
