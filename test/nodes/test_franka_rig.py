@@ -57,3 +57,36 @@ def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faul
     # The old command style (one position-only point per row) trips the arm's reflex.
     assert [f["episode_id"] for f in result["direct"]["faults"]] == ["e3"]
     assert "joint_motion_generator_velocity_discontinuity" in result["direct"]["faults"][0]["cause"]
+
+
+@pytest.mark.slow
+def test_doctor_rig_sees_the_robot_pc_and_the_balance_and_names_what_is_missing(tmp_path):
+    import os
+    import subprocess
+
+    from labference_ros.devices.sics_emulator import SicsBalanceEmulator
+    from labference_ros.rosenv import loopback_environ
+
+    standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin"])
+    try:
+        with SicsBalanceEmulator(str(tmp_path / "balance")) as balance:
+            balance.set_load_g(150.0)
+            labference = os.path.join(os.path.dirname(sys.executable), "labference")
+            done = subprocess.run([labference, "doctor", "--rig", "--discovery", "localhost", "--balance-port",
+                                   str(tmp_path / "balance"), "--marker-camera", "overhead", "--timeout", "20"],
+                                  env=loopback_environ(), capture_output=True, text=True, timeout=120)
+    finally:
+        standin.stop()
+    marks = {}
+    for line in done.stdout.splitlines():
+        mark, rest = line[:7].strip(), line[8:]
+        for name in ("robot joint states", "robot state", "trajectory controller", "gripper actions",
+                     "marker camera", "balance"):
+            if mark in ("ok", "MISSING") and rest.startswith(name + " "):
+                marks[name] = mark
+    assert marks == {"robot joint states": "ok", "robot state": "ok", "trajectory controller": "ok",
+                     "gripper actions": "ok", "marker camera": "MISSING", "balance": "ok"}, done.stdout
+    assert "fr3_joint1..7 at" in done.stdout and "mode move" in done.stdout
+    assert "/fr3_gripper: move, grasp, homing" in done.stdout and "150.0000 g" in done.stdout
+    assert "no image on /cameras/overhead/image_raw" in done.stdout
+    assert done.returncode == 1 and "1 problem(s)" in done.stdout and "Traceback" not in done.stderr
