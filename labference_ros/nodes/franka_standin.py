@@ -21,8 +21,8 @@ message types and rates, the arm played by devices/franka_arm.ArmStandIn.
 Its clock is the robot PC's: this computer's plus `clock_offset_s` (0), in every
 stamp it publishes and for every trajectory stamp it receives (a zero stamp starts
 on receipt). Parameters: robot_model (fr3), controller, joint_state_rate_hz,
-start (7 joint positions; the cell's home by default), grasp_succeeds,
-clock_offset_s.
+start (7 joint positions; the cell's home by default), start_width (the fingers'
+opening, 0.08), grasp_succeeds, clock_offset_s.
 """
 from __future__ import annotations
 
@@ -53,13 +53,14 @@ class FrankaStandIn(Node):
         self.Grasp, self.Homing, self.Move = Grasp, Homing, Move
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("controller", ""), ("joint_state_rate_hz", 30.0),
-            ("start", list(weighing_cell().robot.home)), ("grasp_succeeds", True), ("clock_offset_s", 0.0))}
+            ("start", list(weighing_cell().robot.home)), ("grasp_succeeds", True), ("clock_offset_s", 0.0),
+            ("start_width", 0.08))}
         self.robot = robot_model(str(v["robot_model"]))
         controller = str(v["controller"]) or self.robot.trajectory_controller
         # The robot PC's clock: this one's plus clock_offset_s (two PCs never agree exactly).
         self.clock_offset = float(v["clock_offset_s"])
         self.arm = ArmStandIn(self.robot, np.asarray(v["start"], float), time=self.now())
-        self.width = self.robot.hand_max_width
+        self.width = float(v["start_width"])
         self.grasp_succeeds = bool(v["grasp_succeeds"])
         self.stalled = False
         self.rejected_names: tuple[str, ...] | None = None

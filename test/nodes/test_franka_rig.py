@@ -17,7 +17,7 @@ PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "franka_rig_prob
 def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faults():
     # The robot PC's clock 0.7 s ahead of this one's: the arm bridge stamps by the robot's.
     standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin", "--ros-args",
-                    "-p", "clock_offset_s:=0.7"])
+                    "-p", "clock_offset_s:=0.7", "-p", "start_width:=0.05"])
     # This shared test machine stalls processes for up to seconds under load: a latency and a
     # joint-state timeout that absorb that (the stall below is indefinite; the 35 ms jitter the
     # default latency absorbs is tested in test/core/test_trajectory_commands.py).
@@ -51,9 +51,11 @@ def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faul
     assert result["after_recovery"]["moved"] > 0.15 and result["after_recovery"]["faults"] == 1
     assert [f["episode_id"] for f in result["stall"]["faults"]] == ["e2"]
     assert result["stall"]["faults"][0]["cause"].startswith("joint states stale: none for 2.")
-    # The hand through franka_gripper's actions at /fr3_gripper: grasp to 3 cm, then move to 7 cm.
+    # The hand through franka_gripper's actions at /fr3_gripper: homed at the start (5 cm to fully
+    # open), grasp to 3 cm, move to 7 cm, grasp again, and opened when the episode ends.
     assert result["hand"] == {"open": pytest.approx(0.08), "grasped": pytest.approx(0.03),
-                              "moved": pytest.approx(0.07)}
+                              "moved": pytest.approx(0.07), "holding": pytest.approx(0.03),
+                              "released": pytest.approx(0.08)}
     # The old command style (one position-only point per row) trips the arm's reflex.
     assert [f["episode_id"] for f in result["direct"]["faults"]] == ["e3"]
     assert "joint_motion_generator_velocity_discontinuity" in result["direct"]["faults"][0]["cause"]

@@ -7,8 +7,9 @@ robot PC) and checks what the arm does:
      and the bridge's pause is asked with reason hardware_fault;
   4. after recovery, episode e2: rows go out again; then the joint states stall: a
      hardware fault for e2 names the stale joint states;
-  5. the hand (through franka_gripper_bridge and /fr3_gripper's actions): a grasp
-     command closes the fingers to its width, a move opens them;
+  5. the hand (through franka_gripper_bridge and /fr3_gripper's actions): homed at the
+     start, a grasp command closes the fingers to its width, a move opens them, and
+     the end of e2 opens them again;
   6. episode e3, the old command style straight to franka_ros2's controller (single
      position-only points each interval): the stand-in raises the velocity
      discontinuity reflex, and the fault for e3 names it.
@@ -132,6 +133,7 @@ def main() -> int:
     # 5. the hand
     inject.publish(String(data="resume"))
     assert wait_until(lambda: gripper.get_subscription_count(), 30), "no gripper bridge"
+    wait_until(lambda: abs(finger_width() - 0.08) < 1e-6, 10)  # homed
     widths = {"open": finger_width()}
     gripper.publish(GripperCommand(grasp=True, width=0.03, speed=0.1, force=20.0, epsilon_inner=0.005,
                                    epsilon_outer=0.005))
@@ -141,9 +143,15 @@ def main() -> int:
                                    epsilon_outer=0.005))
     wait_until(lambda: abs(finger_width() - 0.07) < 1e-6, 10)
     widths["moved"] = finger_width()
-    result["hand"] = widths
-    # 6. position-only single points straight to the controller, in e3
+    gripper.publish(GripperCommand(grasp=True, width=0.03, speed=0.1, force=20.0, epsilon_inner=0.005,
+                                   epsilon_outer=0.005))
+    wait_until(lambda: abs(finger_width() - 0.03) < 1e-6, 10)
+    widths["holding"] = finger_width()
+    # 6. position-only single points straight to the controller, in e3 (e2's end opens the hand)
     say("e2", "error")
+    wait_until(lambda: abs(finger_width() - 0.08) < 1e-6, 10)
+    widths["released"] = finger_width()
+    result["hand"] = widths
     time.sleep(0.5)
     say("e3", "running")
     time.sleep(0.3)
