@@ -90,7 +90,7 @@ class FrankaArmBridge(Node):
         self.stream = RowStream(self.robot.arm_joints, self.interval, self.robot.max_acceleration,
                                 float(v["command_latency_s"]))
         self.latency = float(v["command_latency_s"])
-        # The robot PC's clock minus this one's, plus the smallest delivery delay: from joint-state stamps.
+        # Robot PC's clock minus this one's, less the smallest delivery delay: joint-state stamp minus receipt.
         self.clock_offsets: deque[float] = deque(maxlen=300)
         self.robot_offset = 0.0  # the estimate a path's messages are stamped with (fixed while it runs)
         self.offset_of_path = -1
