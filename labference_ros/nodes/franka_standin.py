@@ -16,7 +16,10 @@ message types and rates, the arm played by devices/franka_arm.ArmStandIn.
   once: the fingers do not travel here);
 - failing on request, `~/inject` (std_msgs/String): `reflex` (a joint reflex, as a
   collision raises), `stall` (the joint states stop), `resume` (they go on),
-  `recover` (franka_ros2's error recovery: the error is cleared).
+  `recover` (franka_ros2's error recovery: the error is cleared); or on a schedule,
+  `fault_episodes` ("0:reflex,2:stall": one second into those episodes, as
+  /policy_bridge/status announces them; when such an episode ends the arm is
+  recovered and the joint states resume, as an operator would do).
 
 Its clock is the robot PC's: this computer's plus `clock_offset_s` (0), in every
 stamp it publishes and for every trajectory stamp it receives (a zero stamp starts
@@ -25,6 +28,8 @@ start (7 joint positions; the cell's home by default), start_width (the fingers'
 opening, 0.08), grasp_succeeds, clock_offset_s.
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -44,8 +49,8 @@ STEP_HZ = 100.0  # the 1 kHz cycles run in batches of ten
 
 
 class FrankaStandIn(Node):
-    def __init__(self):
-        super().__init__("franka_standin")
+    def __init__(self, **node_options):
+        super().__init__("franka_standin", **node_options)
         from franka_msgs.action import Grasp, Homing, Move
         from franka_msgs.msg import FrankaRobotState
 
@@ -54,7 +59,7 @@ class FrankaStandIn(Node):
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("controller", ""), ("joint_state_rate_hz", 30.0),
             ("start", list(weighing_cell().robot.home)), ("grasp_succeeds", True), ("clock_offset_s", 0.0),
-            ("start_width", 0.08))}
+            ("start_width", 0.08), ("fault_episodes", ""))}
         self.robot = robot_model(str(v["robot_model"]))
         controller = str(v["controller"]) or self.robot.trajectory_controller
         # The robot PC's clock: this one's plus clock_offset_s (two PCs never agree exactly).
@@ -70,6 +75,14 @@ class FrankaStandIn(Node):
         self.pub_state = self.create_publisher(FrankaRobotState, "/franka_robot_state_broadcaster/robot_state", qos)
         self.create_subscription(JointTrajectory, f"/{controller}/joint_trajectory", self.on_trajectory, qos)
         self.create_subscription(String, "~/inject", self.on_inject, qos)
+        # Scheduled faults: "INDEX:FAULT,..." (reflex or stall) one second into that episode (its id
+        # begins with the index, as the episode runner numbers them); its end recovers the arm.
+        self.schedule = {int(i): f.strip() for i, f in (item.split(":") for item in
+                                                          str(v["fault_episodes"]).split(",") if item.strip())}
+        self.episodes_seen: set[str] = set()
+        self.faulted: set[str] = set()
+        if self.schedule:
+            self.create_subscription(String, "/policy_bridge/status", self.on_status, qos)
         hand = self.robot.gripper_actions
         self.actions = [ActionServer(self, Move, f"{hand}/move", self.on_move),
                         ActionServer(self, Grasp, f"{hand}/grasp", self.on_grasp),
@@ -118,6 +131,31 @@ class FrankaStandIn(Node):
             self.stalled = False
         elif what == "recover":
             self.arm.recover()
+
+    def on_status(self, msg: String) -> None:
+        data = json.loads(msg.data)
+        episode = str(data.get("episode_id", ""))
+        if data.get("state") != "running":
+            if episode in self.faulted:  # the episode is over: the operator recovers the arm
+                self.faulted.discard(episode)
+                self.on_inject(String(data="recover"))
+                self.on_inject(String(data="resume"))
+            return
+        if episode in self.episodes_seen:
+            return
+        self.episodes_seen.add(episode)
+        index = int(episode.split("_", 1)[0]) if episode.split("_", 1)[0].isdigit() else -1
+        fault = self.schedule.get(index)
+        if fault is None:
+            return
+        self.faulted.add(episode)
+        timer = None
+
+        def inject():
+            timer.cancel()
+            self.on_inject(String(data=fault))
+
+        timer = self.create_timer(1.0, inject)
 
     def step(self) -> None:
         self._advance()
