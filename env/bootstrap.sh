@@ -77,7 +77,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   pip_install --no-deps openpi-client==0.1.2 || { say "openpi-client install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
-  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs"
+  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs" "$VENV/.stamp-franka-msgs"
 fi
 
 # Configure, build and install a CMake (ament) package into the venv, in a fresh
@@ -105,6 +105,17 @@ if [ "$(cat "$TF2_STAMP" 2>/dev/null)" != "$want_tf2" ]; then
   say "building tf2_msgs into $VENV"
   cmake_into_venv env/tf2_msgs tf2_msgs
   echo "$want_tf2" > "$TF2_STAMP"
+fi
+
+# franka_msgs (franka_ros2's gripper actions and robot state) is not on PyPI either:
+# franka_ros2's exact definitions, for the franka_ros2 stand-in and the hardware bridges.
+FRANKA_STAMP="$VENV/.stamp-franka-msgs"
+want_franka=$(digest env/franka_msgs/CMakeLists.txt env/franka_msgs/package.xml env/franka_msgs/msg/*.msg \
+  env/franka_msgs/action/*.action)
+if [ "$(cat "$FRANKA_STAMP" 2>/dev/null)" != "$want_franka" ]; then
+  say "building franka_msgs into $VENV"
+  cmake_into_venv env/franka_msgs franka_msgs
+  echo "$want_franka" > "$FRANKA_STAMP"
 fi
 
 IFACE_STAMP="$VENV/.stamp-interfaces"

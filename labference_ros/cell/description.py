@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from labference_ros.core.robots import RobotModel, robot_model
+
 CELL_DIR = Path(__file__).resolve().parent
 CELL_SCHEMA = 1
 LOAD_CELL_FRAME = "pan_load_cell"  # the balance's load cell: its URDF link and the scene's sensed site
@@ -19,6 +21,8 @@ LOAD_CELL_FRAME = "pan_load_cell"  # the balance's load cell: its URDF link and 
 # LABEL_LIFT_M above the face. A marker, where there is one, fills the same square.
 LABEL_SIDE_PER_RADIUS = 1.38
 LABEL_LIFT_M = 0.0008
+# The simulator's robot models (MuJoCo Menagerie) and the arm each one is.
+SIM_MODELS = {"franka_panda": "panda"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,18 @@ class RobotDescription:
     upper: tuple[float, ...]
     gripper_max_width: float
     tcp_offset: tuple[float, float, float]
+    # The arm a real rig of this cell has (core.robots: its names, limits and franka_ros2's
+    # namespaces); the simulator keeps `model`, the Menagerie Panda.
+    rig_model: str = "fr3"
+
+    @property
+    def sim_robot(self) -> RobotModel:
+        """The simulated arm's names and limits (the Menagerie Panda's are the Panda's)."""
+        return robot_model(SIM_MODELS[self.model])
+
+    @property
+    def rig_robot(self) -> RobotModel:
+        return robot_model(self.rig_model)
 
 
 @dataclass(frozen=True)

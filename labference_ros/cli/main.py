@@ -38,8 +38,27 @@ def main() -> None:
 
 
 @main.command()
-def doctor() -> None:
-    """Report ROS distro, RMW, interfaces, MuJoCo, GL backend and what is missing."""
+@click.option("--rig", is_flag=True, help="Check a real cell instead: the robot PC's joint states, robot state, "
+              "trajectory controller and gripper actions, the balance and the marker camera (docs/real-rig.md).")
+@click.option("--robot-model", type=click.Choice(["fr3", "panda"]), default="fr3", show_default=True,
+              help="With --rig: the arm franka_ros2 drives.")
+@click.option("--balance-port", default="", help="With --rig: the MT-SICS balance's serial port.")
+@click.option("--marker-camera", default="front", show_default=True, help="With --rig: the marker camera's name.")
+@click.option("--discovery", type=click.Choice(["localhost", "subnet"]), default="subnet", show_default=True,
+              help="With --rig: DDS discovery scope, as the real launch's discovery argument.")
+@click.option("--static-peers", default="", help="With --rig: robot PC host names or addresses, ';'-separated.")
+@click.option("--timeout", "timeout_s", type=float, default=5.0, show_default=True,
+              help="With --rig: seconds to wait for each ROS check.")
+def doctor(rig: bool, robot_model: str, balance_port: str, marker_camera: str, discovery: str, static_peers: str,
+           timeout_s: float) -> None:
+    """Report ROS distro, RMW, interfaces, MuJoCo, GL backend and what is missing (--rig: a real cell)."""
+    if rig:
+        from labference_ros.cli.rig_check import run_rig_check
+
+        try:
+            sys.exit(run_rig_check(robot_model, balance_port, marker_camera, discovery, static_peers, timeout_s))
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
     from labference_ros.cli.doctor import run_doctor
 
     sys.exit(run_doctor())

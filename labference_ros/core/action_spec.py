@@ -14,11 +14,13 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-# Franka Panda joint position limits, rad (datasheet).
-PANDA_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
-PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
-PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
-PANDA_HAND_MAX_WIDTH = 0.08
+from labference_ros.core.robots import PANDA, RobotModel
+
+# Franka Panda joint position limits, rad (datasheet; core.robots has every model).
+PANDA_JOINT_NAMES = PANDA.arm_joints
+PANDA_LOWER = PANDA.lower
+PANDA_UPPER = PANDA.upper
+PANDA_HAND_MAX_WIDTH = PANDA.hand_max_width
 
 REPRESENTATIONS = ("joint", "end_effector")
 # velocity: arm rows are joint velocities, integrated by core.action_conversion.
@@ -100,15 +102,17 @@ class ActionSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def reference_joint_spec(control_frequency_hz: float = 50.0, max_chunk_length: int = 50) -> ActionSpec:
-    """The reference 8-dim absolute joint interface: panda_joint1..7 targets
-    (rad) and one gripper target width (m). Arm values beyond the Panda
-    limits reject the chunk; the gripper width is clipped to [0, 0.08] m."""
+def reference_joint_spec(control_frequency_hz: float = 50.0, max_chunk_length: int = 50,
+                         robot: RobotModel = PANDA) -> ActionSpec:
+    """The reference 8-dim absolute joint interface: the arm's seven joint targets
+    (rad; panda_joint1..7 for the simulated Panda, fr3_joint1..7 on an FR3) and one
+    gripper target width (m). Arm values beyond the robot's position limits reject
+    the chunk; the gripper width is clipped to [0, 0.08] m."""
     return ActionSpec(
-        name="panda_joint8_abs", representation="joint", dim=8, mode="absolute",
+        name=f"{robot.name}_joint8_abs", representation="joint", dim=8, mode="absolute",
         frame="joint_space", units=("rad",) * 7 + ("m",),
-        dimension_names=PANDA_JOINT_NAMES + ("gripper_width",),
-        lower=PANDA_LOWER + (0.0,), upper=PANDA_UPPER + (PANDA_HAND_MAX_WIDTH,),
+        dimension_names=robot.arm_joints + ("gripper_width",),
+        lower=robot.lower + (0.0,), upper=robot.upper + (robot.hand_max_width,),
         limit_handling=("reject",) * 7 + ("clip",),
         control_frequency_hz=control_frequency_hz, max_chunk_length=max_chunk_length)
 

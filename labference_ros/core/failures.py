@@ -13,6 +13,7 @@ import re
 # (kind, phrases): the first kind with a phrase in the message wins, so the
 # specific ones come first.
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("hardware_fault", ("hardware_fault",)),  # the arm, not the tested system (nodes/franka_arm_bridge.py)
     ("disk_full", ("no space left", "disk full", "enospc")),
     ("policy_actions_rejected", ("consecutive chunks rejected",)),
     ("convention_mismatch", ("convention mismatch",)),

@@ -13,6 +13,11 @@ keeps the reason. Off by default in simulation (the scored protocol of the
 existing runs stays as it was); the real and rehearsal graphs turn it on.
 
 Limits: Franka Emika Panda datasheet (joint velocity and acceleration maxima).
+`SafetyEnvelope.for_robot` takes them from a robot model (core.robots) instead and
+adds what the arm itself checks on every controller cycle: the position limits,
+the velocity bounds (position-dependent on an FR3) and the jerk, on the rows and
+on the motion between them as the controller interpolates it
+(core.trajectory_commands.executed_motion, sampled at 1 kHz).
 """
 from __future__ import annotations
 
@@ -23,9 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from labference_ros.core.action_spec import PANDA_JOINT_NAMES
+from labference_ros.core.robots import PANDA, RobotModel
+from labference_ros.core.trajectory_commands import CONTROLLER_RATE_HZ, Motion, StreamState, executed_motion
 
-PANDA_MAX_VELOCITY = (2.1750, 2.1750, 2.1750, 2.1750, 2.6100, 2.6100, 2.6100)  # rad/s
-PANDA_MAX_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)  # rad/s^2
+PANDA_MAX_VELOCITY = PANDA.max_velocity  # rad/s
+PANDA_MAX_ACCELERATION = PANDA.max_acceleration  # rad/s^2
 ARM_JOINTS = len(PANDA_JOINT_NAMES)  # the arm's columns of a reference row
 GRIPPER_MAX_WIDTH = 0.08  # m, Franka Hand
 GRIPPER_MAX_FORCE = 70.0  # N, Franka Hand continuous grasp force
@@ -57,6 +64,14 @@ class SafetyEnvelope:
     workspace_max: tuple[float, float, float]
     max_velocity: tuple[float, ...] = PANDA_MAX_VELOCITY
     max_acceleration: tuple[float, ...] = PANDA_MAX_ACCELERATION
+    # Where set (for_robot): the robot whose position limits, velocity bounds and jerk the
+    # rows and the interpolated motion between them must keep.
+    robot: RobotModel | None = None
+
+    @classmethod
+    def for_robot(cls, robot: RobotModel, workspace_min, workspace_max) -> "SafetyEnvelope":
+        return cls(workspace_min=tuple(workspace_min), workspace_max=tuple(workspace_max),
+                   max_velocity=robot.max_velocity, max_acceleration=robot.max_acceleration, robot=robot)
 
     def violations(self, rows: np.ndarray, start: np.ndarray, start_velocity: np.ndarray | None,
                    interval_s: float, fingertips: Callable[[np.ndarray], np.ndarray]) -> list[str]:
@@ -80,6 +95,8 @@ class SafetyEnvelope:
             r, j = (int(v) for v in np.argwhere(over)[0])
             reasons.append(f"joint {j + 1} acceleration {acceleration[r, j]:+.2f} rad/s^2 at row {r} "
                            f"over the limit {self.max_acceleration[j]} rad/s^2")
+        if self.robot is not None:
+            reasons += self._robot_violations(arm, path, velocity, before, interval_s)
         tips = np.asarray(fingertips(arm), float)
         lo, hi = np.asarray(self.workspace_min), np.asarray(self.workspace_max)
         outside = ((tips < lo) | (tips > hi)).any(axis=1)
@@ -89,6 +106,44 @@ class SafetyEnvelope:
             reasons.append(f"fingertips at ({x:.3f}, {y:.3f}, {z:.3f}) m at row {r} outside the workspace box "
                            f"{tuple(self.workspace_min)}..{tuple(self.workspace_max)}")
         return reasons
+
+
+    def _robot_violations(self, arm, path, velocity, before, interval_s) -> list[str]:
+        """The robot's own limits on the rows and on the motion the controller interpolates
+        between them: position range, (position-dependent) velocity, acceleration, jerk."""
+        robot = self.robot
+        reasons = []
+        lo, hi = np.asarray(robot.lower), np.asarray(robot.upper)
+        out = (arm < lo) | (arm > hi)
+        if out.any():
+            r, j = (int(v) for v in np.argwhere(out)[0])
+            reasons.append(f"joint {j + 1} position {arm[r, j]:+.4f} rad at row {r} outside "
+                           f"[{lo[j]}, {hi[j]}] ({robot.name})")
+        start = path[0]
+        state = StreamState(start - before * interval_s, start, before, np.zeros(len(start)))
+        return reasons + motion_problems(robot, executed_motion(state, arm, interval_s), "between rows")
+
+
+def motion_problems(robot: RobotModel, motion: Motion, where: str = "") -> list[str]:
+    """Where a commanded motion sampled at the controller's rate leaves the robot's limits
+    (position range, velocity bounds, acceleration, jerk): the first sample of each kind."""
+    lo, hi = np.asarray(robot.lower), np.asarray(robot.upper)
+    down, up = robot.velocity_bounds(motion.positions)
+    amax, jmax = np.asarray(robot.max_acceleration), np.asarray(robot.max_jerk)
+    checks = (("position", motion.positions, lo, hi, "rad"), ("velocity", motion.velocities, down, up, "rad/s"),
+              ("acceleration", motion.accelerations, -amax, amax, "rad/s^2"),
+              ("jerk", motion.jerks, -jmax, jmax, "rad/s^3"))
+    reasons = []
+    for quantity, values, low, high, unit in checks:
+        low, high = np.broadcast_to(low, values.shape), np.broadcast_to(high, values.shape)
+        over = (values < low - 1e-9) | (values > high + 1e-9)
+        if over.any():
+            k, j = (int(v) for v in np.argwhere(over)[0])
+            at = (f"between rows {int(motion.row[k]) - 1} and {int(motion.row[k])}" if where == "between rows"
+                  else f"at {motion.times[k]:.3f} s")
+            reasons.append(f"joint {j + 1} {quantity} {values[k, j]:+.3f} {unit} {at} outside "
+                           f"[{low[k, j]:.3f}, {high[k, j]:.3f}] ({robot.name}, {CONTROLLER_RATE_HZ:.0f} Hz interpolation)")
+    return reasons
 
 
 def stopping_rows(start: np.ndarray, velocity: np.ndarray | None, interval_s: float,

@@ -12,6 +12,8 @@ import argparse
 import pathlib
 import sys
 
+from labference_ros.rosenv import DISCOVERY_ENV, PEERS_ENV
+
 from . import all_graphs
 from .graph import Graph, NodeSpec, Param
 
@@ -23,7 +25,7 @@ HEADER = '''\
 # Regenerate: python -m labference_ros.graphs.launchgen
 """{description}."""
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.actions import DeclareLaunchArgument, {environment}Shutdown
 {conditions}from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -67,12 +69,20 @@ def _node(node: NodeSpec, package: str, shares_process: tuple[str, ...] = ()) ->
 def launch_source(graph: Graph) -> str:
     # IfCondition only where a node starts on a launch argument (it would be an unused import).
     conditions = "from launch.conditions import IfCondition\n" if any(n.when for n in graph.nodes) else ""
-    out = [HEADER.format(name=graph.name, description=graph.description, conditions=conditions).rstrip("\n")]
+    # A graph that reaches another computer passes its discovery scope to every node's process
+    # (rosenv.apply_loopback reads it), as `labference launch` does (rosenv.discovery_environ).
+    widens = {"discovery", "static_peers"} <= {a.name for a in graph.arguments}
+    environment = "SetEnvironmentVariable, " if widens else ""
+    out = [HEADER.format(name=graph.name, description=graph.description, conditions=conditions,
+                         environment=environment).rstrip("\n")]
     out.append("    arguments = [")
     for arg in graph.arguments:
         choices = f", choices={list(arg.choices)!r}" if arg.choices else ""
         out.append(f"        DeclareLaunchArgument({arg.name!r}, default_value={arg.default!r},")
         out.append(f"                              description={arg.description!r}{choices}),")
+    if widens:
+        out.append(f"        SetEnvironmentVariable({DISCOVERY_ENV!r}, LaunchConfiguration('discovery')),")
+        out.append(f"        SetEnvironmentVariable({PEERS_ENV!r}, LaunchConfiguration('static_peers')),")
     out.append("    ]")
     for node in graph.nodes:
         group = tuple(n.name for n in graph.nodes if node.process and n.process == node.process)

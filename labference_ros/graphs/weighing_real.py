@@ -1,5 +1,6 @@
-"""Feedback weighing on a real cell: a Franka Panda under ros2_control, a Franka
-Hand, an MT-SICS balance and a calibrated camera, scored from sensors alone.
+"""Feedback weighing on a real cell: a Franka arm under franka_ros2 (an FR3 unless
+robot_model says panda), a Franka Hand, an MT-SICS balance and a calibrated camera,
+scored from sensors alone.
 
 launch/weighing_real.launch.py is generated from this file. It is the sim
 graph's evaluator, tested-system and record side unchanged, with the simulator
@@ -9,15 +10,24 @@ replaced by what a real cell has:
   and world_estimator, which publishes the referee's /evaluator/world_state and
   the checked reading /evaluator/balance_reading (the referee's /balance/reading
   is remapped to it);
+- the arm: franka_arm_bridge (the graph's rows to franka_ros2's trajectory controller
+  as quintic-interpolated trajectories under the robot's joint names; franka_ros2's
+  joint states back under the graph's; stale joint states, robot errors and a robot
+  mode other than move become the episode's hardware_fault);
 - the gripper: franka_gripper_bridge (the graph's gripper command to franka_gripper's
-  Grasp and Move actions);
+  Grasp and Move actions at /<robot_model>_gripper);
 - the scene: the operator sets it up between episodes; the runner's reset asks the
   estimator's scene check (/world_estimator/reset) until it matches the instance.
 The arm's controllers (config/franka_controllers.yaml), the camera driver and
-franka_gripper run beside it on the robot PC; this graph does not start them.
+franka_gripper run on the robot PC (another computer: discovery:=subnet or
+static_peers); this graph does not start them.
 It has never run on hardware (docs/real-rig.md says what is tested where).
 """
 from __future__ import annotations
+
+from labference_ros.cell.description import weighing_cell
+from labference_ros.core.robots import ROBOT_MODELS
+from labference_ros.rosenv import DISCOVERY_SCOPES
 
 from . import weighing_sim
 from .graph import Graph, LaunchArgument, NodeSpec, Param
@@ -43,11 +53,23 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    "rate)"),
     LaunchArgument("setup_timeout_s", "300", "Seconds the operator has to set each episode's scene up before "
                    "the episode is recorded as not started"),
-    LaunchArgument("gripper_actions", "/franka_gripper", "Namespace of franka_gripper's grasp and move actions"),
+    LaunchArgument("robot_model", weighing_cell().robot.rig_model, "The arm (core/robots.py): its joint names, "
+                   "limits (the safety envelope) and franka_ros2's namespaces", choices=tuple(sorted(ROBOT_MODELS))),
+    LaunchArgument("gripper_actions", "", "Namespace of franka_gripper's grasp, move and homing actions (default "
+                   "the robot's: /fr3_gripper)"),
+    LaunchArgument("discovery", "subnet", "DDS discovery scope: subnet reaches the robot PC (same ROS_DOMAIN_ID, "
+                   "distribution and RMW on both); localhost keeps the graph on this computer (a stand-in robot)",
+                   choices=tuple(DISCOVERY_SCOPES)),
+    LaunchArgument("static_peers", "", "Robot PC host names or addresses, ';'-separated, for unicast discovery "
+                   "where multicast does not pass"),
+    LaunchArgument("joint_state_timeout_s", "0.25", "Longest gap in the arm's joint states before the episode "
+                   "ends as a hardware fault"),
 )
 
 STEP_MODE = "realtime"  # a real arm does not wait for the policy
-SAFETY = "franka"  # joint limits and the workspace box before anything reaches the controllers
+# The robot's own limits (position, velocity bounds, acceleration, jerk, between rows too) and the
+# workspace box before anything reaches the controllers: safety mode = the robot model.
+SAFETY = Param("robot_model")
 
 NODES = (
     NodeSpec("balance", "balance_sics",
@@ -55,7 +77,7 @@ NODES = (
     NodeSpec("fiducial_tracker", "fiducial_tracker",
              parameters={"camera": Param("marker_camera"), "markers_json": Param("markers"),
                          "image_reliability": Param("camera_reliability")}),
-    NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK}),
+    NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK, "robot_model": Param("robot_model")}),
     NodeSpec("referee", "referee", parameters={"task": TASK},
              remappings=(("/balance/reading", "/evaluator/balance_reading"),)),
     NodeSpec("policy_bridge", "policy_bridge",
@@ -63,12 +85,16 @@ NODES = (
                          "agent_url": Param("agent_url"), "agent_model": Param("agent_model"),
                          "step_mode": STEP_MODE, "camera_rate": Param("camera_rate", float),
                          "support": Param("support"), "task": TASK, "safety": SAFETY,
-                         "image_reliability": Param("camera_reliability")}),
+                         "image_reliability": Param("camera_reliability")},
+             remappings=(("/joint_states", "/arm/joint_states"),)),
     NodeSpec("oracle", "oracle", parameters={"condition": Param("support"), "task_condition": Param("condition")}),
     NodeSpec("recorder", "recorder", parameters={"task": TASK, "enabled": Param("record", bool)}),
     NodeSpec("monitor", "monitor", parameters={}, when="monitor"),
+    NodeSpec("franka_arm_bridge", "franka_arm_bridge",
+             parameters={"robot_model": Param("robot_model"),
+                         "joint_state_timeout_s": Param("joint_state_timeout_s", float)}),
     NodeSpec("franka_gripper_bridge", "franka_gripper_bridge",
-             parameters={"action_namespace": Param("gripper_actions")}),
+             parameters={"robot_model": Param("robot_model"), "action_namespace": Param("gripper_actions")}),
     NodeSpec("episode_runner", "episode_runner",
              parameters={"episodes": Param("episodes", int), "system": Param("system"),
                          "condition": Param("condition"), "seed": Param("seed", int),
@@ -85,6 +111,6 @@ NODES = (
 
 GRAPH = Graph(name="weighing_real", package="labference",
               description="Feedback weighing on a real cell: MT-SICS balance, marker tracking, sensor-only world "
-                          "estimator, referee, policy bridge (realtime, Franka envelope), Franka Hand bridge, "
-                          "episode runner with operator set-up",
+                          "estimator, referee, policy bridge (realtime, the robot's envelope), Franka arm and hand "
+                          "bridges (franka_ros2), episode runner with operator set-up",
               arguments=ARGUMENTS, nodes=NODES, task=TASK)

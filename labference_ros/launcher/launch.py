@@ -11,7 +11,7 @@ from typing import TextIO
 
 from labference_ros.graphs import graph_for
 from labference_ros.nodes.run_dir import RUN_DIR_ENV
-from labference_ros.rosenv import loopback_environ
+from labference_ros.rosenv import discovery_environ, loopback_environ
 from labference_ros.tasks import family as task_family
 
 from .arguments import parse_launch_arguments
@@ -49,6 +49,7 @@ def launch(launch_file: str, tokens: Sequence[str], substitutes: Mapping[str, st
     claim = claim_domain(os.environ.get("ROS_DOMAIN_ID"))
     try:
         env = loopback_environ()
+        env.update(discovery_environ(arguments.get("discovery", "localhost"), arguments.get("static_peers", "")))
         env["ROS_DOMAIN_ID"] = str(claim.domain_id)
         if "output_dir" in arguments:
             run_dir = claim_run_dir(arguments["output_dir"])

@@ -155,6 +155,9 @@ def make_node():
                                           QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
             self.create_subscription(ScoreSnapshot, "/referee/scores", self.on_scores, 10)
             self.create_subscription(String, "/policy_bridge/status", self.on_status, 10)
+            # A real arm's faults (nodes/franka_arm_bridge.py): the episode is a validity error.
+            self.hardware_faults: dict[str, str] = {}
+            self.create_subscription(String, "/hardware/fault", self.on_hardware_fault, 10)
             self.reset = self.create_client(ResetEpisode, "/lab_sim/reset")
             self.referee_start = self.create_client(StartEpisode, "/referee/start_episode")
             self.referee_finish = self.create_client(FinishEpisode, "/referee/finish_episode")
@@ -199,6 +202,13 @@ def make_node():
                 self.bridge[str(data["episode_id"])] = (str(data["state"]), str(data.get("reason", "")))
             except (ValueError, KeyError, TypeError):
                 self.get_logger().warning(f"unreadable /policy_bridge/status: {msg.data!r}")
+
+        def on_hardware_fault(self, msg):
+            try:
+                data = json.loads(msg.data)
+                self.hardware_faults.setdefault(str(data["episode_id"]), str(data["cause"]))
+            except (ValueError, KeyError, TypeError):
+                self.get_logger().warning(f"unreadable /hardware/fault: {msg.data!r}")
 
         def tick(self):
             if self.setup == "operator":
@@ -442,6 +452,9 @@ def make_node():
                         return "completed"
             elif eid in self.complete:
                 return "completed"
+            if eid in self.hardware_faults:
+                attempt.fail(f"hardware_fault: {self.hardware_faults[eid]}")
+                return "error"
             state, why = self.bridge.get(eid, ("running", ""))
             if state == "done":
                 return "policy_stop"

@@ -10,36 +10,52 @@ could not be sent, is sent again with the next command; a goal that ran and
 failed (a grasp that closed on nothing) is not repeated, since the policy
 sees the open hand and decides.
 
-Only for a full ROS 2 install with franka_ros2 (franka_msgs): without it the
-node exits at start with one line saying so. Parameters: action_namespace
-(/franka_gripper, where franka_gripper serves grasp and move).
+Needs franka_msgs: a full ROS 2 install with franka_ros2, or the embedded
+environment's copy (env/franka_msgs); without it the node exits at start with
+one line saying so. Before the session it homes the hand (Homing, once the action
+is there; `home_on_start`, true), and when /policy_bridge/status says an episode
+ended it opens the hand (Move to `release_width`, the hand's maximum), so an object
+still held is released. Parameters: robot_model (fr3; core.robots),
+action_namespace (default the robot's: /fr3_gripper, where franka_ros2's gripper
+node for arm_id fr3 serves grasp, move and homing), home_on_start, release_width.
 """
 from __future__ import annotations
 
+import json
+
+from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from std_msgs.msg import String
 
 from labference.msg import GripperCommand
+from labference_ros.core.robots import robot_model
 from labference_ros.devices.franka_gripper import GRASP, GoalSequencer, GripperCommandRejected, goal_for
 from labference_ros.nodes.runtime import run_node
+
+
+def _franka_homing():
+    from franka_msgs.action import Homing
+
+    return Homing
 
 
 def _franka_actions():
     try:
         from franka_msgs.action import Grasp, Move
     except ImportError as exc:
-        raise RuntimeError("franka_gripper_bridge needs franka_msgs (franka_ros2), which this environment "
-                           "lacks; it runs only beside a real Franka Hand") from exc
+        raise RuntimeError("franka_gripper_bridge needs franka_msgs (franka_ros2, or env/franka_msgs built by "
+                           "env/bootstrap.sh), which this environment lacks") from exc
     return Grasp, Move
 
 
 class FrankaGripperBridge(Node):
     def __init__(self):
         super().__init__("franka_gripper_bridge")
-        from rclpy.action import ActionClient
-
         self.Grasp, self.Move = _franka_actions()
-        namespace = str(self.declare_parameter("action_namespace", "/franka_gripper").value).rstrip("/")
+        robot = robot_model(str(self.declare_parameter("robot_model", "fr3").value))
+        namespace = str(self.declare_parameter("action_namespace", "").value) or robot.gripper_actions
+        namespace = namespace.rstrip("/")
         self.action_names = {"grasp": f"{namespace}/grasp", "move": f"{namespace}/move"}
         self.grasp = ActionClient(self, self.Grasp, self.action_names["grasp"])
         self.move = ActionClient(self, self.Move, self.action_names["move"])
@@ -47,6 +63,36 @@ class FrankaGripperBridge(Node):
         self.last_rejection = ""
         self.said_unavailable = False
         self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_command, QoSProfile(depth=10))
+        # Before the session the hand is homed (franka_gripper's Homing: it opens fully and learns
+        # its width); at each episode's end it opens, so nothing the system held is carried over.
+        self.Homing = _franka_homing()
+        self.homing = ActionClient(self, self.Homing, f"{namespace}/homing")
+        self.homed = not bool(self.declare_parameter("home_on_start", True).value)
+        self.open_width = float(self.declare_parameter("release_width", robot.hand_max_width).value)
+        self.released: set[str] = set()
+        self.create_subscription(String, "/policy_bridge/status", self.on_status, QoSProfile(depth=10))
+        self.create_timer(0.5, self.home)
+
+    def home(self) -> None:
+        if self.homed or not self.homing.server_is_ready():
+            return
+        self.homed = True
+        self.get_logger().info("homing the hand before the session")
+        self.homing.send_goal_async(self.Homing.Goal())
+
+    def on_status(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+            episode, state = str(data["episode_id"]), str(data["state"])
+        except (ValueError, KeyError, TypeError):
+            return
+        if state == "running" or episode in self.released:
+            return
+        self.released.add(episode)
+        if self.move.server_is_ready():
+            self.get_logger().info(f"{episode} ended ({state}): opening the hand")
+            self.sequencer.forget()
+            self.move.send_goal_async(self.Move.Goal(width=self.open_width, speed=0.1))
 
     def on_command(self, msg: GripperCommand) -> None:
         try:

@@ -35,8 +35,8 @@ from sensor_msgs.msg import JointState
 from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
 from labference.srv import ResetEpisode
 from labference_ros.cell.description import LABEL_LIFT_M, weighing_cell
-from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS
 from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement
+from labference_ros.core.robots import robot_model
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
 from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
@@ -75,6 +75,10 @@ class WorldEstimatorNode(Node):
         if not timeout > 0:
             raise ValueError(f"marker_timeout_s must be positive, got {timeout}")
         self.estimator_params = EstimatorParameters(marker_timeout_s=timeout)
+        # Whose joint names /joint_states carries: the simulated Panda's, or a rig's (fr3 under
+        # franka_ros2). The FR3 has the Panda's kinematic parameters: the same forward kinematics.
+        robot = robot_model(str(self.declare_parameter("robot_model", "panda").value))
+        self.arm_joints, self.finger_joints = robot.arm_joints, robot.finger_joints
         self.kinematics = FingertipKinematics()
         self.estimator = None  # the family's sensor estimator of the current episode
         self.markers: dict[str, tuple] = {}
@@ -107,10 +111,10 @@ class WorldEstimatorNode(Node):
 
     def on_joints(self, msg: JointState) -> None:
         by_name = dict(zip(msg.name, msg.position))
-        if all(j in by_name for j in ARM_JOINTS):
-            self.arm = tuple(float(by_name[j]) for j in ARM_JOINTS)
-        if all(j in by_name for j in FINGER_JOINTS):
-            self.gripper_width = float(sum(by_name[j] for j in FINGER_JOINTS))
+        if all(j in by_name for j in self.arm_joints):
+            self.arm = tuple(float(by_name[j]) for j in self.arm_joints)
+        if all(j in by_name for j in self.finger_joints):
+            self.gripper_width = float(sum(by_name[j] for j in self.finger_joints))
             self.narrowest = min(self.narrowest, self.gripper_width)
             if self.gripper_closing and self.gripper_width > self.narrowest + REOPENED_M:
                 self.gripper_closing = False  # opened since it was told to close (a reset, an operator)

@@ -8,6 +8,7 @@ import numpy as np
 
 from labference_ros.cell.description import CellDescription, weighing_cell
 from labference_ros.cell.panda_model import ARM_JOINTS, GRIP_SITE
+from labference_ros.core.robots import RobotModel
 from labference_ros.core.safety import SafetyEnvelope
 from labference_ros.skills.motion import robot_model
 
@@ -33,13 +34,17 @@ class FingertipKinematics:
         return out
 
 
-def cell_envelope(cell: CellDescription | None = None) -> SafetyEnvelope:
+def cell_envelope(cell: CellDescription | None = None, robot: RobotModel | None = None) -> SafetyEnvelope:
     """The Panda's joint limits and the cell's workspace box: over the table top,
-    fingertips at least 5 mm above it and at most 0.8 m."""
+    fingertips at least 5 mm above it and at most 0.8 m. With a robot model
+    (core.robots): that robot's limits, checked on the rows and between them."""
     cell = cell or weighing_cell()
     (cx, cy, _), (hx, hy, _) = cell.table.centre, cell.table.half_size
     top = cell.table.top_z
-    return SafetyEnvelope(workspace_min=(cx - hx, cy - hy, top + 0.005), workspace_max=(cx + hx, cy + hy, top + 0.8))
+    low, high = (cx - hx, cy - hy, top + 0.005), (cx + hx, cy + hy, top + 0.8)
+    if robot is not None:
+        return SafetyEnvelope.for_robot(robot, low, high)
+    return SafetyEnvelope(workspace_min=low, workspace_max=high)
 
 
 def envelope_check(envelope: SafetyEnvelope, kinematics: FingertipKinematics | None = None):

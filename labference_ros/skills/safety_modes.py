@@ -3,17 +3,23 @@ bridge, the Oracle's continuations and the command lines that offer the choice.
 MuJoCo (the arm's kinematics) is loaded only for a mode that needs it."""
 from __future__ import annotations
 
-SAFETY_MODES = ("none", "franka")
+# franka: the Panda's velocity and acceleration limits on the rows (the simulated arm's
+# envelope since it was added); panda and fr3: that robot's limits from core.robots,
+# its position range, velocity bounds (position-dependent on the FR3) and jerk too,
+# on the rows and on the motion the controller interpolates between them.
+SAFETY_MODES = ("none", "franka", "panda", "fr3")
 
 
 def safety_check(mode: str):
     """The envelope check applied to every chunk (None: the ActionSpec check only)."""
     if mode == "none":
         return None
-    if mode == "franka":
+    if mode in SAFETY_MODES:
+        from labference_ros.core.robots import robot_model
         from labference_ros.skills.kinematics import cell_envelope, envelope_check
 
-        return envelope_check(cell_envelope())
+        robot = None if mode == "franka" else robot_model(mode)
+        return envelope_check(cell_envelope(robot=robot))
     raise ValueError(f"safety must be one of {', '.join(SAFETY_MODES)}, got {mode!r}")
 
 

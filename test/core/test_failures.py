@@ -20,6 +20,8 @@ def test_kinds_of_the_messages_this_project_writes():
         "lab_sim left the graph during the episode": "node_left",
         "sim time did not advance for 60 s": "sim_stalled",
         "episode runner stopped during the episode": "interrupted",
+        "hardware_fault: joint states stale: none for 0.31 s (limit 0.25 s)": "hardware_fault",
+        "hardware_fault: robot error: joint_reflex (robot mode reflex)": "hardware_fault",
         "something new": "other",
     }
     for message, kind in cases.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from labference_ros.core.robots import FR3
 from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY, SafetyEnvelope
 from test_episode_loop import HOME, make_loop, observe, rows
 
@@ -137,3 +138,51 @@ def test_a_setpoint_at_rest_stops_where_it_is():
 
     assert np.array_equal(stopping_rows(HOME, None, INTERVAL), HOME[None, :])
     assert np.array_equal(stopping_rows(HOME, np.zeros(7), INTERVAL), HOME[None, :])
+
+
+# The robot's own limits (SafetyEnvelope.for_robot): position range, position-dependent
+# velocity, jerk, and the motion the controller interpolates between rows.
+
+FR3_BOX = SafetyEnvelope.for_robot(FR3, (-1.0, -1.0, 0.0), (1.0, 1.0, 1.0))
+FR3_HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+
+
+def _tips(rows):
+    return np.tile([0.4, 0.0, 0.3], (len(rows), 1))
+
+
+def _smooth(distance, seconds, start=FR3_HOME):
+    t = np.arange(1, int(round(seconds / INTERVAL)) + 1) * INTERVAL / seconds
+    return start + np.outer(10 * t ** 3 - 15 * t ** 4 + 6 * t ** 5, distance)
+
+
+def test_a_smooth_move_is_inside_the_fr3_envelope():
+    assert FR3_BOX.violations(_smooth([0.6, 0.4, 0, 0, 0, 0, 0], 1.5), FR3_HOME, None, INTERVAL, _tips) == []
+
+
+def test_a_row_outside_the_fr3_range_of_joint_6_is_refused_though_the_panda_could_go_there():
+    start = FR3_HOME.copy()
+    start[5] = 0.7
+    rows = _smooth([0, 0, 0, 0, 0, -0.4, 0], 2.0, start)  # joint 6 down to 0.3 rad
+    reasons = FR3_BOX.violations(rows, start, None, INTERVAL, _tips)
+    assert any("joint 6 position" in r and "[0.5445, 4.5169]" in r for r in reasons)
+    assert BOX.violations(rows, start, None, INTERVAL, _tips) == []  # the Panda's range reaches -0.0175
+
+
+def test_a_velocity_step_inside_the_row_limits_is_refused_for_its_jerk_between_rows():
+    # 0.15 rad/s at once from standing: 7.5 rad/s^2 from one row to the next, within the
+    # FR3's row limits; the controller's interpolation gets there with a jerk beyond 5000.
+    rows = FR3_HOME + np.outer(np.arange(1, 11) * 0.003, [1, 0, 0, 0, 0, 0, 0])
+    reasons = FR3_BOX.violations(rows, FR3_HOME, None, INTERVAL, _tips)
+    assert not any("at row" in r for r in reasons)
+    assert any("jerk" in r and "between rows" in r for r in reasons)
+
+
+def test_the_fr3_velocity_bound_near_a_limit_refuses_a_speed_allowed_elsewhere():
+    start = FR3_HOME.copy()
+    start[0] = 2.55  # 0.19 rad below joint 1's upper end
+    rows = _smooth([0.18, 0, 0, 0, 0, 0, 0], 0.45, start)  # 0.42 rad/s 0.16 rad in, where 0.38 is allowed
+    reasons = FR3_BOX.violations(rows, start, None, INTERVAL, _tips)
+    assert any("joint 1 velocity" in r and "between rows" in r for r in reasons)
+    away = FR3_HOME.copy()
+    assert FR3_BOX.violations(_smooth([0.18, 0, 0, 0, 0, 0, 0], 0.45, away), away, None, INTERVAL, _tips) == []

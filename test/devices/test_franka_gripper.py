@@ -1,9 +1,7 @@
-"""The graph's gripper command as franka_gripper goals (devices/franka_gripper.py),
-and the bridge node's refusal to start without franka_msgs."""
+"""The graph's gripper command as franka_gripper goals (devices/franka_gripper.py). The
+bridge node against a hand's actions: test/nodes/test_franka_rig.py."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
@@ -43,11 +41,3 @@ def test_a_repeated_command_sends_one_goal_and_a_failed_one_is_sent_again():
     sequencer.forget()  # the grasp failed
     assert sequencer.next_goal(close_on) == close_on
     assert sequencer.next_goal(open_hand) == open_hand
-
-
-def test_the_bridge_without_franka_msgs_exits_with_one_line_naming_it():
-    done = subprocess.run([sys.executable, "-m", "labference_ros.nodes.franka_gripper_bridge"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0
-    assert "franka_msgs" in done.stderr
-    assert "Traceback" not in done.stderr + done.stdout

@@ -9,6 +9,7 @@ import json
 import signal
 
 import psutil
+import pytest
 
 from labference_ros.tasks.weighing.instances import read_instance_list
 from launch_helpers import launch_with_fakes
@@ -179,7 +180,7 @@ def test_run_json_identity_fields_are_written_and_differing_assets_refuse_to_poo
     assert set(err.value.fields) == {"asset_revision"}
 
 
-def _launch_real_with_fakes(args, knobs):
+def _launch_real_with_fakes(args, knobs, arm="fake_idle.py", gripper="fake_idle.py"):
     import os
     import sys
 
@@ -187,11 +188,14 @@ def _launch_real_with_fakes(args, knobs):
     from rosproc import Proc
 
     labference = os.path.join(os.path.dirname(sys.executable), "labference")
-    argv = [labference, "launch", "weighing_real.launch.py", *args]
+    # discovery:=localhost: no robot PC to reach (the real graph's default is the subnet).
+    argv = [labference, "launch", "weighing_real.launch.py", "discovery:=localhost", *args]
     for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": "fake_idle.py",
                       "world_estimator": "fake_world_estimator.py", "referee": "fake_referee.py",
-                      "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": "fake_idle.py"}.items():
-        argv += ["--substitute", f"{exe}={FAKES / fake}"]
+                      "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": gripper,
+                      "franka_arm_bridge": arm}.items():
+        if fake is not None:  # None: the real node
+            argv += ["--substitute", f"{exe}={FAKES / fake}"]
     return Proc(argv, env={**os.environ, **knobs})
 
 
@@ -213,6 +217,52 @@ def test_the_operator_is_asked_until_the_scene_matches_then_the_episode_runs(tmp
     rows = read_summary(run_dir)["per_episode"]
     assert [(r["reason"], r["status"]) for r in rows] == [("completed", "ok")]
     assert rows[0]["setup_wall_s"] >= 2.0  # two refusals, a second apart, count as set-up time
+
+
+@pytest.mark.slow
+def test_a_hardware_fault_ends_the_episode_as_a_validity_error_not_the_systems_failure(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _launch_real_with_fakes(["episodes:=2", "deadline_s:=30", "service_timeout_s:=10", "record:=false",
+                                    f"output_dir:={run_dir}"],
+                                   {"FAKE_COMPLETE": "1", "FAKE_ARM_FAULT": "0"}, arm="fake_arm_fault.py")
+    try:
+        assert proc.popen.wait(timeout=240) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    summary = read_summary(run_dir)
+    rows = summary["per_episode"]
+    # The arm's reflex ends episode 0 as an evaluation-validity error with its cause; episode 1 runs.
+    assert [(r["reason"], r["status"]) for r in rows] == [("error", "error"), ("completed", "ok")], rows
+    assert rows[0]["error"] == "hardware_fault: robot error: joint_reflex (robot mode reflex)"
+    assert rows[0].get("scores") is None
+    out = "\n".join(proc.seen)
+    assert "hardware_fault: robot error: joint_reflex" in out and "[hardware_fault]" in out, out[-2000:]
+
+
+@pytest.mark.slow
+def test_the_real_arm_bridge_turns_a_reflex_and_stalled_joint_states_into_hardware_faults(tmp_path):
+    # The real launch with its real franka_arm_bridge against franka_standin (franka_ros2's robot
+    # PC, started in the gripper bridge's place to share the launch's domain), the sensing and
+    # scoring nodes stood in: a reflex one second into episode 0 and joint
+    # states that stop one second into episode 2 each end that episode as a hardware fault;
+    # episode 1, the arm recovered, completes. (joint_state_timeout_s 2: this shared machine
+    # stalls processes for longer than franka_ros2's 0.25 s.)
+    run_dir = tmp_path / "run"
+    proc = _launch_real_with_fakes(["episodes:=3", "deadline_s:=30", "service_timeout_s:=10", "record:=false",
+                                    "joint_state_timeout_s:=2.0", f"output_dir:={run_dir}"],
+                                   {"FAKE_COMPLETE": "1", "FAKE_ARM_FAULTS": "0:reflex,2:stall"}, arm=None,
+                                   gripper="fake_robot_pc.py")
+    try:
+        assert proc.popen.wait(timeout=400) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    rows = read_summary(run_dir)["per_episode"]
+    assert [(r["reason"], r["status"]) for r in rows] == [("error", "error"), ("completed", "ok"),
+                                                          ("error", "error")], [r.get("error") for r in rows]
+    assert rows[0]["error"].startswith("hardware_fault: robot error: joint_reflex")
+    assert rows[2]["error"].startswith("hardware_fault: joint states stale")
 
 
 def test_a_scene_never_set_up_leaves_the_episode_unscored_with_the_reason(tmp_path):

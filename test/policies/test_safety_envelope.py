@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from closed_loop import run_episode
+from labference_ros.core.robots import FR3
 from labference_ros.policies import make
 from labference_ros.skills.kinematics import FingertipKinematics, cell_envelope, envelope_check
 from labference_ros.tasks.weighing.instances import generate
@@ -13,10 +14,13 @@ from labference_ros.tasks.weighing.instances import generate
 HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 
 
+@pytest.mark.parametrize("robot", [None, FR3], ids=["franka", "fr3"])
 @pytest.mark.parametrize("condition, seed", [("basic", 1), ("extended", 3)])
-def test_the_scripted_expert_completes_inside_the_envelope_with_no_chunk_refused(condition, seed):
+def test_the_scripted_expert_completes_inside_the_envelope_with_no_chunk_refused(condition, seed, robot):
+    # fr3: the FR3's limits, its position-dependent velocity and jerk, between rows too.
     instance = generate(condition, 1, task_seed=seed, layout_seed=seed, policy_seed=0)[0]
-    result = run_episode(make("scripted_expert"), instance, max_s=60.0, envelope=envelope_check(cell_envelope()))
+    result = run_episode(make("scripted_expert"), instance, max_s=60.0,
+                         envelope=envelope_check(cell_envelope(robot=robot)))
     try:
         assert result.chunks > 0 and result.rejected == []
         assert result.scores["valid_complete"] is True

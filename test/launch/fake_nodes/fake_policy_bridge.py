@@ -51,6 +51,9 @@ def make():
 
         def on_finish(self, request, response):
             print(f"finish {request.episode_id} {request.reason}", flush=True)
+            # As the real bridge does, the episode's end state once more (the arm's nodes read it).
+            self.pub.publish(String(data=json.dumps({"episode_id": request.episode_id, "state": "done",
+                                                     "reason": "finished"})))
             self.episode, self.state = None, "idle"
             response.success = True
             return response

@@ -1,0 +1,194 @@
+"""A Franka arm under franka_ros2, as far as this project meets it (pure: numpy and core).
+
+- `ArmStandIn`: what the robot PC does with the trajectory messages it is sent. It
+  interpolates them as franka_ros2's joint_trajectory_controller does (a message
+  stamped zero starts on receipt, from the current setpoint; linearly between
+  points with positions only, cubic with velocities, quintic with accelerations
+  too; the last point is held), commands the result at 1 kHz, and checks each
+  cycle as the arm does: position range, velocity bounds (position-dependent on
+  the FR3), and a velocity or acceleration that jumps faster than the acceleration
+  or jerk limit allows. A violation is a reflex: the arm stops where it is, the
+  error stays set and the robot mode is REFLEX until the error is recovered.
+- `FaultWatch`: the evaluation side's view of the same arm: a joint-state stream
+  that stopped, a robot mode other than MOVE while an episode runs (a reflex, the
+  user stop, no controller commanding the arm), an error flag the robot state
+  carries. Each is a hardware fault, never the tested system's failure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from labference_ros.core.robots import RobotModel
+from labference_ros.core.trajectory_commands import quintic
+
+CYCLE_S = 0.001  # libfranka's control cycle
+# franka_msgs/msg/FrankaRobotState robot_mode values
+ROBOT_MODE_OTHER, ROBOT_MODE_IDLE, ROBOT_MODE_MOVE, ROBOT_MODE_GUIDING = 0, 1, 2, 3
+ROBOT_MODE_REFLEX, ROBOT_MODE_USER_STOPPED, ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY = 4, 5, 6
+ROBOT_MODE_NAMES = {0: "other", 1: "idle", 2: "move", 3: "guiding", 4: "reflex", 5: "user_stopped",
+                    6: "automatic_error_recovery"}
+# The franka_msgs/msg/Errors fields the stand-in raises.
+POSITION_LIMITS = "joint_motion_generator_position_limits_violation"
+VELOCITY_LIMITS = "joint_motion_generator_velocity_limits_violation"
+VELOCITY_DISCONTINUITY = "joint_motion_generator_velocity_discontinuity"
+ACCELERATION_DISCONTINUITY = "joint_motion_generator_acceleration_discontinuity"
+JOINT_REFLEX = "joint_reflex"
+# Rounding of a 1 kHz difference quotient: a command exactly at a limit is not a violation.
+TOLERANCE = 1.0 + 1e-6
+
+
+@dataclass
+class _Trajectory:
+    start: float  # robot time the message's times count from
+    times: np.ndarray  # (N+1,) from the start, the first when it was received (the setpoint it joins from)
+    positions: np.ndarray  # (N+1, 7)
+    velocities: np.ndarray | None
+    accelerations: np.ndarray | None
+
+
+@dataclass
+class ArmStandIn:
+    robot: RobotModel
+    q: np.ndarray
+    dq: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    ddq: np.ndarray = field(default_factory=lambda: np.zeros(7))
+    time: float = 0.0
+    error: str = ""  # the Errors field of the reflex, "" when none
+    error_detail: str = ""
+    trajectory: _Trajectory | None = None
+    commands: int = 0
+
+    def __post_init__(self) -> None:
+        self.q = np.asarray(self.q, float).copy()
+
+    @property
+    def robot_mode(self) -> int:
+        if self.error:
+            return ROBOT_MODE_REFLEX
+        return ROBOT_MODE_MOVE
+
+    def command(self, times, positions, velocities=None, accelerations=None, start: float | None = None) -> None:
+        """A trajectory message: points at times after start (robot time: the message's
+        stamp; None, a zero stamp: now, on receipt), positions (N x 7), and velocities and
+        accelerations where the message carries them. Points already past are dropped; the
+        rest are joined from the current setpoint. Ignored in reflex (no controller runs)."""
+        if self.error:
+            return
+        start = self.time if start is None else float(start)
+        times = np.asarray(times, float)
+        ahead = start + times > self.time + 1e-9
+        if not ahead.any():
+            return
+        times = np.concatenate([[self.time - start], times[ahead]])
+        positions = np.vstack([self.q, np.asarray(positions, float)[ahead]])
+        v = a = None
+        if velocities is not None:
+            v = np.vstack([self.dq, np.asarray(velocities, float)[ahead]])
+            if accelerations is not None:
+                a = np.vstack([self.ddq, np.asarray(accelerations, float)[ahead]])
+        self.trajectory = _Trajectory(start, times, positions, v, a)
+        self.commands += 1
+
+    def reflex(self, error: str, detail: str) -> None:
+        """The arm stops where it stands and keeps the error until it is recovered."""
+        if not self.error:
+            self.error, self.error_detail = error, detail
+        self.dq, self.ddq = np.zeros(7), np.zeros(7)
+        self.trajectory = None
+
+    def recover(self) -> None:
+        """franka_ros2's error recovery: the error is cleared, the arm holds where it is."""
+        self.error, self.error_detail = "", ""
+        self.trajectory = None
+
+    def advance(self, until: float) -> None:
+        """Run the 1 kHz cycles up to robot time until."""
+        while self.time + CYCLE_S <= until + 1e-12:
+            self.time += CYCLE_S
+            if self.error:
+                continue
+            q, dq, ddq = self._setpoint(self.time)
+            self._check(q, dq, ddq)
+            if not self.error:
+                self.q, self.dq, self.ddq = q, dq, ddq
+
+    def _setpoint(self, now: float):
+        traj = self.trajectory
+        if traj is None:
+            return self.q, np.zeros(7), np.zeros(7)
+        t = now - traj.start
+        if t >= traj.times[-1]:
+            return traj.positions[-1], np.zeros(7), np.zeros(7)  # the last point held
+        i = int(np.searchsorted(traj.times, t, side="right")) - 1
+        t0, t1 = traj.times[i], traj.times[i + 1]
+        p0, p1 = traj.positions[i], traj.positions[i + 1]
+        if traj.velocities is None:  # positions only: linear
+            dq = (p1 - p0) / (t1 - t0)
+            return p0 + dq * (t - t0), dq, np.zeros(7)
+        v0, v1 = traj.velocities[i], traj.velocities[i + 1]
+        if traj.accelerations is None:  # cubic: a quintic with the accelerations a cubic has
+            T = t1 - t0
+            a0 = (6 * (p1 - p0) - (4 * v0 + 2 * v1) * T) / T ** 2
+            a1 = (-6 * (p1 - p0) + (2 * v0 + 4 * v1) * T) / T ** 2
+        else:
+            a0, a1 = traj.accelerations[i], traj.accelerations[i + 1]
+        q, dq, ddq, _ = quintic(p0, v0, a0, p1, v1, a1, t1 - t0, np.array([t - t0]))
+        return q[0], dq[0], ddq[0]
+
+    def _check(self, q, dq, ddq) -> None:
+        robot = self.robot
+        lo, hi = np.asarray(robot.lower), np.asarray(robot.upper)
+        if ((q < lo) | (q > hi)).any():
+            j = int(np.argmax((q < lo) | (q > hi)))
+            return self.reflex(POSITION_LIMITS, f"joint {j + 1} at {q[j]:+.4f} rad outside [{lo[j]}, {hi[j]}]")
+        down, up = robot.velocity_bounds(q)
+        over = (dq < down * TOLERANCE - 1e-9) | (dq > up * TOLERANCE + 1e-9)
+        if over.any():
+            j = int(np.argmax(over))
+            return self.reflex(VELOCITY_LIMITS, f"joint {j + 1} at {dq[j]:+.3f} rad/s outside "
+                                                f"[{down[j]:.3f}, {up[j]:.3f}]")
+        jump = np.abs(dq - self.dq) / CYCLE_S
+        amax = np.asarray(robot.max_acceleration) * TOLERANCE
+        if (jump > amax).any():
+            j = int(np.argmax(jump > amax))
+            return self.reflex(VELOCITY_DISCONTINUITY, f"joint {j + 1} velocity jumped by {dq[j] - self.dq[j]:+.4f} "
+                                                       f"rad/s in one cycle ({jump[j]:.1f} rad/s^2)")
+        jerk = np.abs(ddq - self.ddq) / CYCLE_S
+        jmax = np.asarray(robot.max_jerk) * TOLERANCE
+        if (jerk > jmax).any():
+            j = int(np.argmax(jerk > jmax))
+            return self.reflex(ACCELERATION_DISCONTINUITY, f"joint {j + 1} acceleration jumped by "
+                                                           f"{ddq[j] - self.ddq[j]:+.3f} rad/s^2 in one cycle "
+                                                           f"({jerk[j]:.0f} rad/s^3)")
+        return None
+
+
+@dataclass
+class FaultWatch:
+    """Hardware faults seen from the evaluation PC. `joint_state_timeout_s`: the longest
+    gap in the joint states (franka_ros2 publishes them at about 30 Hz)."""
+    joint_state_timeout_s: float = 0.25
+    last_joint_state: float | None = None
+    robot_mode: int | None = None
+    errors: tuple[str, ...] = ()
+
+    def joint_state(self, now: float) -> None:
+        self.last_joint_state = now
+
+    def robot_state(self, mode: int, errors: tuple[str, ...]) -> None:
+        self.robot_mode, self.errors = int(mode), tuple(errors)
+
+    def fault(self, now: float, watch_robot_state: bool = True) -> str:
+        """The cause of the first fault found, "" when none. Before the first joint state
+        (the arm not up yet) nothing is judged."""
+        if self.last_joint_state is not None and now - self.last_joint_state > self.joint_state_timeout_s:
+            return f"joint states stale: none for {now - self.last_joint_state:.2f} s (limit {self.joint_state_timeout_s} s)"
+        if not watch_robot_state or self.robot_mode is None:
+            return ""
+        if self.errors:
+            return f"robot error: {', '.join(self.errors)} (robot mode {ROBOT_MODE_NAMES.get(self.robot_mode, self.robot_mode)})"
+        if self.robot_mode != ROBOT_MODE_MOVE:
+            return f"robot mode {ROBOT_MODE_NAMES.get(self.robot_mode, self.robot_mode)}: no controller is moving the arm"
+        return ""

@@ -1,0 +1,226 @@
+"""franka_arm_bridge: the graph's arm rows to a Franka under franka_ros2, and the
+arm's faults back to the graph as hardware faults.
+
+Commands. The policy bridge sends each row on /<graph_controller>/joint_trajectory
+(the graph's own name, the ActionSpec's joint order, as lab_sim executes it). Each
+row goes to franka_ros2's /<controller>/joint_trajectory under the robot's joint
+names (core.robots: fr3_joint1..7 on an FR3) in a message with positions,
+velocities and accelerations: the points of the path not yet reached and a tail
+that brings the arm to rest (core.trajectory_commands.RowStream; the trajectory
+controller interpolates a quintic at 1 kHz, without the velocity steps of
+position-only points). A row is reached `command_latency_s` (0.06) after the first
+row of its stream arrived, on the rows' own stamps, so rows delivered up to
+latency - interval late land on the same path. Each message is stamped in the
+robot PC's clock: its offset from this PC's is estimated from franka_ros2's
+joint-state stamps (the smallest receipt delay seen), so a clock offset between
+the two PCs changes nothing. The next row replaces the tail; a stream that stops
+leaves the arm decelerating.
+
+Joint states. franka_ros2's /joint_states (the robot's names) are republished on
+/arm/joint_states under the graph's names (the simulated arm's, which the tested
+systems and the recorder read), the same positions, velocities and stamps.
+
+Faults (devices/franka_arm.FaultWatch): joint states older than
+joint_state_timeout_s, an error flag or a robot mode other than move in
+franka_robot_state_broadcaster's robot state; and a message the arm would answer
+with a reflex (its motion checked at 1 kHz against the robot's limits, as when rows
+arrive later than the latency mid-motion): it is not sent. The first fault during an episode
+(the one /policy_bridge/status says is running) stops the rows (none is forwarded
+until the next episode), asks /policy_bridge/pause with reason
+`hardware_fault: <cause>`, and publishes /hardware/fault (std_msgs/String, JSON:
+episode_id, cause, t), which the episode runner records as the episode's
+`hardware_fault`: an evaluation-validity error, outside the tested system's
+denominators. Recovering the arm is franka_ros2's (its controller acknowledges a
+reflex when it is activated again); a fault still there when the next episode
+starts is that episode's fault too.
+
+Parameters: robot_model (fr3), graph_controller (panda_arm_controller),
+controller (the robot's trajectory controller, joint_trajectory_controller),
+control_interval_s (0.02), command_latency_s (0.06), joint_state_timeout_s (0.25),
+watch_robot_state (true).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from labference.srv import SetPause
+from labference_ros.cell.description import weighing_cell
+from labference_ros.core.robots import robot_model
+from labference_ros.core.safety import motion_problems
+from labference_ros.core.trajectory_commands import RowStream, message_motion
+from labference_ros.devices.franka_arm import FaultWatch
+from labference_ros.nodes.runtime import run_node
+
+ROBOT_STATE_TOPIC = "/franka_robot_state_broadcaster/robot_state"
+FAULT_TOPIC = "/hardware/fault"
+GRAPH_JOINT_STATES = "/arm/joint_states"
+WATCH_HZ = 20.0
+
+
+def _duration(seconds: float) -> Duration:
+    ns = int(round(seconds * 1e9))
+    return Duration(sec=ns // 10**9, nanosec=ns % 10**9)
+
+
+class FrankaArmBridge(Node):
+    def __init__(self):
+        super().__init__("franka_arm_bridge")
+        v = {name: self.declare_parameter(name, default).value for name, default in (
+            ("robot_model", "fr3"), ("graph_controller", "panda_arm_controller"), ("controller", ""),
+            ("control_interval_s", 0.02), ("command_latency_s", 0.06), ("joint_state_timeout_s", 0.25),
+            ("watch_robot_state", True))}
+        self.robot = robot_model(str(v["robot_model"]))
+        graph_robot = weighing_cell().robot
+        self.graph_arm = graph_robot.arm_joints
+        self.graph_names = dict(zip(self.robot.arm_joints + self.robot.finger_joints,
+                                    graph_robot.arm_joints + graph_robot.finger_joints))
+        self.interval = float(v["control_interval_s"])
+        self.watch = FaultWatch(joint_state_timeout_s=float(v["joint_state_timeout_s"]))
+        self.watch_robot_state = bool(v["watch_robot_state"])
+        self.stream = RowStream(self.robot.arm_joints, self.interval, self.robot.max_acceleration,
+                                float(v["command_latency_s"]))
+        self.latency = float(v["command_latency_s"])
+        # Robot PC's clock minus this one's, less the smallest delivery delay: joint-state stamp minus receipt.
+        self.clock_offsets: deque[float] = deque(maxlen=300)
+        self.robot_offset = 0.0  # the estimate a path's messages are stamped with (fixed while it runs)
+        self.offset_of_path = -1
+        self.measured: np.ndarray | None = None
+        self.episode = ""
+        self.fault = ""  # the fault that stopped the current episode's rows
+        self.said = ""
+        qos = QoSProfile(depth=10)
+        controller = str(v["controller"]) or self.robot.trajectory_controller
+        self.pub_traj = self.create_publisher(JointTrajectory, f"/{controller}/joint_trajectory", qos)
+        self.pub_joints = self.create_publisher(JointState, GRAPH_JOINT_STATES, qos)
+        self.pub_fault = self.create_publisher(String, FAULT_TOPIC, qos)
+        self.pause = self.create_client(SetPause, "/policy_bridge/pause")
+        self.create_subscription(JointTrajectory, f"/{v['graph_controller']}/joint_trajectory", self.on_rows, qos)
+        self.create_subscription(JointState, "/joint_states", self.on_joint_states, qos)
+        self.create_subscription(String, "/policy_bridge/status", self.on_status, qos)
+        if self.watch_robot_state:
+            try:
+                from franka_msgs.msg import FrankaRobotState
+            except ImportError:
+                self.get_logger().error("franka_msgs is missing: the robot state's errors and mode are not watched")
+            else:
+                self.create_subscription(FrankaRobotState, ROBOT_STATE_TOPIC, self.on_robot_state, qos)
+        self.create_timer(1.0 / WATCH_HZ, self.check)
+
+    # -- commands ---------------------------------------------------------------------------------------------
+    def on_rows(self, msg: JointTrajectory) -> None:
+        if self.fault or not msg.points:
+            return
+        names = tuple(msg.joint_names)
+        if names not in (self.graph_arm, self.robot.arm_joints):
+            self.get_logger().error(f"rows for joints {list(names)} not sent: expected {list(self.graph_arm)}")
+            return
+        if self.measured is None or not self.clock_offsets:
+            if self.said != "no joint states":
+                self.get_logger().error("rows not sent: no joint state from the arm yet")
+                self.said = "no joint states"
+            return
+        rows = np.array([list(p.positions)[:7] for p in msg.points], float)
+        now = self._now()
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        starts = self.stream.starts
+        command = self.stream.send(now, stamp or now, rows, self.measured)
+        problems = motion_problems(self.robot, message_motion(self.stream.sent_from, command))
+        if problems:
+            # Never a command the arm would answer with a reflex: the last message's tail brakes it.
+            late = "a row came late or after a gap: " if self.stream.starts != starts else ""
+            self._fault(f"command stream broken: {late}{problems[0]}; the arm brakes to rest")
+            return
+        if self.stream.starts != self.offset_of_path:
+            # A new path: the estimate may move now; within a path every message keeps it, so a
+            # better estimate never shifts the path under the controller.
+            self.robot_offset, self.offset_of_path = max(self.clock_offsets), self.stream.starts
+            if self.stream.starts > 1:
+                self.get_logger().warning(f"row stream started again (start {self.stream.starts}): a row came "
+                                          "late or after a gap")
+        traj = JointTrajectory(joint_names=list(command.joint_names))
+        robot_now = now + self.robot_offset
+        traj.header.stamp.sec = int(robot_now)
+        traj.header.stamp.nanosec = int(round((robot_now - int(robot_now)) * 1e9)) % 10**9
+        for t, q, dq, ddq in zip(command.times, command.positions, command.velocities, command.accelerations):
+            traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in q], velocities=[float(x) for x in dq],
+                                                    accelerations=[float(x) for x in ddq],
+                                                    time_from_start=_duration(float(t))))
+        self.pub_traj.publish(traj)
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # -- state and faults -------------------------------------------------------------------------------------
+    def on_joint_states(self, msg: JointState) -> None:
+        by_name = dict(zip(msg.name, msg.position))
+        if all(j in by_name for j in self.robot.arm_joints):
+            self.measured = np.array([by_name[j] for j in self.robot.arm_joints])
+            self.watch.joint_state(time.monotonic())
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            if stamp > 0:
+                self.clock_offsets.append(stamp - self._now())
+        out = JointState(name=[self.graph_names.get(n, n) for n in msg.name], position=list(msg.position),
+                         velocity=list(msg.velocity), effort=list(msg.effort))
+        out.header = msg.header
+        self.pub_joints.publish(out)
+
+    def on_robot_state(self, msg) -> None:
+        errors = tuple(name for name in msg.current_errors.get_fields_and_field_types()
+                       if getattr(msg.current_errors, name))
+        self.watch.robot_state(msg.robot_mode, errors)
+
+    def on_status(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+            episode, state = str(data["episode_id"]), str(data["state"])
+        except (ValueError, KeyError, TypeError):
+            return
+        if state == "running" and episode != self.episode:
+            # A new episode: its rows go out; a fault that is still there is its fault too.
+            self.episode = episode
+            self.fault = ""
+            self.stream = RowStream(self.robot.arm_joints, self.interval, self.robot.max_acceleration, self.latency)
+            self.offset_of_path = -1
+        elif state != "running" and episode == self.episode:
+            self.episode = ""  # between episodes the operator may guide or stop the arm
+
+    def check(self) -> None:
+        cause = self.watch.fault(time.monotonic(), self.watch_robot_state)
+        if not cause or self.fault:
+            return
+        if not self.episode:
+            if cause != self.said:
+                self.get_logger().warning(f"arm not ready: {cause}")
+                self.said = cause
+            return
+        self._fault(cause)
+
+    def _fault(self, cause: str) -> None:
+        """The episode's fault: its rows stop, the policy bridge pauses, the runner records it."""
+        if self.fault or not self.episode:
+            return
+        self.fault = cause
+        self.get_logger().error(f"hardware fault in {self.episode}: {cause}")
+        self.pub_fault.publish(String(data=json.dumps({"episode_id": self.episode, "cause": cause,
+                                                       "t": self.get_clock().now().nanoseconds * 1e-9})))
+        if self.pause.service_is_ready():
+            self.pause.call_async(SetPause.Request(episode_id=self.episode, pause=True,
+                                                   reason=f"hardware_fault: {cause}"))
+
+
+def main(args=None):
+    raise SystemExit(run_node(FrankaArmBridge, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""franka_arm_bridge against franka_standin (franka_ros2's robot PC: its topics, names,
+message types, rates and reflexes) and franka_gripper_bridge against its hand's actions,
+played by a probe in the policy bridge's place (test/peers/franka_rig_probe.py)."""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import pytest
+from rosproc import Proc
+
+PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "franka_rig_probe.py"
+
+
+@pytest.mark.slow
+def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faults():
+    # The robot PC's clock 0.7 s ahead of this one's: the arm bridge stamps by the robot's.
+    standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin", "--ros-args",
+                    "-p", "clock_offset_s:=0.7", "-p", "start_width:=0.05"])
+    # This shared test machine stalls processes for up to seconds under load: a latency and a
+    # joint-state timeout that absorb that (the stall below is indefinite; the 35 ms jitter the
+    # default latency absorbs is tested in test/core/test_trajectory_commands.py).
+    bridge = Proc([sys.executable, "-m", "labference_ros.nodes.franka_arm_bridge", "--ros-args",
+                   "-p", "command_latency_s:=0.3", "-p", "joint_state_timeout_s:=2.0"])
+    hand = Proc([sys.executable, "-m", "labference_ros.nodes.franka_gripper_bridge"])
+    probe = None
+    try:
+        probe = Proc([sys.executable, str(PROBE)])
+        lines = probe.wait_for("RESULT", timeout=120)
+        assert lines, probe.seen + bridge.seen + standin.seen
+        result = json.loads(lines[0][len("RESULT "):])
+    finally:
+        if probe is not None:
+            probe.stop()
+        hand.stop()
+        bridge.stop()
+        standin.stop()
+    # The robot's joint states under the graph's names.
+    assert result["names"] == [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
+    # Smooth rows sent as franka_ros2 commands: the arm got there, no reflex, no fault.
+    moved = result["moved"]
+    assert moved["faults"] == [] and not moved["reflex"], (moved, bridge.seen, standin.seen)
+    assert moved["error"] < 1e-3
+    # An injected reflex: a hardware fault of e1 naming the robot's error; the bridge is paused.
+    assert [f["episode_id"] for f in result["reflex"]["faults"]] == ["e1"]
+    assert result["reflex"]["faults"][0]["cause"].startswith("robot error: joint_reflex")
+    assert result["reflex"]["pauses"] and result["reflex"]["pauses"][0]["episode_id"] == "e1"
+    assert result["reflex"]["pauses"][0]["reason"].startswith("hardware_fault: robot error: joint_reflex")
+    # Recovered: e2's rows move the arm again; stalled joint states are e2's fault.
+    assert result["after_recovery"]["moved"] > 0.15 and result["after_recovery"]["faults"] == 1
+    assert [f["episode_id"] for f in result["stall"]["faults"]] == ["e2"]
+    assert result["stall"]["faults"][0]["cause"].startswith("joint states stale: none for 2.")
+    # The hand through franka_gripper's actions at /fr3_gripper: homed at the start (5 cm to fully
+    # open), grasp to 3 cm, move to 7 cm, grasp again, and opened when the episode ends.
+    assert result["hand"] == {"open": pytest.approx(0.08), "grasped": pytest.approx(0.03),
+                              "moved": pytest.approx(0.07), "holding": pytest.approx(0.03),
+                              "released": pytest.approx(0.08)}
+    # The old command style (one position-only point per row) trips the arm's reflex.
+    assert [f["episode_id"] for f in result["direct"]["faults"]] == ["e3"]
+    assert "joint_motion_generator_velocity_discontinuity" in result["direct"]["faults"][0]["cause"]
+
+
+@pytest.mark.slow
+def test_doctor_rig_sees_the_robot_pc_and_the_balance_and_names_what_is_missing(tmp_path):
+    import os
+    import subprocess
+
+    from labference_ros.devices.sics_emulator import SicsBalanceEmulator
+    from labference_ros.rosenv import loopback_environ
+
+    standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin"])
+    try:
+        with SicsBalanceEmulator(str(tmp_path / "balance")) as balance:
+            balance.set_load_g(150.0)
+            labference = os.path.join(os.path.dirname(sys.executable), "labference")
+            done = subprocess.run([labference, "doctor", "--rig", "--discovery", "localhost", "--balance-port",
+                                   str(tmp_path / "balance"), "--marker-camera", "overhead", "--timeout", "20"],
+                                  env=loopback_environ(), capture_output=True, text=True, timeout=120)
+    finally:
+        standin.stop()
+    marks = {}
+    for line in done.stdout.splitlines():
+        mark, rest = line[:7].strip(), line[8:]
+        for name in ("robot joint states", "robot state", "trajectory controller", "gripper actions",
+                     "marker camera", "balance"):
+            if mark in ("ok", "MISSING") and rest.startswith(name + " "):
+                marks[name] = mark
+    assert marks == {"robot joint states": "ok", "robot state": "ok", "trajectory controller": "ok",
+                     "gripper actions": "ok", "marker camera": "MISSING", "balance": "ok"}, done.stdout
+    assert "fr3_joint1..7 at" in done.stdout and "mode move" in done.stdout
+    assert "/fr3_gripper: move, grasp, homing" in done.stdout and "150.0000 g" in done.stdout
+    assert "no image on /cameras/overhead/image_raw" in done.stdout
+    assert done.returncode == 1 and "1 problem(s)" in done.stdout and "Traceback" not in done.stderr
