@@ -54,7 +54,15 @@ def launch_command(launcher: list[str], lock: dict, arm: dict, chunk_file: str, 
     args = {"episodes": n, "system": arm["system"], "condition": arm["condition"],
             "seed": lock["seeds"].get("launch", 0), "output_dir": output_dir, "instances": chunk_file,
             **arm["args"]}
-    return [*launcher, lock["launch_file"], *(f"{k}:={v}" for k, v in args.items())]
+    return [*launcher, lock["launch_file"], *(f"{k}:={launch_value(v)}" for k, v in args.items())]
+
+
+def launch_value(value) -> str:
+    """A spec's value as a launch argument: YAML/JSON booleans as launch writes them
+    (`record:=false`; Python's `False` is refused by the launcher)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def base_domain_id(text: str) -> int:
