@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -127,20 +128,71 @@ def test_tampered_final_score_is_reported(recorded_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_truncated_bag_is_audited_up_to_where_it_ends(recorded_run, tmp_path):
+def test_a_killed_recorders_unclosed_bag_is_audited_up_to_where_it_ends(recorded_run, tmp_path):
+    """No metadata.yaml and no footer: what a killed recorder leaves. The audit
+    compares what the bag holds and says partial (exit 3), never plain agree."""
     run, _ = recorded_run
     ep = tmp_path / "drop"
     shutil.copytree(run / "drop", ep)
+    (ep / "bag" / "metadata.yaml").unlink()
     mcap = next((ep / "bag").glob("*.mcap"))
     size = mcap.stat().st_size
     with open(mcap, "r+b") as f:
         f.truncate(size // 2)
     res = labference("audit", str(ep))
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "agree (truncated bag)" in res.stdout and "truncated but readable" in res.stdout
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "partial: agrees as far as the evidence goes" in res.stdout and "truncated but readable" in res.stdout
     assert str(mcap) in res.stdout and f"truncated at byte {size // 2}" in res.stdout
-    assert "are not compared: the bag lost them" in res.stdout
+    assert "are not compared: the bag lacks them" in res.stdout
     assert "Traceback" not in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_a_closed_bag_cut_by_a_third_is_altered(recorded_run, tmp_path):
+    run, _ = recorded_run
+    ep = tmp_path / "drop"
+    shutil.copytree(run / "drop", ep)
+    mcap = next((ep / "bag").glob("*.mcap"))
+    with open(mcap, "r+b") as f:
+        f.truncate(mcap.stat().st_size * 2 // 3)
+    res = labference("audit", str(ep))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "ALTERED" in res.stdout and "/evaluator/world_state" in res.stdout and "missing" in res.stdout
+
+
+def _cdr_stamp_s(data: bytes) -> float:
+    sec, nanosec = struct.unpack_from("<iI", data, 4)
+    return sec + nanosec * 1e-9
+
+
+@pytest.mark.slow
+def test_an_interrupted_bag_whose_readings_end_first_is_compared_up_to_its_last_reading(recorded_run, tmp_path):
+    """A recording that stops between a world state and the reading of its instant
+    (readings reach the recorder later, through the balance): the audit's horizon is
+    the last instant the bag holds both, so nothing is scored without its reading."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    worlds = [(t, _cdr_stamp_s(d)) for topic, _m, t, d in EpisodeBagReader(run / "drop" / "bag").raw_messages()
+              if topic == "/evaluator/world_state"]
+    cut_log_time, cut_sim = worlds[len(worlds) * 3 // 5]
+    readings_until = cut_sim - 0.2  # the bag's readings end 0.2 s of sim before its world states
+
+    def edit(topic, _msgtype, t, data):
+        if t > cut_log_time:
+            return None
+        if topic == "/balance/reading" and _cdr_stamp_s(data) > readings_until:
+            return None
+        return data
+
+    ep = tampered_copy(run / "drop", tmp_path / "drop", edit,
+                       custom={"finish": json.dumps({"status": "recorder_shutdown", "reason": "recorder_shutdown"})})
+    res = labference("audit", str(ep))
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "partial: agrees as far as the evidence goes" in res.stdout
+    assert "finish status is recorder_shutdown" in res.stdout
+    horizon = float(res.stdout.split("records after t=")[1].split()[0])
+    assert horizon <= readings_until + 1e-6
 
 
 @pytest.mark.slow
