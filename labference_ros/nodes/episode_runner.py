@@ -75,6 +75,27 @@ SETUP_RETRY_S = 1.0  # an operator's set-up (a rehearsal's scene check) is check
 REHEARSAL_COMPLETION_GRACE_S = 5.0  # sim seconds the second referee has to see a completion too
 
 
+def _stop_reason() -> str:
+    """Why the launcher is stopping the graph ('' when it did not say: another launcher,
+    a plain SIGTERM), e.g. "node lab_sim left the graph: it died (exit code 3)"."""
+    import os
+
+    path = os.environ.get("LABFERENCE_STOP_REASON_FILE")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    return lines[0] if lines else ""
+
+
+def _reply_lost(answer) -> bool:
+    """A call whose server is there but whose reply never came (not a refusal)."""
+    return getattr(answer, "reason", None) == "timeout" and not hasattr(answer, "success")
+
+
 def make_node():
     from labference.msg import ScoreSnapshot
     from labference.srv import FinishEpisode, ResetEpisode, StartEpisode
@@ -415,7 +436,17 @@ def make_node():
                 reset, answer = answer, (yield self.call(check, request))
             said = ""
             deadline = time.monotonic() + self.setup_timeout_s
-            while not isinstance(answer, ServiceFailure) and not answer.success and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                if _reply_lost(answer):
+                    # The scene check (the world estimator's /world_estimator/reset, in both
+                    # set-ups) only reads the sensors: asking again is safe. Its reply can be
+                    # dropped by Fast DDS (docs/pitfalls.md, a reply sent before its writer
+                    # matched the client), which must not end the episode.
+                    self.get_logger().warning(f"{eid}: {answer}; asking the scene check again")
+                    answer = yield self.call(check, request)
+                    continue
+                if isinstance(answer, ServiceFailure) or answer.success:
+                    break
                 if answer.message != said:
                     if self.setup == "operator":
                         self.say(f"{eid}: set the scene up as the instance says ({answer.message})")
@@ -501,7 +532,9 @@ def make_node():
                 return
             try:
                 if self.current is not None:
-                    self.current.fail("episode runner stopped during the episode")
+                    why = _stop_reason()
+                    self.current.fail(f"{why}: episode runner stopped during the episode" if why
+                                      else "episode runner stopped during the episode")
                     self.current.reason = self.current.reason or "aborted"
                     self.say(console_line(self.current.episode_id, self.current.error))
                     self.log.record(self.current)
