@@ -32,7 +32,8 @@ from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
 from labference_ros.recording.episode_meta import episode_custom_data
-from labference_ros.recording.topics import DURABLE_TOPICS, LATCHED_TOPICS, RECORDED_TOPICS, wanted
+from labference_ros.recording.topics import DURABLE_TOPICS, EPISODE_LATCHED_TOPICS, LATCHED_TOPICS, RECORDED_TOPICS, \
+    wanted
 from labference_ros.tasks import family as task_family
 
 
@@ -221,7 +222,12 @@ class Recorder(Node):
         self.episode_id, self.output_dir = request.episode_id, out
         self.watermark.clear()
         self.referee_ended.discard(request.episode_id)
-        # A latched sample that arrived before the episode (the tare) belongs in the bag too.
+        # A latched sample that arrived before the episode belongs in the bag too, unless
+        # it describes an episode: those (the tare, the static frames of the layout) are
+        # published again once this episode's scene is reset, and an earlier episode's
+        # must not stand in its bag.
+        for topic in EPISODE_LATCHED_TOPICS:
+            self.latched.pop(topic, None)
         try:
             for topic, data in self.latched.items():
                 self._write(topic, data)

@@ -126,7 +126,7 @@ def test_bag_holds_tf_and_marker_topics_with_their_schemas(watched):
         static = [bag.deserialize(raw, c.msgtype) for c, _t, raw in bag.messages()
                   if c.topic == "/tf_static"]
     children = {t.child_frame_id for msg in static for t in msg.transforms}
-    # lab_sim's fixtures and cameras and the monitor's robot joints, both latched before the episode.
+    # lab_sim's fixtures and cameras (at its reset) and the monitor's robot joints (at the first joint state).
     assert {"table", "balance_body", "pan_load_cell", "panda_link0", "panda_hand"} | CAMERA_FRAMES <= children
 
 

@@ -196,6 +196,21 @@ def test_an_interrupted_bag_whose_readings_end_first_is_compared_up_to_its_last_
 
 
 @pytest.mark.slow
+def test_each_episodes_bag_holds_only_its_own_latched_samples(recorded_run):
+    """lab_sim publishes the tare and its layout's static frames once per reset; each
+    bag holds exactly those of its own episode, none carried over from the one before
+    (they used to open the next bag, stamped 0.0, before the episode's own)."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    for mode in MODES:
+        latched = [(topic, data) for topic, _m, _t, data in EpisodeBagReader(run / mode / "bag").raw_messages(
+            {"/balance/tare", "/tf_static"})]
+        assert [topic for topic, _ in latched].count("/balance/tare") == 1, (mode, latched)
+        assert [topic for topic, _ in latched].count("/tf_static") == 1, (mode, [t for t, _ in latched])
+
+
+@pytest.mark.slow
 def test_bag_contents_offered_qos_and_identity(recorded_run):
     from labference_ros.recording.bag_reader import EpisodeBagReader
 
