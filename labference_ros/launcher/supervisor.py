@@ -1,8 +1,10 @@
 """Run a graph's node processes together and end them together.
 
 Each node's output is prefixed with its name. SIGINT/SIGTERM to the launcher
-is forwarded to every node; when any node exits the others are stopped (the
-node marked `ends_graph`, the episode runner, exiting is the normal end) and
+is forwarded to every node (to the `ends_graph` node first: it records the
+episode in flight as stopped before the nodes it calls go away); when any node
+exits the others are stopped (the node marked `ends_graph`, the episode
+runner, exiting is the normal end) and
 the launcher says which node ended it and why. The launcher's exit status is
 that of the `ends_graph` node, unless another node's death stopped the graph
 and the `ends_graph` node still said 0: then it is the dead node's (or 1). Nodes that ignore a stop signal are killed
@@ -146,16 +148,28 @@ class Supervisor:
     def _alive(self) -> list[str]:
         return [name for name, proc in self.procs.items() if proc.poll() is None]
 
+    def _signal_node(self, name: str, sig: int) -> None:
+        try:
+            os.killpg(self.procs[name].pid, sig)  # the node's whole session, grandchildren included
+        except ProcessLookupError:
+            pass
+
     def _kill(self, names: list[str]) -> None:
         for name in names:
-            try:
-                os.killpg(self.procs[name].pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self._signal_node(name, signal.SIGKILL)
 
     def stop_all(self, sig: int = signal.SIGTERM) -> None:
-        self._send(sig)
         ends = {n.name for n in self.nodes if n.ends_graph}
+        # The node that ends the graph first: it records the episode in flight as stopped
+        # (and why), before the nodes it calls go away and their absence is blamed instead.
+        first = [name for name in self._alive() if name in ends]
+        for name in first:
+            self._signal_node(name, sig)
+        deadline = time.monotonic() + self.grace_s
+        while any(self.procs[name].poll() is None for name in first) and time.monotonic() < deadline \
+                and not self._repeated:
+            time.sleep(POLL_S)
+        self._send(sig)
         deadline = time.monotonic() + self.grace_s
         hurried = False
         while self._alive() and time.monotonic() < deadline:

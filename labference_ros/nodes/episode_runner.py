@@ -507,7 +507,19 @@ def make_node():
                 self.bar.close()
             print(f"run stopped after {len(self.log.attempts)} of {self.planned} episodes: cannot write "
                   f"{exc.filename}: {exc.strerror or exc}", flush=True)
+            self.write_final_summary()
             self.exit_code = EXIT_INTERRUPTED
+
+        def write_final_summary(self) -> None:
+            """summary.json of an interrupted run; where it cannot be written (a full disk),
+            the previous one is removed, so that no stale summary says the run went on."""
+            try:
+                self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
+            except OSError as exc:
+                stale = self.log.run_dir / "summary.json"
+                stale.unlink(missing_ok=True)
+                print(f"cannot write {exc.filename}: {exc.strerror or exc}; {stale} removed (it described "
+                      f"the run before it stopped)", flush=True)
 
         def say(self, line: str) -> None:
             """A console line of its own, also while the progress bar is drawn."""
@@ -538,9 +550,9 @@ def make_node():
                     self.current.reason = self.current.reason or "aborted"
                     self.say(console_line(self.current.episode_id, self.current.error))
                     self.log.record(self.current)
-                self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
             except OSError as exc:
                 print(f"cannot write {exc.filename}: {exc.strerror or exc}", flush=True)
+            self.write_final_summary()
             if self.bar is not None:
                 self.bar.close()
             self.get_logger().error(f"stopped after {len(self.log.attempts)} of {self.planned} episodes")
