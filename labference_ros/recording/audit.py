@@ -27,9 +27,10 @@ from labference_ros.core.records import episode_deadline, final_status, read_jso
 from labference_ros.tasks import family as task_family
 
 from .bag_reader import BagAltered, BagError, EpisodeBagReader, resolve_bag
+from .completeness import describe_gaps, gaps
 from .compare import Finding, compare_stream, field_diffs, normalise, split_by_file
 from .evidence import check_actions, check_opportunities, check_published_events
-from .replay import read_inputs, rebuild
+from .replay import AUDITED_TOPICS, read_inputs, rebuild
 
 AGREE, DISAGREE, UNREADABLE, PARTIAL = 0, 1, 2, 3
 # Which code a run of several episodes exits with: the worst one present.
@@ -50,6 +51,7 @@ class AuditResult:
     truncated: str = ""  # the bag's writer was killed: what could be read and what was lost
     partial: str = ""  # why the bag holds less than the whole episode ('' when it holds all of it)
     altered: bool = False  # the error is a closed bag's content differing from what was written
+    gaps: dict = field(default_factory=dict)  # per topic, messages the recorder did not write (its own tally)
 
     @property
     def code(self) -> int:
@@ -149,6 +151,12 @@ def _audit(result: AuditResult, path) -> None:
     reports = [r for r in online["observations.jsonl"] if r.get("record") == "report"]
     horizon = None
     result.partial = _partial_evidence(reader, custom)
+    result.gaps = gaps(custom)
+    if result.gaps:
+        result.notes.append(f"recorder gaps: {describe_gaps(result.gaps)}")
+        scored = {t: row for t, row in result.gaps.items() if t in AUDITED_TOPICS}
+        if scored and not result.partial:
+            result.partial = f"the bag lacks scored inputs the recorder missed ({describe_gaps(scored)})"
     if result.partial:
         result.notes.append(result.partial)
         evidence_end = inputs.paired_end

@@ -211,6 +211,59 @@ def test_each_episodes_bag_holds_only_its_own_latched_samples(recorded_run):
 
 
 @pytest.mark.slow
+def test_each_bag_carries_the_recorders_tally_of_what_it_wrote(recorded_run):
+    """Per periodic topic, expected (the instants of its period between its first and
+    last stamp) against recorded; what the bag holds is what the tally says was recorded."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    for mode in MODES:
+        reader = EpisodeBagReader(run / mode / "bag")
+        tally = json.loads(reader.custom["completeness"])
+        held: dict[str, int] = {}
+        for topic, *_rest in reader.raw_messages(set(tally)):
+            held[topic] = held.get(topic, 0) + 1
+        for topic in ("/evaluator/world_state", "/balance/reading", "/joint_states", "/cameras/front/image_raw"):
+            row = tally[topic]
+            assert row["expected"] > 0 and row["period_s"] > 0, (mode, topic, row)
+            # Every message of the episode's timeline (the bag may also hold the tail
+            # of the timeline before the reset, which the tally leaves out).
+            assert 0 < row["recorded"] <= held[topic], (mode, topic, row, held[topic])
+            assert row["expected"] == row["recorded"] + row["missing"]
+        # The audit's inputs arrive whole (transient local, deep queues): nothing missing.
+        assert tally["/evaluator/world_state"]["missing"] == 0 and tally["/balance/reading"]["missing"] == 0
+
+
+@pytest.mark.slow
+def test_an_injected_gap_is_reported_per_topic_and_keeps_the_audit_from_agreeing(recorded_run, tmp_path):
+    """Three joint states and two world states dropped, the tally saying so: the audit
+    names both gaps and, as a scored input is missing, says partial (or disagrees)."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    reader = EpisodeBagReader(run / "correct" / "bag")
+    tally = json.loads(reader.custom["completeness"])
+    dropped = {"/joint_states": 3, "/evaluator/world_state": 2}
+    seen: dict[str, int] = {}
+
+    def edit(topic, _msgtype, _t, data):
+        seen[topic] = seen.get(topic, 0) + 1
+        if topic in dropped and 10 < seen[topic] <= 10 + dropped[topic]:
+            return None
+        return data
+
+    for topic, n in dropped.items():
+        tally[topic] = {**tally[topic], "recorded": tally[topic]["recorded"] - n, "missing": n}
+    ep = tampered_copy(run / "correct", tmp_path / "correct", edit, custom={"completeness": json.dumps(tally)})
+    res = labference("audit", str(ep))
+    assert res.returncode in (1, 3), res.stdout + res.stderr
+    expected_js, expected_ws = tally["/joint_states"]["expected"], tally["/evaluator/world_state"]["expected"]
+    assert (f"recorder gaps: /evaluator/world_state 2 of {expected_ws} missing, /joint_states 3 of "
+            f"{expected_js} missing") in res.stdout, res.stdout
+    assert "agree" not in res.stdout.split("\n")[0] or "partial" in res.stdout.split("\n")[0]
+
+
+@pytest.mark.slow
 def test_bag_contents_offered_qos_and_identity(recorded_run):
     from labference_ros.recording.bag_reader import EpisodeBagReader
 
