@@ -147,14 +147,9 @@ class LabSim(Node):
         self.advance_waiting = False
 
         qos = QoSProfile(depth=10)
-        # Reliable DDS resends a lost sample only while the writer still keeps it: a reader
-        # starved of CPU for a moment (the recorder under load) lost what these kept too
-        # few of (10 joint states, 2 frames: 0.1 s and 0.2 s). Two seconds of the 100 Hz
-        # streams and one of the cameras' (benchmarks/bench_completeness.py, BENCHMARKS.md).
-        stream_qos = QoSProfile(depth=200)
-        img_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_clock = self.create_publisher(Clock, "/clock", stream_qos)
-        self.pub_joints = self.create_publisher(JointState, "/joint_states", stream_qos)
+        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_clock = self.create_publisher(Clock, "/clock", qos)
+        self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
         self.pub_wrench = self.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
         self.pub_tare = self.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -166,8 +161,7 @@ class LabSim(Node):
         self.pub_tf_static = self.create_publisher(
             TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.pub_images = {c: self.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in self.cameras}
-        self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", stream_qos)
-                         for c in self.cameras}
+        self.pub_info = {c: self.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in self.cameras}
         arm_topic = f"/{v['controller']}/joint_trajectory"
         # The display needs readings only at camera frames (10 Hz of a 100 Hz stream): they
         # are taken then, from a subscription on a node no executor spins (nodes/sampled.py).
