@@ -73,6 +73,13 @@ REHEARSAL_CONNECTED_TOPICS = CONNECTED_TOPICS + ("/markers/poses", "/sim_balance
 SETUP_MODES = ("sim", "operator", "rehearsal")
 SETUP_RETRY_S = 1.0  # an operator's set-up (a rehearsal's scene check) is checked again this often
 REHEARSAL_COMPLETION_GRACE_S = 5.0  # sim seconds the second referee has to see a completion too
+# Inner timeouts shorter than outer ones, so each is blamed on the side that did not answer:
+# the policy bridge's start waits for the tested system's reset (a policy server's
+# /reset: at most its client's timeout_s, which should not exceed service_timeout_s)
+# and for its inputs to match (match_timeout_s, 5 s). The runner waits this much longer
+# than service_timeout_s for that answer, so a hung server is the bridge's
+# policy_timeout, not the runner's service_timeout.
+BRIDGE_START_EXTRA_S = 10.0
 
 
 def _stop_reason() -> str:
@@ -368,9 +375,9 @@ def make_node():
                     run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "shadow_referee", "shadow referee start")
             if started:
-                answer = yield self.call(self.bridge_start, StartEpisode.Request(
+                answer = yield ServiceCall(self.bridge_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, instance, assets)))
+                    run_json=run_json(self.settings, instance, assets)), self.service_timeout_s + BRIDGE_START_EXTRA_S)
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
                 if started:
                     try:
