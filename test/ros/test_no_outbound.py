@@ -78,16 +78,18 @@ def test_chromium_with_only_its_background_networking_flags_looks_up_google_host
 
 
 def test_the_rerun_viewer_sends_nothing(sealed_netns, tmp_path):
-    """The viewer, its analytics off (`rerun analytics disable` in its HOME), serving a
-    recording on loopback for a few seconds."""
+    """The SDK writing a recording, then the viewer, its analytics off (`rerun analytics
+    disable` in its HOME), serving it on loopback for a few seconds."""
     rrd = tmp_path / "view.rrd"
-    subprocess.run([sys.executable, "-c", "import rerun as rr, sys; rec = rr.RecordingStream('labference_view'); "
-                    "rec.save(sys.argv[1]); rec.log('referee/episode', rr.TextDocument('x'), static=True)",
-                    str(rrd)], check=True, timeout=120)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BROWSER": "true"}
     subprocess.run([str(BIN / "rerun"), "analytics", "disable"], env=env, check=True, capture_output=True, timeout=60)
 
     def serve():
+        # The SDK writes a recording as `labference view` does (recording/viewer.py) ...
+        inside(sealed_netns, [sys.executable, "-c", "import rerun as rr, sys; rec = rr.RecordingStream("
+                              "'labference_view'); rec.save(sys.argv[1]); rec.log('referee/episode', "
+                              "rr.TextDocument('x'), static=True)", str(rrd)], check=True, timeout=120)
+        # ... and the viewer serves it.
         res = subprocess.run(["ip", "netns", "exec", sealed_netns, "timeout", "-s", "INT", "8", str(BIN / "rerun"),
                               str(rrd), "--web-viewer", "--bind", "127.0.0.1", "--web-viewer-port", "0",
                               "--port", "0"], env=env, capture_output=True, text=True, timeout=60)
