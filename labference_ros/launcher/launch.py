@@ -87,6 +87,9 @@ def _run(graph, nodes, claim: DomainClaim, env: dict, out: TextIO, grace_s: floa
                    f"(e.g. `ROS_DOMAIN_ID={claim.domain_id} labference shell`)")
     if ephemeral_port_note(claim.domain_id):
         supervisor.say(f"note: {ephemeral_port_note(claim.domain_id)}")
+    # Once the graph is down this process only reports and exits: a stop signal then
+    # (a third SIGTERM) is ignored, so its exit status stays the run's.
+    supervisor.ignore_late_signals = True
     outcome = supervisor.run()
     removed = clean_dead_participants()
     if removed:

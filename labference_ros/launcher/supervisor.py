@@ -81,6 +81,9 @@ class Supervisor:
         self._lock = threading.Lock()
         self._signal: int | None = None  # the first stop signal received
         self._repeated = False  # a second one: stop waiting for all but the ends_graph node
+        # A launcher process sets this: a stop signal that comes once the graph is down (a
+        # third SIGTERM while it finishes) is ignored, not left to end it by default.
+        self.ignore_late_signals = False
         self._reason_fd, self.reason_path = tempfile.mkstemp(prefix="labference-stop-", suffix=".txt")
         self.env[STOP_REASON_ENV] = self.reason_path
 
@@ -200,7 +203,7 @@ class Supervisor:
             self.stop_all(self._signal if self._signal in (signal.SIGINT, signal.SIGTERM) else signal.SIGTERM)
         finally:
             for s, handler in previous.items():
-                signal.signal(s, handler)
+                signal.signal(s, signal.SIG_IGN if self.ignore_late_signals else handler)
             os.close(self._reason_fd)
             try:
                 os.unlink(self.reason_path)
