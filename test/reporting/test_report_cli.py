@@ -150,3 +150,5 @@ def test_report_marks_episodes_whose_bag_holds_only_part_of_them(tmp_path):
     assert "partial bag for 2 episode(s): run-ok1, run-ok2" in res.output
     cell = json.loads((d / "report.json").read_text())["cells"][0]
     assert cell["partial_evidence"] == ["run-ok1", "run-ok2"]
+    page = (d / "report.html").read_text()
+    assert "bag holds part of the episode (audit: partial)" in page and "run-ok1, run-ok2" in page
