@@ -8,6 +8,16 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 
+def ended_by(name):
+    """on_exit of the node that ends the run: the graph shuts down with it, and a
+    non-zero status fails the launch (exit 1) as `labference launch` fails."""
+    def handler(event, _context):
+        if event.returncode != 0:
+            raise RuntimeError(f"{name} ended with exit code {event.returncode}: the run did not succeed")
+        return [Shutdown(reason=f"{name} finished")]
+    return handler
+
+
 def generate_launch_description():
     arguments = [
         DeclareLaunchArgument('episodes', default_value='3',
@@ -118,6 +128,6 @@ def generate_launch_description():
             'image_width': ParameterValue(LaunchConfiguration('image_width'), value_type=int),
             'image_height': ParameterValue(LaunchConfiguration('image_height'), value_type=int),
         }],
-        on_exit=Shutdown(reason='episode_runner finished'),
+        on_exit=ended_by('episode_runner'),
     )
     return LaunchDescription([*arguments, lab_sim, referee, policy_bridge, oracle, recorder, episode_runner])

@@ -9,6 +9,16 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 
+def ended_by(name):
+    """on_exit of the node that ends the run: the graph shuts down with it, and a
+    non-zero status fails the launch (exit 1) as `labference launch` fails."""
+    def handler(event, _context):
+        if event.returncode != 0:
+            raise RuntimeError(f"{name} ended with exit code {event.returncode}: the run did not succeed")
+        return [Shutdown(reason=f"{name} finished")]
+    return handler
+
+
 def generate_launch_description():
     arguments = [
         DeclareLaunchArgument('episodes', default_value='3',
@@ -189,6 +199,6 @@ def generate_launch_description():
         remappings=[
             ('/lab_sim/reset', '/world_estimator/reset'),
         ],
-        on_exit=Shutdown(reason='episode_runner finished'),
+        on_exit=ended_by('episode_runner'),
     )
     return LaunchDescription([*arguments, balance, fiducial_tracker, world_estimator, referee, policy_bridge, oracle, recorder, monitor, franka_arm_bridge, franka_gripper_bridge, episode_runner])

@@ -9,6 +9,16 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 
+def ended_by(name):
+    """on_exit of the node that ends the run: the graph shuts down with it, and a
+    non-zero status fails the launch (exit 1) as `labference launch` fails."""
+    def handler(event, _context):
+        if event.returncode != 0:
+            raise RuntimeError(f"{name} ended with exit code {event.returncode}: the run did not succeed")
+        return [Shutdown(reason=f"{name} finished")]
+    return handler
+
+
 def generate_launch_description():
     arguments = [
         DeclareLaunchArgument('episodes', default_value='3',
@@ -213,6 +223,6 @@ def generate_launch_description():
             'setup': 'rehearsal',
             'setup_timeout_s': ParameterValue(LaunchConfiguration('setup_timeout_s'), value_type=float),
         }],
-        on_exit=Shutdown(reason='episode_runner finished'),
+        on_exit=ended_by('episode_runner'),
     )
     return LaunchDescription([*arguments, lab_sim, sim_balance, sics_emulator, balance, fiducial_tracker, world_estimator, referee, shadow_referee, policy_bridge, oracle, recorder, monitor, episode_runner])

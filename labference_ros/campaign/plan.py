@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-# DDS ports exist for domains 0..232, but on Linux ROS 2 advises 0..101: higher
-# domains can take ports from the ephemeral range (32768..60999) that other
-# programs get at random (docs.ros.org, Concepts, "About Domain ID").
-MAX_ROS_DOMAIN_ID = 101
+# DDS ports exist for domains 0..232, what ROS 2 accepts on Linux; it advises
+# 0..101: higher domains take ports from the ephemeral range (32768..60999) that
+# other programs get at random (docs.ros.org, Concepts, "About Domain ID"); each
+# launcher says so when it runs on one.
+MAX_ROS_DOMAIN_ID = 232
 ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 
 
@@ -54,7 +55,15 @@ def launch_command(launcher: list[str], lock: dict, arm: dict, chunk_file: str, 
     args = {"episodes": n, "system": arm["system"], "condition": arm["condition"],
             "seed": lock["seeds"].get("launch", 0), "output_dir": output_dir, "instances": chunk_file,
             **arm["args"]}
-    return [*launcher, lock["launch_file"], *(f"{k}:={v}" for k, v in args.items())]
+    return [*launcher, lock["launch_file"], *(f"{k}:={launch_value(v)}" for k, v in args.items())]
+
+
+def launch_value(value) -> str:
+    """A spec's value as a launch argument: YAML/JSON booleans as launch writes them
+    (`record:=false`; Python's `False` is refused by the launcher)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def base_domain_id(text: str) -> int:
@@ -71,8 +80,8 @@ def domain_ids(base: int, slots: int) -> list[int]:
     if slots < 1:
         raise ValueError(f"need at least one worker slot, got {slots}")
     if base < 0 or base + slots - 1 > MAX_ROS_DOMAIN_ID:
-        raise ValueError(f"ROS domains {base}..{base + slots - 1} exceed 0..{MAX_ROS_DOMAIN_ID} (higher ones can "
-                         f"collide with ephemeral ports on Linux); set a lower ROS_DOMAIN_ID or use fewer workers")
+        raise ValueError(f"ROS domains {base}..{base + slots - 1} exceed 0..{MAX_ROS_DOMAIN_ID} (the ROS 2 range on "
+                         f"Linux); set a lower ROS_DOMAIN_ID or use fewer workers")
     return [base + k for k in range(slots)]
 
 

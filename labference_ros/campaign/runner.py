@@ -37,7 +37,7 @@ from labference_ros.oracle.supports import intervention_identity, parse_launch_s
 from labference_ros.rosenv import loopback_environ
 
 from . import sequential
-from .chunk import STOP_GRACE_S, ChunkJob
+from .chunk import LOG_NAME, STOP_GRACE_S, ChunkJob
 from .engine import open_engine
 from .lock import LockMismatch, verify
 from .plan import (Chunk, SlotPool, base_domain_id, domain_ids, launch_command, next_attempt_name,
@@ -334,6 +334,16 @@ def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: in
     return attempt, info, ChunkJob(command=cmd, attempt_dir=str(attempt), ros_domain_id=domain, env=env)
 
 
+def launcher_error(log_path: Path) -> str:
+    """The launcher's last error line in its log ('' when it printed none)."""
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    errors = [line.strip() for line in lines if line.lstrip().lower().startswith("error")]
+    return errors[-1] if errors else ""
+
+
 def _end_attempt(out_dir: Path, attempt: Path, info: dict, result: dict, log) -> None:
     missing = _missing(attempt, info["instances"])
     rc = result.get("rc")
@@ -346,3 +356,7 @@ def _end_attempt(out_dir: Path, attempt: Path, info: dict, result: dict, log) ->
                       "missing": missing, "worker": result.get("worker")})
     log(f"  {attempt.parent.name}/{attempt.name}: {len(info['instances'])} episodes, rc={rc}, "
         f"{len(missing)} without a record (ROS domain {info['ros_domain_id']})")
+    if rc != 0:
+        why = launcher_error(attempt / LOG_NAME) or result.get("error")
+        if why:
+            log(f"    {why}")

@@ -299,7 +299,7 @@ def campaign_plan(spec, p0, p1, power, alpha, episodes, dry_run) -> None:
 def campaign_run(lock_file, launcher, workers, scheduler) -> None:
     """Run (or resume) the unfinished episodes of a locked campaign.
 
-    Each running chunk gets its own ROS domain ($ROS_DOMAIN_ID + worker slot, at most 101; discovery on localhost);
+    Each running chunk gets its own ROS domain ($ROS_DOMAIN_ID + worker slot, at most 232; discovery on localhost);
     results do not depend on the number of workers. A killed run (even SIGKILL) takes its launchers
     with it; run again to resume.
     """

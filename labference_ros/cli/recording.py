@@ -20,14 +20,18 @@ def audit(path: str, jobs: int, debug: bool) -> None:
     """Replay-audit BAG_OR_RUN_DIR: rebuild events and scores from the bag with the
     online scorer and compare them with the online records.
 
-    Every bag's bytes are checked first (MCAP CRCs). A bag whose writer was killed
-    is read up to its last complete record, reported as a truncated bag with what
-    was lost, and compared up to where it ends (`labference recover-bag` rewrites
-    it closed).
+    Every bag's bytes are checked first (MCAP CRCs, and a closed bag's messages
+    against the counts its metadata.yaml records). A bag whose writer was killed
+    (no footer, no metadata.yaml) is read up to its last complete record and
+    compared up to where it ends (`labference recover-bag` rewrites it closed).
 
-    Exit 0: agree; 1: disagree (report names record, field, online vs audit);
-    2: a bag or its records cannot be read, or a bag's bytes were altered (the
-    report names the chunk)."""
+    Exit 0: agree, every scored input of the whole episode compared; 1: disagree
+    (report names record, field, online vs audit); 2: a bag or its records cannot
+    be read, or a bag was altered (bytes failing a CRC, messages its metadata
+    counts missing: the report names them); 3: partial, agrees as far as the
+    evidence goes (the bag ends before the episode did: a killed recorder, a
+    recovered bag, an interrupted episode). Several episodes: the first of
+    1, 2, 3 present."""
     from labference_ros.recording.audit import audit_path, exit_code, format_report
     from labference_ros.recording.bag_reader import BagError
 

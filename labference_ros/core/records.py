@@ -56,8 +56,10 @@ def write_text_atomic(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-    except OSError:
+    except OSError as exc:
         tmp.unlink(missing_ok=True)  # a full disk leaves no half-written tmp file behind
+        if exc.filename is None:  # a failed write or fsync names no file: name the one it was for
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
     os.replace(tmp, path)
 

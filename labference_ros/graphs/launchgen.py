@@ -28,11 +28,27 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, {environment}Shutdown
 {conditions}from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.parameter_descriptions import ParameterValue{ended_by}
 
 
 def generate_launch_description():
 '''
+
+# The node whose end is the run's end (the episode runner): `ros2 launch` then shuts
+# the graph down, and fails when that node did not succeed. An exception raised in an
+# event handler makes the launch service stop everything and exit 1; a Shutdown
+# action alone exits 0 whatever the node's status.
+ENDED_BY = '''
+
+
+def ended_by(name):
+    """on_exit of the node that ends the run: the graph shuts down with it, and a
+    non-zero status fails the launch (exit 1) as `labference launch` fails."""
+    def handler(event, _context):
+        if event.returncode != 0:
+            raise RuntimeError(f"{name} ended with exit code {event.returncode}: the run did not succeed")
+        return [Shutdown(reason=f"{name} finished")]
+    return handler'''
 
 
 def _value(value) -> str:
@@ -61,7 +77,10 @@ def _node(node: NodeSpec, package: str, shares_process: tuple[str, ...] = ()) ->
         lines.append("        ],")
     if node.when:
         lines.append(f"        condition=IfCondition(LaunchConfiguration({node.when!r})),")
-    lines.append(f"        on_exit=Shutdown(reason={reason!r}),")
+    if node.ends_graph:
+        lines.append(f"        on_exit=ended_by({node.name!r}),")
+    else:
+        lines.append(f"        on_exit=Shutdown(reason={reason!r}),")
     lines.append("    )")
     return lines
 
@@ -73,8 +92,9 @@ def launch_source(graph: Graph) -> str:
     # (rosenv.apply_loopback reads it), as `labference launch` does (rosenv.discovery_environ).
     widens = {"discovery", "static_peers"} <= {a.name for a in graph.arguments}
     environment = "SetEnvironmentVariable, " if widens else ""
+    ended = ENDED_BY if any(n.ends_graph for n in graph.nodes) else ""
     out = [HEADER.format(name=graph.name, description=graph.description, conditions=conditions,
-                         environment=environment).rstrip("\n")]
+                         environment=environment, ended_by=ended).rstrip("\n")]
     out.append("    arguments = [")
     for arg in graph.arguments:
         choices = f", choices={list(arg.choices)!r}" if arg.choices else ""

@@ -25,10 +25,15 @@ import threading
 import time
 from dataclasses import dataclass
 
-# ROS 2 advises 0..101 on Linux (higher domains can take ephemeral ports). 0 is
-# every ROS tool's default and 42 was this project's old default: claims avoid both.
-MAX_DOMAIN_ID = 101
-AUTO_DOMAINS = tuple(d for d in range(1, MAX_DOMAIN_ID + 1) if d != 42)
+# ROS 2 accepts 0..232 on Linux (DDS ports exist for those), and advises 0..101:
+# domains 102..232 use ports inside Linux's ephemeral range (32768..60999), which
+# any program may be given at random, so such a domain can collide now and then.
+# A user's ROS_DOMAIN_ID may be anything ROS 2 accepts (with a note past 101);
+# automatic claims stay in 1..101. 0 is every ROS tool's default and 42 was this
+# project's old default: claims avoid both.
+MAX_DOMAIN_ID = 232
+ADVISED_MAX_DOMAIN_ID = 101
+AUTO_DOMAINS = tuple(d for d in range(1, ADVISED_MAX_DOMAIN_ID + 1) if d != 42)
 LOCK_DIR_ENV = "LABFERENCE_DOMAIN_LOCK_DIR"
 DEFAULT_LOCK_DIR = "/tmp/labference-ros-domains"
 # Set by the launcher for its nodes: they run under its (inherited) lock.
@@ -41,6 +46,14 @@ _node_lock_fd: int | None = None
 
 class DomainError(Exception):
     """A domain that cannot be used; the message is meant for a person."""
+
+
+def ephemeral_port_note(domain_id: int) -> str:
+    """A note for a domain whose DDS ports lie in Linux's ephemeral range ('' otherwise)."""
+    if domain_id <= ADVISED_MAX_DOMAIN_ID:
+        return ""
+    return (f"ROS domain {domain_id} uses UDP ports in Linux's ephemeral range (32768..60999): another program "
+            f"given one of them at random makes discovery fail; ROS 2 advises 0..{ADVISED_MAX_DOMAIN_ID}")
 
 
 @dataclass
@@ -143,7 +156,7 @@ def claim_domain(requested: str | None, busy_wait_s: float = BUSY_WAIT_S) -> Dom
             if claim is not None:
                 claim.chosen = True
                 return claim
-        raise DomainError(f"no free ROS domain: every domain in 1..{MAX_DOMAIN_ID} is held by another launch "
+        raise DomainError(f"no free ROS domain: every domain in 1..{ADVISED_MAX_DOMAIN_ID} is held by another launch "
                           f"(locks in {directory})")
     try:
         domain_id = int(requested)

@@ -16,7 +16,7 @@ from labference_ros.tasks import family as task_family
 
 from .arguments import parse_launch_arguments
 from .diskspace import NotEnoughSpace, check_free_space
-from .domains import HELD_ENV, DomainClaim, claim_domain
+from .domains import HELD_ENV, DomainClaim, claim_domain, ephemeral_port_note
 from .plan import node_processes
 from .shm import clean_dead_participants
 from .supervisor import Supervisor
@@ -86,6 +86,11 @@ def _run(graph, nodes, claim: DomainClaim, env: dict, out: TextIO, grace_s: floa
     how = "claimed a free one" if claim.chosen else "from ROS_DOMAIN_ID"
     supervisor.say(f"ROS domain {claim.domain_id} ({how}); join it with ROS_DOMAIN_ID={claim.domain_id} "
                    f"(e.g. `ROS_DOMAIN_ID={claim.domain_id} labference shell`)")
+    if ephemeral_port_note(claim.domain_id):
+        supervisor.say(f"note: {ephemeral_port_note(claim.domain_id)}")
+    # Once the graph is down this process only reports and exits: a stop signal then
+    # (a third SIGTERM) is ignored, so its exit status stays the run's.
+    supervisor.ignore_late_signals = True
     outcome = supervisor.run()
     removed = clean_dead_participants()
     if removed:

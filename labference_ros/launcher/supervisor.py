@@ -1,12 +1,21 @@
 """Run a graph's node processes together and end them together.
 
 Each node's output is prefixed with its name. SIGINT/SIGTERM to the launcher
-is forwarded to every node; when any node exits the others are stopped (the
-node marked `ends_graph`, the episode runner, exiting is the normal end) and
+is forwarded to every node (to the `ends_graph` node first: it records the
+episode in flight as stopped before the nodes it calls go away); when any node
+exits the others are stopped (the node marked `ends_graph`, the episode
+runner, exiting is the normal end) and
 the launcher says which node ended it and why. The launcher's exit status is
 that of the `ends_graph` node, unless another node's death stopped the graph
 and the `ends_graph` node still said 0: then it is the dead node's (or 1). Nodes that ignore a stop signal are killed
 after a grace period, so no process outlives the launcher.
+
+Why the graph is being stopped reaches the nodes before the stop signal: a file
+named by $LABFERENCE_STOP_REASON_FILE (one line, e.g. "lab_sim died (exit code
+3)"), so the episode runner records the node that left, not only that it was
+stopped. A repeated SIGINT/SIGTERM kills every other node at once but still
+gives the `ends_graph` node its grace period: it is writing the interrupted
+episode's records.
 """
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +35,7 @@ from .plan import NodeProcess
 
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.05
+STOP_REASON_ENV = "LABFERENCE_STOP_REASON_FILE"
 
 
 def _die_with_parent() -> None:
@@ -68,7 +79,13 @@ class Supervisor:
         self.procs: dict[str, subprocess.Popen] = {}
         self._pumps: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._signal: int | None = None
+        self._signal: int | None = None  # the first stop signal received
+        self._repeated = False  # a second one: stop waiting for all but the ends_graph node
+        # A launcher process sets this: a stop signal that comes once the graph is down (a
+        # third SIGTERM while it finishes) is ignored, not left to end it by default.
+        self.ignore_late_signals = False
+        self._reason_fd, self.reason_path = tempfile.mkstemp(prefix="labference-stop-", suffix=".txt")
+        self.env[STOP_REASON_ENV] = self.reason_path
 
     # ------------------------------------------------------------------ output
     def say(self, text: str) -> None:
@@ -114,7 +131,14 @@ class Supervisor:
         if self._signal is None:
             self._signal = signum
         else:  # a second Ctrl-C: stop waiting politely
-            self._signal = signal.SIGKILL
+            self._repeated = True
+
+    def _tell_nodes_why(self, reason: str) -> None:
+        """Written before the stop signal goes out, read by a node that is stopped."""
+        try:
+            os.write(self._reason_fd, (reason + "\n").encode())
+        except OSError:
+            pass  # only a better message for the records; the stop goes on regardless
 
     def _send(self, sig: int, only_alive: bool = True) -> None:
         for proc in self.procs.values():
@@ -127,10 +151,37 @@ class Supervisor:
     def _alive(self) -> list[str]:
         return [name for name, proc in self.procs.items() if proc.poll() is None]
 
+    def _signal_node(self, name: str, sig: int) -> None:
+        try:
+            os.killpg(self.procs[name].pid, sig)  # the node's whole session, grandchildren included
+        except ProcessLookupError:
+            pass
+
+    def _kill(self, names: list[str]) -> None:
+        for name in names:
+            self._signal_node(name, signal.SIGKILL)
+
     def stop_all(self, sig: int = signal.SIGTERM) -> None:
+        ends = {n.name for n in self.nodes if n.ends_graph}
+        # The node that ends the graph first: it records the episode in flight as stopped
+        # (and why), before the nodes it calls go away and their absence is blamed instead.
+        first = [name for name in self._alive() if name in ends]
+        for name in first:
+            self._signal_node(name, sig)
+        deadline = time.monotonic() + self.grace_s
+        while any(self.procs[name].poll() is None for name in first) and time.monotonic() < deadline \
+                and not self._repeated:
+            time.sleep(POLL_S)
         self._send(sig)
         deadline = time.monotonic() + self.grace_s
-        while self._alive() and time.monotonic() < deadline and self._signal != signal.SIGKILL:
+        hurried = False
+        while self._alive() and time.monotonic() < deadline:
+            if self._repeated and not hurried:
+                hurried = True
+                others = [name for name in self._alive() if name not in ends]
+                self.say("signal repeated: killing " + (", ".join(others) or "no other node")
+                         + "; waiting for " + (", ".join(sorted(ends)) or "nothing") + " to write its records")
+                self._kill(others)
             time.sleep(POLL_S)
         left = self._alive()
         if left:
@@ -152,7 +203,12 @@ class Supervisor:
             self.stop_all(self._signal if self._signal in (signal.SIGINT, signal.SIGTERM) else signal.SIGTERM)
         finally:
             for s, handler in previous.items():
-                signal.signal(s, handler)
+                signal.signal(s, signal.SIG_IGN if self.ignore_late_signals else handler)
+            os.close(self._reason_fd)
+            try:
+                os.unlink(self.reason_path)
+            except OSError:
+                pass
         codes = {name: proc.returncode for name, proc in self.procs.items()}
         for name, code in codes.items():
             if name not in unexpected and code not in (0, -signal.SIGINT, -signal.SIGTERM):
@@ -165,6 +221,7 @@ class Supervisor:
             if self._signal is not None:
                 name = signal.Signals(self._signal).name
                 self.say(f"received {name}: stopping all nodes")
+                self._tell_nodes_why(f"the launcher received {name}")
                 return f"signal {name}", []
             exited = [name for name, proc in self.procs.items() if proc.poll() is not None]
             if exited:
@@ -174,6 +231,7 @@ class Supervisor:
                         self.say(f"{name} finished ({describe_exit(code)}): stopping the graph")
                     else:
                         self.say(f"{name} died ({describe_exit(code)}): stopping all nodes")
+                        self._tell_nodes_why(f"node {name} left the graph: it died ({describe_exit(code)})")
                 return f"{exited[0]} exited", exited
             time.sleep(POLL_S)
 

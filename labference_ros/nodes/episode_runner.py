@@ -73,6 +73,34 @@ REHEARSAL_CONNECTED_TOPICS = CONNECTED_TOPICS + ("/markers/poses", "/sim_balance
 SETUP_MODES = ("sim", "operator", "rehearsal")
 SETUP_RETRY_S = 1.0  # an operator's set-up (a rehearsal's scene check) is checked again this often
 REHEARSAL_COMPLETION_GRACE_S = 5.0  # sim seconds the second referee has to see a completion too
+# Inner timeouts shorter than outer ones, so each is blamed on the side that did not answer:
+# the policy bridge's start waits for the tested system's reset (a policy server's
+# /reset: at most its client's timeout_s, which should not exceed service_timeout_s)
+# and for its inputs to match (match_timeout_s, 5 s). The runner waits this much longer
+# than service_timeout_s for that answer, so a hung server is the bridge's
+# policy_timeout, not the runner's service_timeout.
+BRIDGE_START_EXTRA_S = 10.0
+
+
+def _stop_reason() -> str:
+    """Why the launcher is stopping the graph ('' when it did not say: another launcher,
+    a plain SIGTERM), e.g. "node lab_sim left the graph: it died (exit code 3)"."""
+    import os
+
+    path = os.environ.get("LABFERENCE_STOP_REASON_FILE")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    return lines[0] if lines else ""
+
+
+def _reply_lost(answer) -> bool:
+    """A call whose server is there but whose reply never came (not a refusal)."""
+    return getattr(answer, "reason", None) == "timeout" and not hasattr(answer, "success")
 
 
 def make_node():
@@ -357,9 +385,9 @@ def make_node():
                     run_json=run_json(self.settings, instance, assets)))
                 started = not failed(answer, "shadow_referee", "shadow referee start")
             if started:
-                answer = yield self.call(self.bridge_start, StartEpisode.Request(
+                answer = yield ServiceCall(self.bridge_start, StartEpisode.Request(
                     episode_id=eid, instance_json=instance_json, output_dir=str(out_dir),
-                    run_json=run_json(self.settings, instance, assets)))
+                    run_json=run_json(self.settings, instance, assets)), self.service_timeout_s + BRIDGE_START_EXTRA_S)
                 started = not failed(answer, "policy_bridge", "policy_bridge start")
                 if started:
                     try:
@@ -425,7 +453,17 @@ def make_node():
                 reset, answer = answer, (yield self.call(check, request))
             said = ""
             deadline = time.monotonic() + self.setup_timeout_s
-            while not isinstance(answer, ServiceFailure) and not answer.success and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                if _reply_lost(answer):
+                    # The scene check (the world estimator's /world_estimator/reset, in both
+                    # set-ups) only reads the sensors: asking again is safe. Its reply can be
+                    # dropped by Fast DDS (docs/pitfalls.md, a reply sent before its writer
+                    # matched the client), which must not end the episode.
+                    self.get_logger().warning(f"{eid}: {answer}; asking the scene check again")
+                    answer = yield self.call(check, request)
+                    continue
+                if isinstance(answer, ServiceFailure) or answer.success:
+                    break
                 if answer.message != said:
                     if self.setup == "operator":
                         self.say(f"{eid}: set the scene up as the instance says ({answer.message})")
@@ -489,7 +527,19 @@ def make_node():
                 self.bar.close()
             print(f"run stopped after {len(self.log.attempts)} of {self.planned} episodes: cannot write "
                   f"{exc.filename}: {exc.strerror or exc}", flush=True)
+            self.write_final_summary()
             self.exit_code = EXIT_INTERRUPTED
+
+        def write_final_summary(self) -> None:
+            """summary.json of an interrupted run; where it cannot be written (a full disk),
+            the previous one is removed, so that no stale summary says the run went on."""
+            try:
+                self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
+            except OSError as exc:
+                stale = self.log.run_dir / "summary.json"
+                stale.unlink(missing_ok=True)
+                print(f"cannot write {exc.filename}: {exc.strerror or exc}; {stale} removed (it described "
+                      f"the run before it stopped)", flush=True)
 
         def say(self, line: str) -> None:
             """A console line of its own, also while the progress bar is drawn."""
@@ -514,13 +564,15 @@ def make_node():
                 return
             try:
                 if self.current is not None:
-                    self.current.fail("episode runner stopped during the episode")
+                    why = _stop_reason()
+                    self.current.fail(f"{why}: episode runner stopped during the episode" if why
+                                      else "episode runner stopped during the episode")
                     self.current.reason = self.current.reason or "aborted"
                     self.say(console_line(self.current.episode_id, self.current.error))
                     self.log.record(self.current)
-                self.log.write_summary(interrupted=True, attempted_episodes=len(self.log.attempts))
             except OSError as exc:
                 print(f"cannot write {exc.filename}: {exc.strerror or exc}", flush=True)
+            self.write_final_summary()
             if self.bar is not None:
                 self.bar.close()
             self.get_logger().error(f"stopped after {len(self.log.attempts)} of {self.planned} episodes")

@@ -74,10 +74,7 @@ class Monitor(Node):
         self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", latched)
         self.pub_markers = self.create_publisher(MarkerArray, "/referee/markers", qos)
         self.pub_description.publish(String(data=self.urdf_xml))
-        zero = self.get_clock().now().to_msg()
-        zero.sec, zero.nanosec = 0, 0
-        self.pub_tf_static.publish(TFMessage(transforms=[transform_msg(t, zero)
-                                                         for t in self.kinematics.static_transforms()]))
+        self.publish_static_frames()
 
         self.create_subscription(JointState, "/joint_states", self.on_joints, qos)
         self.create_subscription(WorldState, "/evaluator/world_state", self.on_world, QoSProfile(depth=200))
@@ -87,8 +84,19 @@ class Monitor(Node):
         self.create_subscription(DecisionOpportunity, "/referee/opportunities", self.on_opportunity, qos)
 
     # robot ---------------------------------------------------------------------
+    def publish_static_frames(self) -> None:
+        zero = self.get_clock().now().to_msg()
+        zero.sec, zero.nanosec = 0, 0
+        self.pub_tf_static.publish(TFMessage(transforms=[transform_msg(t, zero)
+                                                         for t in self.kinematics.static_transforms()]))
+
     def on_joints(self, msg):
         t = stamp_to_s(msg.header.stamp)
+        if t < self.last_tf or self.last_tf == float("-inf"):
+            # A new timeline (the first joint state, or a reset that rewinds sim time): the
+            # robot's static frames again, so each episode's bag has its own (the recorder
+            # writes no earlier episode's /tf_static into it).
+            self.publish_static_frames()
         if t < self.last_tf:  # a reset rewinds sim time
             self.last_tf = float("-inf")
         if t - self.last_tf < self.tf_period - 1e-9:

@@ -31,8 +31,11 @@ from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_match
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.recording.bag_writer import EpisodeBag, OfferedQos
+from labference_ros.recording.completeness import CUSTOM_KEY as COMPLETENESS_KEY
+from labference_ros.recording.completeness import Completeness, periodic
 from labference_ros.recording.episode_meta import episode_custom_data
-from labference_ros.recording.topics import DURABLE_TOPICS, LATCHED_TOPICS, RECORDED_TOPICS, wanted
+from labference_ros.recording.topics import DURABLE_TOPICS, EPISODE_LATCHED_TOPICS, LATCHED_TOPICS, RECORDED_TOPICS, \
+    wanted
 from labference_ros.tasks import family as task_family
 
 
@@ -53,6 +56,13 @@ def header_stamp_s(data: bytes) -> float:
     order = "<" if data[1:2] == b"\x01" else ">"
     sec, nanosec = struct.unpack_from(order + "iI", data, 4)
     return sec + nanosec * 1e-9
+
+
+def header_stamp_ns(data: bytes) -> int:
+    """header_stamp_s in integer nanoseconds (a tally of instants must not round)."""
+    order = "<" if data[1:2] == b"\x01" else ">"
+    sec, nanosec = struct.unpack_from(order + "iI", data, 4)
+    return sec * 1_000_000_000 + nanosec
 
 
 def merge_static_transforms(previous: bytes | None, data: bytes) -> bytes:
@@ -81,6 +91,7 @@ class Recorder(Node):
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
         self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
+        self.completeness = Completeness()  # per periodic topic, the stamps this episode's bag holds
         self.subscriptions_by_topic: dict[str, object] = {}
         self.current_reader: dict[str, int] = {}  # per topic, the subscription whose samples are recorded
         self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
@@ -184,18 +195,21 @@ class Recorder(Node):
             self.watermark[topic] = max(self.watermark.get(topic, -1.0), header_stamp_s(data))
         if self.bag is not None and self.bag_error is None:
             try:
-                self._write(topic, data)
+                if self._write(topic, data) and periodic(topic) and len(data) >= 12:
+                    self.completeness.note(topic, header_stamp_ns(data))
             except OSError as exc:  # e.g. a full disk: the bag stops here, the episode is reported invalid
                 self.bag_error = exc
                 self.get_logger().error(f"recording stopped: {exc.strerror or exc} ({exc.filename or self.bag.path})")
 
-    def _write(self, topic: str, data: bytes) -> None:
+    def _write(self, topic: str, data: bytes) -> bool:
+        """Whether the message went into the bag."""
         if topic not in self.bag.connections:
             msgtype = self.types[topic]
             if not self.bag.has_type(msgtype):
-                return  # no definition to store; such a bag would not read back
+                return False  # no definition to store; such a bag would not read back
             self.bag.add_topic(topic, msgtype, self._offered(topic), type_hash=self._type_hash(topic))
         self.bag.write(topic, time.time_ns(), data)
+        return True
 
     def _watch_referee(self, data: bytes) -> None:
         msg = deserialize_message(data, RefereeEvent)
@@ -219,9 +233,15 @@ class Recorder(Node):
             response.success, response.message = False, f"cannot record {request.episode_id}: {exc}"
             return response
         self.episode_id, self.output_dir = request.episode_id, out
+        self.completeness = Completeness()
         self.watermark.clear()
         self.referee_ended.discard(request.episode_id)
-        # A latched sample that arrived before the episode (the tare) belongs in the bag too.
+        # A latched sample that arrived before the episode belongs in the bag too, unless
+        # it describes an episode: those (the tare, the static frames of the layout) are
+        # published again once this episode's scene is reset, and an earlier episode's
+        # must not stand in its bag.
+        for topic in EPISODE_LATCHED_TOPICS:
+            self.latched.pop(topic, None)
         try:
             for topic, data in self.latched.items():
                 self._write(topic, data)
@@ -252,6 +272,7 @@ class Recorder(Node):
             self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
         bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
         counts = dict(self.bag.counts)
+        completeness = self.completeness.report()
         failure = self.bag_error
         try:
             self._close("finished", reason=request.reason, sim_time=request.sim_time)
@@ -264,6 +285,9 @@ class Recorder(Node):
                                 f"ends at the failed write")
             return response
         message = f"bag {bag_path}: {sum(counts.values())} messages on {len(counts)} topics"
+        lost = {topic: row for topic, row in completeness.items() if row["missing"]}
+        if lost:
+            message += "; gaps: " + ", ".join(f"{t} {r['missing']} of {r['expected']}" for t, r in sorted(lost.items()))
         if self.write_videos:
             from labference_ros.recording.videos import write_videos
 
@@ -273,7 +297,8 @@ class Recorder(Node):
             except Exception as exc:  # the bag is safe on disk; videos can be redone with `labference videos`
                 message += f"; videos failed: {exc}"
         response.success, response.message = True, message
-        response.scores_json = json.dumps({"bag": str(bag_path), "message_counts": counts})
+        response.scores_json = json.dumps({"bag": str(bag_path), "message_counts": counts,
+                                           "completeness": completeness})
         return response
 
     def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
@@ -283,7 +308,8 @@ class Recorder(Node):
         finish = {"status": status, "reason": reason or status}
         if sim_time is not None:
             finish["sim_time"] = sim_time
-        self.bag.close(finish=finish, message_counts=self.bag.counts)
+        self.bag.close(finish=finish, message_counts=self.bag.counts,
+                       **{COMPLETENESS_KEY: self.completeness.report()})
         self.bag, self.episode_id, self.output_dir = None, "", None
 
     def close(self):

@@ -1,9 +1,18 @@
 """Replay audit: rebuild an episode's referee records from its bag with the online
 scorer and check them against the records the online referee wrote.
 
-Exit codes of `labference audit`: 0 all episodes agree, 1 some episode disagrees
-(report names record, field, online and audit values), 2 a bag or its records
-could not be read (the message names the file and byte offset where known).
+Exit codes of `labference audit` (docs/records.md):
+0 agree: every scored input of the whole episode was in the bag and compared;
+1 DISAGREE (report names record, field, online and audit values);
+2 UNREADABLE or ALTERED: a bag or its records could not be read (the message
+  names the file and byte offset where known), or a closed bag holds other than
+  what its writer wrote (bytes failing their CRC, messages its metadata counts
+  but the file lacks, named per topic);
+3 partial: agrees as far as the evidence goes. The bag ends before the episode
+  did (its recorder was killed and left it unclosed, it was recovered from such a
+  bag, or the recorder was stopped before the episode's finish: an interrupted
+  episode); records are compared up to the last instant the bag holds both a
+  world state and a reading.
 """
 from __future__ import annotations
 
@@ -17,12 +26,16 @@ from dataclasses import dataclass, field
 from labference_ros.core.records import episode_deadline, final_status, read_jsonl, task_family_name
 from labference_ros.tasks import family as task_family
 
-from .bag_reader import BagError, EpisodeBagReader, resolve_bag
+from .bag_reader import BagAltered, BagError, EpisodeBagReader, resolve_bag
+from .completeness import describe_gaps, gaps
 from .compare import Finding, compare_stream, field_diffs, normalise, split_by_file
 from .evidence import check_actions, check_opportunities, check_published_events
-from .replay import read_inputs, rebuild
+from .replay import AUDITED_TOPICS, read_inputs, rebuild
 
-AGREE, DISAGREE, UNREADABLE = 0, 1, 2
+AGREE, DISAGREE, UNREADABLE, PARTIAL = 0, 1, 2, 3
+# Which code a run of several episodes exits with: the worst one present.
+SEVERITY = (DISAGREE, UNREADABLE, PARTIAL, AGREE)
+PARTIAL_WORDS = "partial: agrees as far as the evidence goes"
 
 
 @dataclass
@@ -36,15 +49,25 @@ class AuditResult:
     sim_duration_s: float = 0.0
     wall_s: float = 0.0
     truncated: str = ""  # the bag's writer was killed: what could be read and what was lost
+    partial: str = ""  # why the bag holds less than the whole episode ('' when it holds all of it)
+    altered: bool = False  # the error is a closed bag's content differing from what was written
+    gaps: dict = field(default_factory=dict)  # per topic, messages the recorder did not write (its own tally)
 
     @property
     def code(self) -> int:
-        return UNREADABLE if self.error else (DISAGREE if self.findings else AGREE)
+        if self.error:
+            return UNREADABLE
+        if self.findings:
+            return DISAGREE
+        return PARTIAL if self.partial else AGREE
 
     @property
     def verdict(self) -> str:
-        word = {AGREE: "agree", DISAGREE: "DISAGREE", UNREADABLE: "UNREADABLE"}[self.code]
-        return f"{word} (truncated bag)" if self.truncated and not self.error else word
+        if self.error:
+            return "ALTERED" if self.altered else "UNREADABLE"
+        if self.findings:
+            return "DISAGREE (partial evidence)" if self.partial else "DISAGREE"
+        return PARTIAL_WORDS if self.partial else "agree"
 
 
 def _load_json(path: pathlib.Path) -> dict:
@@ -76,6 +99,7 @@ def audit_episode(path: str | pathlib.Path) -> AuditResult:
             _audit(result, path)
     except BagError as exc:
         result.error = str(exc)
+        result.altered = isinstance(exc, BagAltered)
     result.wall_s = time.perf_counter() - start
     return result
 
@@ -126,14 +150,22 @@ def _audit(result: AuditResult, path) -> None:
     finish = _finish(custom, online["events.jsonl"], inputs, result)
     reports = [r for r in online["observations.jsonl"] if r.get("record") == "report"]
     horizon = None
-    if reader.truncated:
-        result.notes.append(reader.truncated)
-        if finish[0] > inputs.sim_span[1]:
+    result.partial = _partial_evidence(reader, custom)
+    result.gaps = gaps(custom)
+    if result.gaps:
+        result.notes.append(f"recorder gaps: {describe_gaps(result.gaps)}")
+        scored = {t: row for t, row in result.gaps.items() if t in AUDITED_TOPICS}
+        if scored and not result.partial:
+            result.partial = f"the bag lacks scored inputs the recorder missed ({describe_gaps(scored)})"
+    if result.partial:
+        result.notes.append(result.partial)
+        evidence_end = inputs.paired_end
+        if finish[0] > evidence_end:
             # The bag ends before the episode did: score what it holds, compare up to there.
-            horizon = inputs.sim_span[1]
+            horizon = evidence_end
             finish = (horizon, finish[1])
-            result.notes.append(f"records after t={horizon:.3f} s (the bag's last measurement) and scores.json "
-                                f"are not compared: the bag lost them")
+            result.notes.append(f"records after t={horizon:.3f} s (the last instant the bag holds both a world "
+                                f"state and a reading) and scores.json are not compared: the bag lacks them")
     late: list[dict] = []
     records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run),
                       late=late, contract=contract)
@@ -151,9 +183,16 @@ def _audit(result: AuditResult, path) -> None:
     result.findings += check_opportunities(flat)
     published, logged = inputs.referee_events, online["events.jsonl"]
     if horizon is not None:
-        published = [m for m in published
-                     if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 < horizon - 1e-9]
+        published = [m for m in published if _stamp_s(m) < horizon - 1e-9]
         logged = _before(logged, horizon)
+    if result.partial:
+        # The referee publishes an event after the measurement that caused it: a bag
+        # that ends early can hold the measurement and not the event. Events written
+        # after the last one the bag holds are not asked of it.
+        last = max((_stamp_s(m) for m in published), default=float("-inf"))
+        held = {m.event_id for m in published}
+        logged = [e for e in logged if e.get("event_id") in held or not isinstance(e.get("t"), (int, float))
+                  or e["t"] < last - 1e-9]
     result.findings += check_published_events(episode_id, published, logged)
     delivered_late = {r["payload_id"]: r["t"] for r in late if r.get("kind") == "observation"}
     result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions,
@@ -166,6 +205,24 @@ def _audit(result: AuditResult, path) -> None:
                      "interventions": len(inputs.interventions), "chunks": len(inputs.chunks),
                      "events": sum(1 for r in flat if r["record"] == "event"),
                      "opportunities": sum(1 for r in flat if r["record"] == "opportunity")}
+
+
+def _stamp_s(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def _partial_evidence(reader: EpisodeBagReader, custom: dict) -> str:
+    """Why the bag cannot hold the whole episode ('' when its recorder finished it)."""
+    if reader.truncated:
+        return reader.truncated
+    status = (json.loads(custom["finish"]) if custom.get("finish") else {}).get("status", "")
+    if status == "finished":
+        return ""
+    why = {"recovered": "rewritten closed from the unclosed bag of a recorder that was killed",
+           "recorder_shutdown": "the recorder was stopped before the episode's finish (an interrupted run)",
+           "superseded": "the recorder started another episode before this one's finish"}
+    return (f"the bag's finish status is {status or 'absent'}: "
+            f"{why.get(status, 'the recorder never recorded the episode finish')}")
 
 
 def _before(records: list[dict], horizon: float) -> list[dict]:
@@ -246,7 +303,7 @@ def audit_path(path: str | pathlib.Path, jobs: int = 1) -> list[AuditResult]:
 
 def exit_code(results: list[AuditResult]) -> int:
     codes = {r.code for r in results}
-    return DISAGREE if DISAGREE in codes else (UNREADABLE if UNREADABLE in codes else AGREE)
+    return next((code for code in SEVERITY if code in codes), AGREE)
 
 
 def format_report(results: list[AuditResult]) -> str:

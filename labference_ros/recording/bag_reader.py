@@ -27,6 +27,11 @@ class BagError(Exception):
     """A bag that cannot be read; the message is meant for a person."""
 
 
+class BagAltered(BagError):
+    """A bag whose content is not what its writer wrote: bytes that fail their CRC, or
+    a closed bag (metadata.yaml written) holding less than its metadata records."""
+
+
 def scan_mcap(path: pathlib.Path) -> str:
     """Walk the MCAP record framing; '' when intact, else what is wrong and where."""
     size = path.stat().st_size
@@ -50,6 +55,20 @@ def scan_mcap(path: pathlib.Path) -> str:
                 if f.read(8) != MCAP_MAGIC:
                     return f"{path}: byte {offset}: footer not followed by the closing magic"
                 return ""
+
+
+def _shortfall(recorded: dict[str, int], held: dict[str, int]) -> str:
+    """Per topic, what the file holds against what metadata.yaml records."""
+    short = [f"{t} {held.get(t, 0)} of {n}" for t, n in sorted(recorded.items()) if held.get(t, 0) < n]
+    extra = [f"{t} {n} not recorded" if t not in recorded else f"{t} {n} of {recorded[t]}"
+             for t, n in sorted(held.items()) if n > recorded.get(t, 0)]
+    missing = sum(max(0, n - held.get(t, 0)) for t, n in recorded.items())
+    parts = []
+    if short:
+        parts.append(f"missing {missing} messages ({', '.join(short)})")
+    if extra:
+        parts.append(f"more than recorded ({', '.join(extra)})")
+    return "; ".join(parts) or "every recorded message is still there"
 
 
 def resolve_bag(path: str | pathlib.Path) -> pathlib.Path:
@@ -105,8 +124,11 @@ class EpisodeBagReader:
     """Messages of one episode bag, in log-time order.
 
     A closed bag's bytes are checked first (CRCs; a bag whose bytes were altered
-    is refused naming the chunk). A bag whose writer was killed (no footer) is
-    read up to its last complete record; ``truncated`` then says what was lost.
+    is refused naming the chunk) and its message counts against metadata.yaml's.
+    A bag whose writer was killed (no footer and no metadata.yaml) is read up to
+    its last complete record; ``truncated`` then says what was lost. A bag without
+    footer whose metadata.yaml says it was closed was cut or overwritten after
+    the fact: refused (BagAltered), naming the messages it lacks.
     Only the chunks that hold the requested topics are decompressed.
     """
 
@@ -122,6 +144,8 @@ class EpisodeBagReader:
         try:
             if problem and "not an MCAP file" in problem:
                 raise BagError(problem)
+            if problem and (self.dir / "metadata.yaml").exists():
+                raise BagAltered(self._closed_but_cut(problem, read_unclosed))
             if problem:
                 self.unclosed = read_unclosed(self.mcap)
                 if not self.unclosed.channels:
@@ -130,7 +154,7 @@ class EpisodeBagReader:
             elif verify:
                 self.summary = verify_integrity(self.mcap)
         except IntegrityError as exc:
-            raise BagError(str(exc)) from None
+            raise BagAltered(str(exc)) from None
         if self.unclosed is not None:
             from .bag_writer import START_METADATA
 
@@ -141,7 +165,46 @@ class EpisodeBagReader:
                 for c in self.unclosed.channels.values() if c.schema_id in self.unclosed.schemas]}}
         else:
             self.metadata = read_metadata(self.dir)  # its one MCAP's framing was scanned above
+            if self.summary is not None:
+                self._check_counts(self.summary)
         self.custom = custom_data(self.metadata)
+
+    def _recorded_counts(self) -> dict[str, int]:
+        info = read_metadata(self.dir)["rosbag2_bagfile_information"]
+        return {t["topic_metadata"]["name"]: int(t.get("message_count") or 0)
+                for t in info.get("topics_with_message_count") or []}
+
+    def _closed_but_cut(self, problem: str, read_unclosed) -> str:
+        """What a closed bag whose file lost its end (a cut, or bytes overwritten) lacks."""
+        recorded = self._recorded_counts()
+        try:
+            u = read_unclosed(self.mcap)
+            held: dict[str, int] = {}
+            for channel_id, *_rest in u.messages:
+                channel = u.channels.get(channel_id)
+                if channel is not None:
+                    held[channel.topic] = held.get(channel.topic, 0) + 1
+            what = _shortfall(recorded, held)
+        except Exception as exc:  # noqa: BLE001 - the altered bytes may not even parse
+            what = f"its records cannot be read past the damage ({type(exc).__name__}: {exc})"
+        return (f"{problem}; but {self.dir / 'metadata.yaml'} says the recorder closed this bag with "
+                f"{sum(recorded.values())} messages: the bag was cut or overwritten after it was written; {what}")
+
+    def _check_counts(self, summary) -> None:
+        """metadata.yaml's message counts are the MCAP summary's (a rewritten file would differ)."""
+        stats = getattr(summary, "statistics", None)
+        if stats is None:
+            return
+        held: dict[str, int] = {}
+        for channel_id, n in stats.channel_message_counts.items():
+            channel = summary.channels.get(channel_id)
+            if channel is not None:
+                held[channel.topic] = held.get(channel.topic, 0) + n
+        recorded = self._recorded_counts()
+        if any(held.get(t, 0) != n for t, n in recorded.items()) or set(held) - set(recorded):
+            raise BagAltered(f"{self.mcap}: its messages are not those {self.dir / 'metadata.yaml'} records "
+                             f"({sum(held.values())} held, {sum(recorded.values())} recorded); "
+                             f"{_shortfall(recorded, held)}; the bag was altered after it was written")
 
     def topics(self) -> dict[str, str]:
         info = self.metadata["rosbag2_bagfile_information"]

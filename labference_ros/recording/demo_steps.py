@@ -17,6 +17,7 @@ from labference_ros.msgconv import stamp_to_s
 from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.trajectory import TrajectoryFollower
 
+from .completeness import describe_gaps, gaps
 from .topics import camera_of
 from .videos import image_array, stream_fps
 
@@ -98,7 +99,13 @@ def read_steps(reader, end_t: float | None, environment_intervals=()) -> Episode
                         gripper_grasp=np.array(grasp, bool), control_mask=mask,
                         frame_rate_hz=stream_fps(list(times)), policy_control_hz=float(hz[0]) if hz else 0.0,
                         first_delivery_t=first,
-                        notes=_held_image_notes(times, filled, image_stamps, period))
+                        notes=_held_image_notes(times, filled, image_stamps, period) + _gap_notes(getattr(reader, "custom", {})))
+
+
+def _gap_notes(custom: dict) -> list[str]:
+    """The recorder's own tally of what it missed (recording/completeness.py), per topic."""
+    found = gaps(custom)
+    return [f"recorder gaps (messages the recorder did not write): {describe_gaps(found)}"] if found else []
 
 
 def _frame_clock(stamps: list[float]) -> tuple[np.ndarray, list[float], float]:

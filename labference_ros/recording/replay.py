@@ -48,6 +48,16 @@ class BagInputs:
         ts = [w.t for w in self.worlds]
         return (min(ts), max(ts)) if ts else (0.0, 0.0)
 
+    @property
+    def paired_end(self) -> float:
+        """The last sim instant the bag holds both a world state and a reading. A reading
+        reaches the recorder after the world state of its instant (through the
+        balance), so a bag cut short can end between the two."""
+        last_world = self.sim_span[1]
+        if not self.readings:
+            return last_world
+        return min(last_world, max(t for t, _reading in self.readings))
+
 
 def read_inputs(reader, episode_id: str) -> BagInputs:
     """Referee inputs of ``episode_id`` from the bag, in log-time order.

@@ -54,6 +54,11 @@ EVALUATOR_TOPICS = ("/evaluator/*", "/balance/reading", "/policy/*", "/oracle/*"
 # Publishers that keep their last sample for late joiners (the tare, the robot
 # description, static transforms).
 LATCHED_TOPICS = ("/balance/tare", "/robot_description", "/tf_static")
+# Latched topics that describe one episode: lab_sim publishes its tare and the static
+# frames of the episode's layout at each reset, and the monitor its robot's static
+# frames at the first joint state of each timeline. The recorder writes none of an
+# earlier episode's samples into a later episode's bag.
+EPISODE_LATCHED_TOPICS = ("/balance/tare", "/tf_static")
 
 # Topics the audit re-scores from, published transient local (nodes.matching.
 # measurement_qos, the receipts). The recorder asks for transient local too: DDS

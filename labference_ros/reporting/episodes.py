@@ -23,6 +23,28 @@ def _read(path: Path):
         return None
 
 
+def bag_evidence(episode_dir: Path) -> str | None:
+    """How much of the episode its bag holds: None (not recorded), "whole", or
+    "partial" (its recorder was killed and left it unclosed, it was recovered from
+    such a bag, or it was closed before the episode's finish: `labference audit`
+    then compares it only as far as it goes, exit 3)."""
+    bag = Path(episode_dir) / "bag"
+    if not bag.is_dir():
+        return None
+    meta = bag / "metadata.yaml"
+    if not meta.exists():
+        return "partial"
+    try:
+        import yaml
+
+        info = yaml.load(meta.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        custom = (info.get("rosbag2_bagfile_information") or {}).get("custom_data") or {}
+        finish = json.loads(custom.get("labference.finish") or "{}")
+    except (OSError, ValueError, AttributeError, yaml.YAMLError):
+        return "partial"
+    return "whole" if finish.get("status") == "finished" else "partial"
+
+
 def _summary_entries(out_dir: Path) -> dict:
     """Per-episode rows of the launcher's summary.json (core/summary.py: per_episode
     with status ok|error, error, wall_s, sim_s), keyed by episode id."""
@@ -71,7 +93,7 @@ def load_output_dir(out_dir: Path) -> list[dict]:
                     "run": run, "scores": scores, "identity_hint": hint,
                     "instance_id": ((run or {}).get("instance") or {}).get("instance_id") or extra.get("instance_id"),
                     "wall_s": extra.get("wall_s"), "usage": extra.get("usage"),
-                    "error": _row_error(extra)})
+                    "error": _row_error(extra), "evidence": bag_evidence(d)})
     have = {e["episode_id"] for e in eps} | {Path(e["path"]).name for e in eps}
     for eid, row in extras.items():
         if eid not in have:  # the runner attempted it, but no episode directory exists

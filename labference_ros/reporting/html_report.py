@@ -160,14 +160,17 @@ def metrics_table(c: dict) -> str:
                  [[esc(r[0])] + r[1:] for r in rows], numeric_from=1)
 
 
-def coverage_table(cov: dict) -> str:
+def coverage_table(cov: dict, partial_evidence=()) -> str:
     def listed(xs):
         return esc(", ".join(map(str, xs))) if xs else "&ndash;"
     rows = [["episode units with a result", esc(cov["units"]), "&ndash;"],
             ["registered but never attempted", esc(len(cov.get("missing", []))), listed(cov.get("missing", []))],
             ["attempted, no scored result", esc(len(cov["unresolved"])), listed(cov["unresolved"])],
             ["more than one scored result", esc(len(cov["duplicated"])), listed(cov["duplicated"])],
-            ["retried (several attempts)", esc(len(cov["retried"])), listed(cov["retried"])]]
+            ["retried (several attempts)", esc(len(cov["retried"])), listed(cov["retried"])],
+            # Episodes whose bag ends before the episode did: their audit is partial at best.
+            ["bag holds part of the episode (audit: partial)", esc(len(partial_evidence)),
+             listed(list(partial_evidence))]]
     return table(["coverage", "count", "units"], rows, numeric_from=1)
 
 
@@ -247,7 +250,7 @@ def cell_section(i: int, c: dict, images: dict) -> str:
     name = cell_name(c["cell"])
     parts = [f'<h2 id="cell-{i}">{esc(name)}</h2>',
              f'<p class="muted">run directories: {esc(", ".join(c.get("output_dirs", [])))}</p>',
-             "<h3>Coverage</h3>", coverage_table(c["coverage"]),
+             "<h3>Coverage</h3>", coverage_table(c["coverage"], c.get("partial_evidence") or ()),
              "<h3>Metrics and populations</h3>", metrics_table(c), family_table(c.get("family")),
              "<h3>Accounting</h3>", accounting_table(c["accounting"], c["intervals"]),
              "<h3>Runtime</h3>", runtime_table(c.get("runtime")),

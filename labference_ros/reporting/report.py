@@ -244,7 +244,8 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
         registered = {i["instance_id"]: i for d in dirs for i in registered_instances(Path(d))}
         out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs, "design": design.cell_kind(eps),
                     **cell_report(eps, list(registered.values()), level, draws, seed),
-                    "runtime": runtime(eps), "attribution": attribution_counts(eps)})
+                    "runtime": runtime(eps), "attribution": attribution_counts(eps),
+                    "partial_evidence": sorted(e["episode_id"] for e in eps if e.get("evidence") == "partial")})
     return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
             "bootstrap": {"level": level, "draws": draws, "seed": seed, "ci": "percentile 95%"},
             "rate_intervals": {"confidence": 0.95, "independent": "wilson", "clustered": "wilson_design_effect",
@@ -353,6 +354,10 @@ def format_cell(c: dict) -> str:
               f"(unknown {a['rejections_unknown']})  cost/success at ${a['rejection_sensitivity_usd']:g}/rejection "
               f"{num(a['cost_per_success_usd_rejection_sensitivity'], ' USD')}"]
     lines += [f"{label:<15}{text}" for label, text in (c.get("family") or {}).items()]
+    partial = c.get("partial_evidence") or []
+    if partial:
+        lines.append(f"evidence       partial bag for {len(partial)} episode(s): {', '.join(partial)} (the bag ends "
+                     f"before the episode did; `labference audit` compares it only that far, exit 3)")
     lines.append(format_confusion(m["confusion"]))
     return "\n".join(lines)
 

@@ -82,3 +82,26 @@ def test_a_system_that_stops_itself_ends_with_a_final_status():
     # The evaluation itself broke off: no measured end, the episode is an ERROR.
     assert final_status("referee_shutdown") == "referee_shutdown"
     assert final_status("superseded") == "superseded"
+
+
+def test_an_atomic_write_that_fails_names_the_file_it_was_for(tmp_path, monkeypatch):
+    """A full disk fails the write or fsync of the hidden temporary file, whose error
+    names no file: the error names the file being written (never "None")."""
+    import errno
+    import os
+
+    from labference_ros.core.records import write_json_atomic
+
+    def full_disk(_fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    target = tmp_path / "summary.json"
+    try:
+        write_json_atomic(target, {"a": 1})
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC and exc.filename == str(target)
+        assert f"{exc.filename}" != "None" and "No space left on device" in str(exc)
+    else:
+        raise AssertionError("the write did not fail")
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind

@@ -69,6 +69,8 @@ def test_disk_fills_up_mid_run(tmpfs):
     assert "Traceback" not in text
     assert proc.returncode in (3, 4), text[-4000:]  # 3: ran, not all scored; 4: stopped early (records unwritable)
     assert "No space left on device" in text
+    # Every failed write names its file.
+    assert "cannot write None" not in text and "(None)" not in text, text[-4000:]
     lines = [line for line in text.splitlines() if "[episode_runner] episode 0000_" in line]
     assert lines and lines[0].endswith("[disk_full]"), text[-4000:]
     attempts = assert_records_parse(out)  # attempts.jsonl itself may not have fitted

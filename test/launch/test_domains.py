@@ -165,8 +165,21 @@ def test_free_claims_differ_while_held_and_skip_the_default_domains():
 
 
 def test_an_invalid_ros_domain_id_is_refused():
-    with pytest.raises(DomainError, match="must be a whole number 0..101"):
-        claim_domain("200")
+    with pytest.raises(DomainError, match="must be a whole number 0..232"):
+        claim_domain("233")
+    with pytest.raises(DomainError, match="must be a whole number 0..232"):
+        claim_domain("-1")
+
+
+def test_a_ros_domain_id_over_101_is_accepted_with_a_note_on_ephemeral_ports():
+    from labference_ros.launcher.domains import ephemeral_port_note
+
+    claim = claim_domain("232")
+    try:
+        assert claim.domain_id == 232 and not claim.chosen
+    finally:
+        claim.release()
+    assert "ephemeral range" in ephemeral_port_note(200) and ephemeral_port_note(101) == ""
 
 
 def test_writers_refuse_an_output_dir_outside_their_run_directory(tmp_path, monkeypatch):

@@ -107,3 +107,55 @@ def test_sigterm_to_the_launcher_stops_every_descendant():
     gone, alive = psutil.wait_procs(descendants, timeout=10)
     assert not alive, f"orphans: {alive}"
     assert launcher.returncode == 0  # the runner exited 0 on its SIGTERM
+
+
+SLOW_WRITER = """
+    import os, signal, sys, time
+    def stop(*_):
+        time.sleep(1.0)  # writing the interrupted episode's records
+        print('records written:', open(os.environ['LABFERENCE_STOP_REASON_FILE']).read().strip(), flush=True)
+        sys.exit(4)
+    signal.signal(signal.SIGTERM, stop)
+    print('ready', flush=True)
+    time.sleep(600)
+"""
+
+STUBBORN = """
+    import signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print('ready', flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_repeated_sigterm_kills_the_others_but_lets_the_runner_write_its_records():
+    import threading
+
+    out = io.StringIO()
+    nodes = [node("stubborn", STUBBORN), node("runner", SLOW_WRITER, ends_graph=True)]
+    supervisor = Supervisor(nodes, env=dict(os.environ), out=out, grace_s=30)
+
+    def signal_twice():
+        assert wait_until(lambda: out.getvalue().count("] ready") == 2)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    sender = threading.Thread(target=signal_twice)
+    sender.start()
+    outcome = supervisor.run()
+    sender.join()
+    text = out.getvalue()
+    assert "received SIGTERM: stopping all nodes" in text and "SIGKILL" not in text.split("signal repeated")[0]
+    assert "signal repeated: killing stubborn; waiting for runner" in text
+    assert "[runner] records written: the launcher received SIGTERM" in text
+    assert outcome.exit_code == 4 and outcome.returncodes["stubborn"] == -signal.SIGKILL
+    assert not os.path.exists(supervisor.reason_path)
+
+
+def test_nodes_stopped_because_one_died_are_told_which():
+    out = io.StringIO()
+    nodes = [node("runner", SLOW_WRITER, ends_graph=True),
+             node("crasher", "import time; time.sleep(1.0); raise SystemExit(3)")]
+    Supervisor(nodes, env=dict(os.environ), out=out, grace_s=10).run()
+    assert "[runner] records written: node crasher left the graph: it died (exit code 3)" in out.getvalue()

@@ -82,7 +82,7 @@ def rows_json(rows: int) -> bytes:
 
 
 class FakeHttpPolicy(LoopbackJsonServer):
-    """mode: ok | slow | malformed | no_actions | server_error | huge (10^6 rows with a
+    """mode: ok | slow | reset_hang | malformed | no_actions | server_error | huge (10^6 rows with a
     Content-Length) | huge_undeclared (the same, no Content-Length: ends at close) |
     long (chunk_len rows, within the byte limit). `cycle`: one mode per /reset, in turn."""
 
@@ -102,6 +102,8 @@ class FakeHttpPolicy(LoopbackJsonServer):
             if self.cycle:
                 self.mode = self.cycle[self.resets % len(self.cycle)]
             self.resets += 1
+            if self.mode == "reset_hang":  # the server's /reset answers only after delay_s
+                time.sleep(self.delay_s)
             return 200, b"{}", {}
         if self.mode in ("huge", "huge_undeclared"):
             return 200, self.huge, {}

@@ -80,3 +80,22 @@ def test_policy_server_down(tmp_path):
                          f"[policy_unreachable]"), line
     (attempt,) = assert_records_parse(out)
     assert attempt["status"] == "error" and attempt["error_kind"] == "policy_unreachable"
+
+
+@pytest.mark.slow
+def test_a_policy_server_whose_reset_hangs_is_its_policy_timeout_not_a_service_timeout(tmp_path):
+    """The client's timeout equals the runner's service timeout: the runner waits longer
+    for the bridge's start (inner timeouts shorter than outer ones), so the episode is
+    the server's policy_timeout."""
+    out = tmp_path / "run"
+    fast = [t for t in FAST if not t.startswith("service_timeout_s")]
+    with FakeHttpPolicy(mode="reset_hang", delay_s=30.0) as server:
+        proc = launch(out, "system:=http", "episodes:=1", *fast, "service_timeout_s:=8",
+                      "system_params:=" + json.dumps({"url": server.url, "timeout_s": 8}))
+    text = console(proc)
+    assert proc.returncode == 3, text[-4000:]
+    lines = episode_lines(proc)
+    assert len(lines) == 1 and lines[0].endswith(f"policy server {server.url}/reset timed out after 8 s "
+                                                 f"[policy_timeout]"), lines
+    attempts = assert_records_parse(out)
+    assert [a["error_kind"] for a in attempts] == ["policy_timeout"]

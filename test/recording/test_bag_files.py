@@ -47,7 +47,13 @@ def test_truncated_mcap_names_file_and_offset_and_stays_readable(tmp_path):
     size = mcap.stat().st_size
     with open(mcap, "r+b") as f:
         f.truncate(size - 100)
-    # The summary is cut off: the messages are still there, read up to the last complete record.
+    # Its recorder closed it (metadata.yaml): a file without its end was cut afterwards.
+    with pytest.raises(BagError, match="cut or overwritten after it was written; every recorded message is still "
+                                       "there"):
+        EpisodeBagReader(bag)
+    # Without metadata.yaml it is what a killed recorder leaves: the summary is cut off,
+    # the messages are still there, read up to the last complete record.
+    (bag / "metadata.yaml").unlink()
     reader = EpisodeBagReader(bag)
     assert reader.truncated.startswith(f"{mcap}: truncated at byte") and "truncated but readable" in reader.truncated
     assert len(list(reader.messages(decoder="rosbags"))) == 50

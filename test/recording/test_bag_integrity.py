@@ -219,3 +219,62 @@ def test_a_bag_cut_inside_a_chunk_names_what_was_lost(written, tmp_path):
     reader = EpisodeBagReader(tmp_path / "bag")
     assert "truncated but readable" in reader.truncated and "chunk record at byte" in reader.truncated
     assert len(list(reader.raw_messages())) > 0
+
+
+def _audit_says_altered(bag: pathlib.Path) -> str:
+    res = labference("audit", str(bag))
+    out = res.stdout + res.stderr
+    assert res.returncode == 2 and "ALTERED" in res.stdout, out
+    assert "Traceback" not in out
+    return res.stdout
+
+
+def test_a_closed_bag_cut_by_a_third_is_altered_naming_the_missing_messages(written, tmp_path):
+    """metadata.yaml says the recorder closed the bag: a file without its end was cut
+    afterwards, not left by a killed recorder, and the audit refuses it (exit 2)."""
+    path, sent = written
+    shutil.copytree(path, tmp_path / "bag")
+    mcap = tmp_path / "bag" / "bag.mcap"
+    size = mcap.stat().st_size
+    with open(mcap, "r+b") as f:
+        f.truncate(size * 2 // 3)
+    with pytest.raises(BagError, match=r"recorder closed this bag with \d+ messages.*missing \d+ messages \(") as exc:
+        EpisodeBagReader(tmp_path / "bag")
+    text = str(exc.value)
+    assert f"truncated at byte {size * 2 // 3}" in text
+    missing = int(text.split("missing ")[1].split()[0])
+    assert 0 < missing < len(sent)
+    # A camera's topic is named with what the file still holds of what was recorded.
+    assert " of 30" in text and "/cameras/" in text
+    out = _audit_says_altered(tmp_path / "bag")
+    assert f"missing {missing} messages" in out
+
+
+@pytest.mark.parametrize("where", ["middle", "summary"])
+def test_a_closed_bag_with_a_few_kilobytes_overwritten_is_altered(written, tmp_path, where):
+    path, _sent = written
+    shutil.copytree(path, tmp_path / "bag")
+    mcap = tmp_path / "bag" / "bag.mcap"
+    size = mcap.stat().st_size
+    at = size // 2 if where == "middle" else size - 3000
+    with open(mcap, "r+b") as f:
+        f.seek(at)
+        f.write(bytes(range(256)) * 12)  # 3 kB
+    with pytest.raises(BagError, match="altered|cut or overwritten"):
+        EpisodeBagReader(tmp_path / "bag")
+    _audit_says_altered(tmp_path / "bag")
+
+
+def test_a_closed_bag_whose_file_holds_other_counts_than_its_metadata_is_altered(written, tmp_path):
+    path, _sent = written
+    shutil.copytree(path, tmp_path / "bag")
+    meta_path = tmp_path / "bag" / "metadata.yaml"
+    yaml = YAML(typ="safe")
+    meta = yaml.load(meta_path.read_text())
+    topic = meta["rosbag2_bagfile_information"]["topics_with_message_count"][0]
+    topic["message_count"] += 5
+    with open(meta_path, "w") as f:
+        yaml.dump(meta, f)
+    name = topic["topic_metadata"]["name"]
+    with pytest.raises(BagError, match=rf"missing 5 messages \({name} \d+ of \d+\).*altered"):
+        EpisodeBagReader(tmp_path / "bag")

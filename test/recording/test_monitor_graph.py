@@ -17,6 +17,7 @@ from labference_ros.launcher.domains import claim_domain
 from labference_ros.monitoring import description
 from labference_ros.recording.bag_reader import EpisodeBagReader
 from labference_ros.rosenv import loopback_environ
+from browser import NO_NETWORK_ARGS
 from rosproc import Proc
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -125,7 +126,7 @@ def test_bag_holds_tf_and_marker_topics_with_their_schemas(watched):
         static = [bag.deserialize(raw, c.msgtype) for c, _t, raw in bag.messages()
                   if c.topic == "/tf_static"]
     children = {t.child_frame_id for msg in static for t in msg.transforms}
-    # lab_sim's fixtures and cameras and the monitor's robot joints, both latched before the episode.
+    # lab_sim's fixtures and cameras (at its reset) and the monitor's robot joints (at the first joint state).
     assert {"table", "balance_body", "pan_load_cell", "panda_link0", "panda_hand"} | CAMERA_FRAMES <= children
 
 
@@ -186,6 +187,8 @@ def test_viewer_renders_the_recording_in_a_headless_browser(watched, tmp_path):
     web, grpc = _free_port(), _free_port()
     rerun = pathlib.Path(sys.executable).with_name("rerun")
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BROWSER": "true"}
+    # The viewer's usage analytics are on unless its config (under HOME) says off.
+    subprocess.run([str(rerun), "analytics", "disable"], env=env, check=True, capture_output=True, timeout=60)
     server = subprocess.Popen([str(rerun), str(rrd), "--web-viewer", "--bind", "127.0.0.1", "--web-viewer-port",
                                str(web), "--port", str(grpc), "--renderer", "webgl"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -193,8 +196,7 @@ def test_viewer_renders_the_recording_in_a_headless_browser(watched, tmp_path):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--use-gl=angle", "--use-angle=swiftshader",
-                "--enable-unsafe-swiftshader", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run", "--window-size=1280,800",
+                "--enable-unsafe-swiftshader", *NO_NETWORK_ARGS, "--window-size=1280,800",
                 f"--user-data-dir={tmp_path / 'profile'}"):
         opts.add_argument(arg)
     shot = tmp_path / "viewer.png"

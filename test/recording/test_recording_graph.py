@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -127,20 +128,139 @@ def test_tampered_final_score_is_reported(recorded_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_truncated_bag_is_audited_up_to_where_it_ends(recorded_run, tmp_path):
+def test_a_killed_recorders_unclosed_bag_is_audited_up_to_where_it_ends(recorded_run, tmp_path):
+    """No metadata.yaml and no footer: what a killed recorder leaves. The audit
+    compares what the bag holds and says partial (exit 3), never plain agree."""
     run, _ = recorded_run
     ep = tmp_path / "drop"
     shutil.copytree(run / "drop", ep)
+    (ep / "bag" / "metadata.yaml").unlink()
     mcap = next((ep / "bag").glob("*.mcap"))
     size = mcap.stat().st_size
     with open(mcap, "r+b") as f:
         f.truncate(size // 2)
     res = labference("audit", str(ep))
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "agree (truncated bag)" in res.stdout and "truncated but readable" in res.stdout
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "partial: agrees as far as the evidence goes" in res.stdout and "truncated but readable" in res.stdout
     assert str(mcap) in res.stdout and f"truncated at byte {size // 2}" in res.stdout
-    assert "are not compared: the bag lost them" in res.stdout
+    assert "are not compared: the bag lacks them" in res.stdout
     assert "Traceback" not in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_a_closed_bag_cut_by_a_third_is_altered(recorded_run, tmp_path):
+    run, _ = recorded_run
+    ep = tmp_path / "drop"
+    shutil.copytree(run / "drop", ep)
+    mcap = next((ep / "bag").glob("*.mcap"))
+    with open(mcap, "r+b") as f:
+        f.truncate(mcap.stat().st_size * 2 // 3)
+    res = labference("audit", str(ep))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "ALTERED" in res.stdout and "/evaluator/world_state" in res.stdout and "missing" in res.stdout
+
+
+def _cdr_stamp_s(data: bytes) -> float:
+    sec, nanosec = struct.unpack_from("<iI", data, 4)
+    return sec + nanosec * 1e-9
+
+
+@pytest.mark.slow
+def test_an_interrupted_bag_whose_readings_end_first_is_compared_up_to_its_last_reading(recorded_run, tmp_path):
+    """A recording that stops between a world state and the reading of its instant
+    (readings reach the recorder later, through the balance): the audit's horizon is
+    the last instant the bag holds both, so nothing is scored without its reading."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    worlds = [(t, _cdr_stamp_s(d)) for topic, _m, t, d in EpisodeBagReader(run / "drop" / "bag").raw_messages()
+              if topic == "/evaluator/world_state"]
+    cut_log_time, cut_sim = worlds[len(worlds) * 3 // 5]
+    readings_until = cut_sim - 0.2  # the bag's readings end 0.2 s of sim before its world states
+
+    def edit(topic, _msgtype, t, data):
+        if t > cut_log_time:
+            return None
+        if topic == "/balance/reading" and _cdr_stamp_s(data) > readings_until:
+            return None
+        return data
+
+    ep = tampered_copy(run / "drop", tmp_path / "drop", edit,
+                       custom={"finish": json.dumps({"status": "recorder_shutdown", "reason": "recorder_shutdown"})})
+    res = labference("audit", str(ep))
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "partial: agrees as far as the evidence goes" in res.stdout
+    assert "finish status is recorder_shutdown" in res.stdout
+    horizon = float(res.stdout.split("records after t=")[1].split()[0])
+    assert horizon <= readings_until + 1e-6
+
+
+@pytest.mark.slow
+def test_each_episodes_bag_holds_only_its_own_latched_samples(recorded_run):
+    """lab_sim publishes the tare and its layout's static frames once per reset; each
+    bag holds exactly those of its own episode, none carried over from the one before
+    (they used to open the next bag, stamped 0.0, before the episode's own)."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    for mode in MODES:
+        latched = [(topic, data) for topic, _m, _t, data in EpisodeBagReader(run / mode / "bag").raw_messages(
+            {"/balance/tare", "/tf_static"})]
+        assert [topic for topic, _ in latched].count("/balance/tare") == 1, (mode, latched)
+        assert [topic for topic, _ in latched].count("/tf_static") == 1, (mode, [t for t, _ in latched])
+
+
+@pytest.mark.slow
+def test_each_bag_carries_the_recorders_tally_of_what_it_wrote(recorded_run):
+    """Per periodic topic, expected (the instants of its period between its first and
+    last stamp) against recorded; what the bag holds is what the tally says was recorded."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    for mode in MODES:
+        reader = EpisodeBagReader(run / mode / "bag")
+        tally = json.loads(reader.custom["completeness"])
+        held: dict[str, int] = {}
+        for topic, *_rest in reader.raw_messages(set(tally)):
+            held[topic] = held.get(topic, 0) + 1
+        for topic in ("/evaluator/world_state", "/balance/reading", "/joint_states", "/cameras/front/image_raw"):
+            row = tally[topic]
+            assert row["expected"] > 0 and row["period_s"] > 0, (mode, topic, row)
+            # Every message of the episode's timeline (the bag may also hold the tail
+            # of the timeline before the reset, which the tally leaves out).
+            assert 0 < row["recorded"] <= held[topic], (mode, topic, row, held[topic])
+            assert row["expected"] == row["recorded"] + row["missing"]
+        # The audit's inputs arrive whole (transient local, deep queues): nothing missing.
+        assert tally["/evaluator/world_state"]["missing"] == 0 and tally["/balance/reading"]["missing"] == 0
+
+
+@pytest.mark.slow
+def test_an_injected_gap_is_reported_per_topic_and_keeps_the_audit_from_agreeing(recorded_run, tmp_path):
+    """Three joint states and two world states dropped, the tally saying so: the audit
+    names both gaps and, as a scored input is missing, says partial (or disagrees)."""
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    reader = EpisodeBagReader(run / "correct" / "bag")
+    tally = json.loads(reader.custom["completeness"])
+    dropped = {"/joint_states": 3, "/evaluator/world_state": 2}
+    seen: dict[str, int] = {}
+
+    def edit(topic, _msgtype, _t, data):
+        seen[topic] = seen.get(topic, 0) + 1
+        if topic in dropped and 10 < seen[topic] <= 10 + dropped[topic]:
+            return None
+        return data
+
+    for topic, n in dropped.items():
+        tally[topic] = {**tally[topic], "recorded": tally[topic]["recorded"] - n, "missing": n}
+    ep = tampered_copy(run / "correct", tmp_path / "correct", edit, custom={"completeness": json.dumps(tally)})
+    res = labference("audit", str(ep))
+    assert res.returncode in (1, 3), res.stdout + res.stderr
+    expected_js, expected_ws = tally["/joint_states"]["expected"], tally["/evaluator/world_state"]["expected"]
+    assert (f"recorder gaps: /evaluator/world_state 2 of {expected_ws} missing, /joint_states 3 of "
+            f"{expected_js} missing") in res.stdout, res.stdout
+    assert "agree" not in res.stdout.split("\n")[0] or "partial" in res.stdout.split("\n")[0]
 
 
 @pytest.mark.slow

@@ -10,6 +10,20 @@ import pytest
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
+# Chromium resolves no host and contacts nothing on its own: every name maps to
+# "not found" (loopback excepted: the Rerun web viewer's test serves on 127.0.0.1),
+# DNS-over-HTTPS and every background service are off. The background-networking
+# flags alone still let it look up Google hosts (accounts, clients2, autofill,
+# fonts) on start; test/ros/test_no_outbound.py captures what leaves the machine.
+NO_NETWORK_ARGS = ("--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
+                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                   "--disable-default-apps", "--disable-extensions", "--disable-domain-reliability",
+                   "--disable-client-side-phishing-detection", "--disable-breakpad", "--no-pings",
+                   "--no-default-browser-check", "--no-first-run", "--disable-quic", "--metrics-recording-only",
+                   "--disable-features=DnsOverHttps,OptimizationHints,Translate,MediaRouter,"
+                   "DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater,"
+                   "InterestFeedContentSuggestions")
+
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                     reason=f"{CHROMIUM} is absent (env/bootstrap.sh --test installs it)")
 
@@ -20,8 +34,7 @@ def _driver(profile_dir: pathlib.Path):
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", *NO_NETWORK_ARGS,
                 "--window-size=1280,2000", f"--user-data-dir={profile_dir}"):
         opts.add_argument(arg)
     # browser: console entries; performance: DevTools Network events, i.e. every request made.

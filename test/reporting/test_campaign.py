@@ -169,3 +169,28 @@ def test_run_refuses_an_arm_whose_support_names_no_support_before_launching(tmp_
     with pytest.raises(ValueError, match=r"arm 00-fake-basic: support:=replace:nowhere is not a support condition"):
         run_campaign(lock, FAKE, log=lambda *_: None)
     assert not Path(lock["output_dir"]).exists() and _launched(tmp_path / "launched.txt") == []
+
+
+def test_spec_values_are_rendered_as_launch_arguments_the_launcher_accepts(tmp_path):
+    """`args: {record: false}` in a spec is YAML's false: the launcher takes `record:=false`."""
+    from labference_ros.campaign.plan import launch_command
+    from labference_ros.graphs import graph_for
+    from labference_ros.launcher.arguments import parse_launch_arguments
+
+    lock = {"launch_file": "weighing_sim.launch.py", "seeds": {"launch": 0}}
+    arm = {"system": "scripted_expert", "condition": "basic", "args": {"record": False, "monitor": True,
+                                                                     "camera_rate": 10.0}}
+    cmd = launch_command(["labference", "launch"], lock, arm, "c.json", 2, str(tmp_path))
+    assert "record:=false" in cmd and "monitor:=true" in cmd and "camera_rate:=10.0" in cmd
+    values = parse_launch_arguments(graph_for("weighing_sim.launch.py"), cmd[3:])
+    assert values["record"] == "false" and values["monitor"] == "true"
+
+
+def test_a_chunks_launcher_error_reaches_the_console(campaign):
+    _tmp, lock_path, _log = campaign
+    refusing = [sys.executable, "-c", "import sys; print('starting'); "
+                "print(\"Error: launch argument 'record' must be one of true, false; got 'False'\"); sys.exit(2)"]
+    lines = []
+    run_campaign(read_lock(lock_path), refusing, log=lines.append)
+    errors = [line for line in lines if "must be one of true, false" in line]
+    assert len(errors) == 3, lines  # one per chunk of two episodes

@@ -154,3 +154,29 @@ def test_pairs_use_the_design_effect_interval(tmp_path):
     assert sel["effective_n"] == 3 and sel["lo"] == pytest.approx(0.4385, abs=1e-3)
     episode_level = build([tmp_path / "pairs"], level="episode")["cells"][0]["intervals"]["selection"]
     assert episode_level["method"] == "wilson" and episode_level["lo"] == pytest.approx(0.6097, abs=1e-3)
+
+
+def test_report_marks_episodes_whose_bag_holds_only_part_of_them(tmp_path):
+    """An unclosed bag (a killed recorder) and one closed before the finish are partial
+    evidence; a bag its recorder finished is whole; an episode without a bag is neither."""
+    d = _dir(tmp_path)
+    episodes = d / "episodes"
+
+    def bag(eid: str, finish: dict | None) -> None:
+        b = episodes / eid / "bag"
+        b.mkdir()
+        (b / "bag.mcap").write_bytes(b"\x89MCAP0\r\n")
+        if finish is not None:
+            custom = {"labference.finish": json.dumps(finish)}
+            (b / "metadata.yaml").write_text(json.dumps({"rosbag2_bagfile_information": {"custom_data": custom}}))
+
+    bag("run-ok0", {"status": "finished", "reason": "completed", "sim_time": 3.0})
+    bag("run-ok1", None)
+    bag("run-ok2", {"status": "recorder_shutdown", "reason": "recorder_shutdown"})
+    res = CliRunner().invoke(main, ["report", str(d), "--no-plots"])
+    assert res.exit_code == 0, res.output
+    assert "partial bag for 2 episode(s): run-ok1, run-ok2" in res.output
+    cell = json.loads((d / "report.json").read_text())["cells"][0]
+    assert cell["partial_evidence"] == ["run-ok1", "run-ok2"]
+    page = (d / "report.html").read_text()
+    assert "bag holds part of the episode (audit: partial)" in page and "run-ok1, run-ok2" in page

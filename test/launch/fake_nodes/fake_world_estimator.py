@@ -1,11 +1,13 @@
 """Stand-in world_estimator for the real graph: the scene check /world_estimator/reset
 refuses FAKE_SETUP_REFUSALS times per episode (naming a misplaced standard), then
-accepts; it also plays the rest of a real cell (fake_common "real_cell") and a
+accepts; with FAKE_SETUP_SILENT_S it answers an episode's first check only that many
+seconds late (a reply the runner never gets, as when Fast DDS drops it); it also plays the rest of a real cell (fake_common "real_cell") and a
 /clock for the stand-in referee's completion timing."""
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 from fake_common import occupy_topics, start_clock
 
@@ -29,6 +31,8 @@ def make():
         def on_reset(self, request, response):
             n = self.asked[request.episode_id] = self.asked.get(request.episode_id, 0) + 1
             print(f"scene check {request.episode_id} #{n}", flush=True)
+            if n == 1 and os.environ.get("FAKE_SETUP_SILENT_S"):
+                time.sleep(float(os.environ["FAKE_SETUP_SILENT_S"]))
             if n <= self.refusals:
                 response.success = False
                 response.message = "scene does not match the instance's start: std_10: marker not seen"
