@@ -58,7 +58,7 @@ def generate_launch_description():
         DeclareLaunchArgument('balance_port', default_value='/dev/ttyUSB0',
                               description='Serial port of the MT-SICS balance (e.g. a /dev/serial/by-id/ path)'),
         DeclareLaunchArgument('balance_poll_hz', default_value='10',
-                              description='How often the balance is asked for a reading (SI)'),
+                              description='How often the balance is asked for a reading (SI) if it has no continuous output (SIR), and the pace of retries after a fault'),
         DeclareLaunchArgument('markers', default_value='',
                               description='JSON: the marker on each tracked object, e.g. \'{"std_10": {"id": 1, "length_m": 0.02, "offset_m": [0, 0, -0.004]}, ...}\' (docs/real-rig.md)'),
         DeclareLaunchArgument('marker_camera', default_value='front',
