@@ -297,7 +297,7 @@ class SimulationInterfaces:
         except ValueError as exc:
             response.result = _result(Result.RESULT_OPERATION_FAILED, str(exc))
             return response
-        t = self.sim.backend.sim_time
+        t = self.sim.backend.sim_time if self.sim.loaded else 0.0  # no world: no entities either
         response.entities = [e.name for e in selected]
         response.states = [entity_state_msg(e, t) for e in selected]
         response.result = _result()

@@ -72,6 +72,7 @@ def test_a_standard_client_loads_steps_moves_and_resets_lab_sim():
     out = json.loads(lines[0].removeprefix("RESULT "))
     dt = 0.002  # the weighing scene's physics step
     assert out["state_before"] == SimulationState.STATE_NO_WORLD
+    assert out["states_before"] == [OK, "", []]  # asked before any world: nothing, and lab_sim stays up
     assert out["features"] == sorted(FEATURES)
     assert SimulatorFeatures.SPAWNING not in out["features"]  # entities come with the world
     result, code_message, name, instance_id = out["load_world"][0], out["load_world"][1], *out["load_world"][2:]

@@ -1,7 +1,7 @@
 """Drives lab_sim through ROS 2 simulation_interfaces only and prints what it answered.
 
-One line "RESULT <json>" with, in order of the calls: the state before a world is
-loaded, the features stated, LoadWorld, the entities (all, robots only, a name
+One line "RESULT <json>" with, in order of the calls: the state and the entity states
+before a world is loaded, the features stated, LoadWorld, the entities (all, robots only, a name
 filter), their states, a StepSimulation, a SimulateSteps goal (its feedback and
 result), SetEntityState and GetEntityState of the sample, ResetSimulation and the
 sample's pose after it, a refused SetSimulationState and an unknown entity."""
@@ -39,6 +39,8 @@ def main() -> int:
 
     out["state_before"] = int(peer.call(GetSimulationState, "/get_simulation_state",
                                         GetSimulationState.Request()).state.state)
+    before = peer.call(GetEntitiesStates, "/get_entities_states", GetEntitiesStates.Request())
+    out["states_before"] = result(before) + [list(before.entities)]
     features = peer.call(GetSimulatorFeatures, "/get_simulator_features", GetSimulatorFeatures.Request()).features
     out["features"] = sorted(int(f) for f in features.features)
     load = LoadWorld.Request()
