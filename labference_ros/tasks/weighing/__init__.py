@@ -32,7 +32,7 @@ class WeighingFamily(TaskFamily):
         "unsteady_grasp": "labference_ros.tasks.weighing.systems.diagnostic:UnsteadyGrasp",
     }
     graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real",
-              "labference_ros.graphs.weighing_rehearsal")
+              "labference_ros.graphs.weighing_rehearsal", "labference_ros.graphs.weighing_external")
     cameras = ("front", "wrist", "display")
     reads_balance = True
 
