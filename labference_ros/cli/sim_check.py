@@ -138,7 +138,7 @@ class SimCheck:
             time.sleep(0.2)
 
     def run(self, family, instance) -> list[Finding]:
-        from simulation_interfaces.msg import SimulationState, SimulatorFeatures
+        from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures
         from simulation_interfaces.srv import GetEntities, GetEntitiesStates, GetSimulationState, LoadWorld
         from simulation_interfaces.srv import GetSimulatorFeatures, StepSimulation
 
@@ -167,7 +167,7 @@ class SimCheck:
         request = LoadWorld.Request()
         request.world_resource.resource_string = instance.to_json()
         loaded = self.call(LoadWorld, SERVICES["LoadWorld"][0], request)
-        load_ok = loaded is not None and loaded.result.result == 1
+        load_ok = loaded is not None and loaded.result.result == Result.RESULT_OK
         findings.append(Finding("world: LoadWorld of an instance", load_ok,
                                 f"loaded {instance.instance_id}" if load_ok else
                                 "LoadWorld did not answer" if loaded is None else loaded.result.error_message))
@@ -199,10 +199,15 @@ class SimCheck:
         self.spin_until(lambda: False, 0.5)  # the last messages of the step
         after = self._sim_time(GetEntitiesStates)
         moved = after - before if before is not None and after is not None else 0.0
-        step_ok = stepped is not None and stepped.result.result == 1 and moved > 0.0
-        detail = ("StepSimulation did not answer" if stepped is None else stepped.result.error_message if stepped.result.result != 1
-                  else f"{steps} steps moved sim time {before:.3f} -> {after:.3f} s" if step_ok
-                  else "sim time (entity state stamps) did not move")
+        step_ok = stepped is not None and stepped.result.result == Result.RESULT_OK and moved > 0.0
+        if stepped is None:
+            detail = "StepSimulation did not answer"
+        elif stepped.result.result != Result.RESULT_OK:
+            detail = stepped.result.error_message or f"StepSimulation refused (result {stepped.result.result})"
+        elif step_ok:
+            detail = f"{steps} steps moved sim time {before:.3f} -> {after:.3f} s"
+        else:
+            detail = "sim time (entity state stamps) did not move"
         findings.append(Finding("step control: StepSimulation moves sim time", step_ok, detail))
         duration = moved if step_ok else steps * dt
 
@@ -234,10 +239,12 @@ class SimCheck:
                 for topic, (type_name, _rate) in topics.items()]
 
     def _sim_time(self, srv_type) -> float | None:
+        from simulation_interfaces.msg import Result
+
         from labference_ros.msgconv import stamp_to_s
 
         answer = self.call(srv_type, SERVICES["GetEntitiesStates"][0], srv_type.Request())
-        if answer is None or answer.result.result != 1 or not answer.states:
+        if answer is None or answer.result.result != Result.RESULT_OK or not answer.states:
             return None
         return round(stamp_to_s(answer.states[0].header.stamp), 9)
 
