@@ -77,7 +77,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   pip_install --no-deps openpi-client==0.1.2 || { say "openpi-client install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
-  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs" "$VENV/.stamp-franka-msgs"
+  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs" "$VENV/.stamp-franka-msgs" "$VENV/.stamp-simulation-interfaces"
 fi
 
 # Configure, build and install a CMake (ament) package into the venv, in a fresh
@@ -116,6 +116,17 @@ if [ "$(cat "$FRANKA_STAMP" 2>/dev/null)" != "$want_franka" ]; then
   say "building franka_msgs into $VENV"
   cmake_into_venv env/franka_msgs franka_msgs
   echo "$want_franka" > "$FRANKA_STAMP"
+fi
+
+# simulation_interfaces (the ROS 2 standard simulator services lab_sim offers) is
+# missing from the PyPI wheels too: the release's exact definitions, built alike.
+SIMIF_STAMP="$VENV/.stamp-simulation-interfaces"
+want_simif=$(digest env/simulation_interfaces/CMakeLists.txt env/simulation_interfaces/package.xml \
+  env/simulation_interfaces/msg/*.msg env/simulation_interfaces/srv/*.srv env/simulation_interfaces/action/*.action)
+if [ "$(cat "$SIMIF_STAMP" 2>/dev/null)" != "$want_simif" ]; then
+  say "building simulation_interfaces into $VENV"
+  cmake_into_venv env/simulation_interfaces simulation_interfaces
+  echo "$want_simif" > "$SIMIF_STAMP"
 fi
 
 IFACE_STAMP="$VENV/.stamp-interfaces"

@@ -58,10 +58,23 @@ def check_interfaces() -> list[Check]:
         where = pathlib.Path(labference.msg.__file__).parent.parent
         names = sorted(n for n in dir(labference.msg) if n[:1].isupper() and not n.startswith("Metaclass"))
         value = f"{where} ({len(names)} msg: {', '.join(names)})"
-        return [Check("labference interfaces", True, value)]
+        out = [Check("labference interfaces", True, value)]
     except Exception as exc:
-        return [Check("labference interfaces", False, f"not importable: {exc}",
-                      "rebuild them: rm .venv/.stamp-interfaces && env/bootstrap.sh")]
+        out = [Check("labference interfaces", False, f"not importable: {exc}",
+                     "rebuild them: rm .venv/.stamp-interfaces && env/bootstrap.sh")]
+    return out + [check_simulation_interfaces()]
+
+
+def check_simulation_interfaces() -> Check:
+    """ROS 2 simulation_interfaces: lab_sim serves them, sim-check and entity_tracker call them."""
+    try:
+        import simulation_interfaces.srv  # noqa: F401
+
+        where = pathlib.Path(simulation_interfaces.srv.__file__).parent.parent
+        return Check("simulation_interfaces", True, str(where))
+    except Exception as exc:
+        return Check("simulation_interfaces", False, f"not importable: {exc}",
+                     "rebuild it: rm .venv/.stamp-simulation-interfaces && env/bootstrap.sh")
 
 
 def check_dds() -> list[Check]:
@@ -109,7 +122,7 @@ def check_optional() -> list[Check]:
     out = []
     for dist, why in (("rosbags", "bag recording/audit"), ("h5py", "demonstrations"),
                       ("opencv-python-headless", "display decoding"), ("mink", "IK"),
-                      ("colcon-core", "colcon build")):
+                      ("colcon-core", "colcon build"), ("usd-core", "cell export --format usd")):
         v = _version(dist)
         out.append(Check(dist, v is not None, v or f"missing ({why})", REBOOTSTRAP))
     return out

@@ -89,6 +89,16 @@ def _add_recording_commands() -> None:
 _add_recording_commands()
 
 
+def _add_simulator_commands() -> None:
+    from labference_ros.cli.simulators import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_add_simulator_commands()
+
+
 def _check_records(run_dirs, allow_incomplete: bool) -> None:
     """List every unreadable or inconsistent record file; stop (exit 1) unless --allow-incomplete.
     An input without run records is always an error."""

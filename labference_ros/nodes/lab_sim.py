@@ -47,6 +47,7 @@ from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING, RESET_DURING_
 from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
+from labference_ros.nodes.sim_interfaces import SimulationInterfaces
 from labference_ros.sim.frames import camera_frame_id
 from labference_ros.sim.command_validation import check_ordered_arm_targets
 from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
@@ -86,7 +87,7 @@ class LabSim(Node):
             ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
             ("match_timeout_s", 5.0), ("fiducials", False), ("marker_camera_width", 1280),
             ("marker_camera_height", 960), ("task", "feedback_weighing"),
-            ("command_wait_s", COMMAND_WAIT_S)])
+            ("command_wait_s", COMMAND_WAIT_S), ("sim_interfaces_ns", "")])
         v = {x.name: x.value for x in p}
         from labference_ros.sim.mujoco_backend import MARKER_CAMERA, MujocoBackend, RenderSettings
 
@@ -184,6 +185,8 @@ class LabSim(Node):
         if self.step_mode == "realtime":
             self._wall_anchor = None
             self.create_timer(0.01, self.realtime_tick)
+        # ROS 2 simulation_interfaces: the standard services, over reset and advance.
+        self.sim_interfaces = SimulationInterfaces(self, str(v["sim_interfaces_ns"]))
         # Every timed wait of an advance ends on this one timer, created once and only
         # cancelled and reset after: rclpy does not guard destroying a timer inside a
         # callback (a subscription destroyed so crashed the recorder). Steady, like the

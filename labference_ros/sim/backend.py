@@ -42,6 +42,19 @@ class Wrench:
 
 
 @dataclass(frozen=True)
+class EntityState:
+    """One entity of the loaded scene as a simulator reports it to the world (ground
+    truth, world frame): a measured object, a fixture or the robot's base."""
+    name: str
+    category: str  # "object" (moves), "fixture" (static) or "robot"
+    position: tuple[float, float, float]  # metres
+    orientation: tuple[float, float, float, float]  # quaternion w, x, y, z
+    linear_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)  # m/s, world frame
+    angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)  # rad/s, world frame
+    movable: bool = False  # its pose can be set (a free body)
+
+
+@dataclass(frozen=True)
 class CommandCheck:
     ok: bool
     reason: str = ""

@@ -31,6 +31,7 @@ from labference_ros.sim.backend import (
     ARM_JOINT_NAMES,
     FINGER_JOINT_NAMES,
     CommandCheck,
+    EntityState,
     GripperState,
     JointState,
     SimBackend,
@@ -141,6 +142,7 @@ class MujocoBackend(SimBackend):
         self._object_kind = dict(scene.objects)
         self._objects = tuple(scene.objects)
         self._object_body = {n: m.body(n).id for n in self._objects}
+        self._fixture_body = {n: m.body(n).id for n in scene.fixtures}
         # Free objects can be placed (set_object_pose); a fixed one (the rotor) is only measured.
         self._object_qadr = {n: m.joint(f"{n}_free").qposadr[0] for n in self._objects
                              if mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, f"{n}_free") >= 0}
@@ -337,6 +339,38 @@ class MujocoBackend(SimBackend):
                                 gripper_width=self._gripper_width(),
                                 gripper_closing=self._gripper.closing,
                                 pan_contacts=tuple(sorted(touching[PAN])))
+
+    def entity_states(self) -> list[EntityState]:
+        """The robot's base, the fixtures and the objects, as a simulator's entity
+        interface reports them (simulation_interfaces GetEntitiesStates)."""
+        m, d = self.model, self.data
+        bodies = [(ROBOT, "robot", m.body(f"{PANDA_PREFIX}link0").id)]
+        bodies += [(name, "fixture", bid) for name, bid in self._fixture_body.items()]
+        bodies += [(name, "object", bid) for name, bid in self._object_body.items()]
+        vel = np.zeros(6)
+        states = []
+        for name, category, bid in bodies:
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, bid, vel, 0)
+            states.append(EntityState(
+                name=name, category=category,
+                position=tuple(float(x) for x in d.xpos[bid]),
+                orientation=tuple(float(x) for x in d.xquat[bid]),
+                linear_velocity=tuple(float(x) for x in vel[3:]),
+                angular_velocity=tuple(float(x) for x in vel[:3]),
+                movable=name in self._object_qadr))
+        return states
+
+    def set_object_velocity(self, name: str, linear, angular) -> None:
+        """Evaluator-side twist of a free object (world frame), like set_object_pose."""
+        m, d = self.model, self.data
+        if name not in self._object_qadr:
+            raise ValueError(f"unknown object {name!r}")
+        dadr = m.jnt_dofadr[m.joint(f"{name}_free").id]
+        # A free joint's velocity: linear in the world frame, angular in the body frame.
+        rot = d.xmat[self._object_body[name]].reshape(3, 3)
+        d.qvel[dadr:dadr + 3] = linear
+        d.qvel[dadr + 3:dadr + 6] = rot.T @ np.asarray(angular, float)
+        mujoco.mj_forward(m, d)
 
     # display and cameras -------------------------------------------------------
     def set_display(self, displayed_g: float, stable: bool) -> None:

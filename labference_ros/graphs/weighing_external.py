@@ -1,0 +1,74 @@
+"""Feedback weighing with the referee on what any ROS 2 simulator offers: the
+simulator-neutral referee path, run here against lab_sim beside a privileged shadow.
+
+launch/weighing_external.launch.py is generated from this file. It is the rehearsal
+graph (graphs/weighing_rehearsal.py) with the markers replaced by the simulator's
+entity states, so its referee reads nothing that only lab_sim can produce:
+- object poses: entity_tracker asks the simulator's ROS 2 simulation_interfaces
+  GetEntitiesStates (20 Hz) and publishes them on /markers/poses;
+- the balance: the balance node (sim_balance) over the simulator's standard load-cell
+  wrench (/balance/wrench, geometry_msgs/WrenchStamped), on /sim_balance/reading;
+- joints: /joint_states (sensor_msgs/JointState);
+- world_estimator builds the referee's /evaluator/world_state from those, as on a real
+  cell, and the reading it checked against the poses is the referee's /balance/reading;
+- shadow_referee (the same node, remapped to /shadow_referee/*) scores the same
+  episodes from lab_sim's privileged world state and the unchecked reading; `labference agreement RUN_DIR`
+  compares the two verdicts per episode.
+What is not yet simulator-neutral: the episode runner resets through /lab_sim/reset
+(then waits for the estimator's scene check) and the policy bridge paces rows on
+realtime sim time, with a privileged tested system reading lab_sim's state, as in the
+rehearsal. docs/simulators.md says what another simulator must offer.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import weighing_rehearsal, weighing_sim
+from .graph import Graph, LaunchArgument, NodeSpec, Param
+
+TASK = weighing_sim.TASK
+_DROPPED = ("marker_camera_width", "marker_camera_height", "balance_port")
+ARGUMENTS = tuple(a for a in weighing_rehearsal.ARGUMENTS if a.name not in _DROPPED) + (
+    LaunchArgument("entity_rate", "20", "How often (Hz, wall time) entity_tracker asks the simulator for its "
+                   "entity states"),
+)
+ARGUMENTS = tuple(dataclasses.replace(a, default="1.0") if a.name == "realtime_factor" else a for a in ARGUMENTS)
+SIM_TIME = weighing_rehearsal.SIM_TIME
+# An object pose older than this counts as unseen: a few entity polls of a loaded machine.
+POSE_TIMEOUT_S = 0.35
+
+
+def _node(spec: NodeSpec) -> tuple[NodeSpec, ...]:
+    if spec.name == "lab_sim":
+        params = {k: v for k, v in spec.parameters.items() if not k.startswith("marker_camera")}
+        return (dataclasses.replace(spec, parameters={**params, "fiducials": False}),)
+    if spec.name in ("sics_emulator", "balance"):  # no serial balance: the balance node reads the wrench
+        return ()
+    if spec.name == "fiducial_tracker":
+        return (NodeSpec("entity_tracker", "entity_tracker", parameters={"rate": Param("entity_rate", float)}),)
+    if spec.name == "world_estimator":
+        # It reads the balance node's reading and publishes the checked one as the referee's /balance/reading.
+        return (NodeSpec("world_estimator", "world_estimator",
+                         parameters={"task": TASK, "marker_camera": "", "marker_timeout_s": POSE_TIMEOUT_S,
+                                     **SIM_TIME},
+                         remappings=(("/balance/reading", "/sim_balance/reading"),
+                                     ("/evaluator/balance_reading", "/balance/reading"))),)
+    if spec.name == "referee":
+        return (dataclasses.replace(spec, remappings=()),)
+    return (spec,)
+
+
+def _nodes() -> tuple[NodeSpec, ...]:
+    out = []
+    for spec in weighing_rehearsal.NODES:
+        out.extend(_node(spec))
+    return tuple(out)
+
+
+NODES = _nodes()
+
+GRAPH = Graph(name="weighing_external", package="labference",
+              description="Feedback weighing scored on what any ROS 2 simulator offers: object poses from "
+                          "simulation_interfaces entity states, the balance over the standard wrench, the "
+                          "sensor-only world estimator; a shadow referee scores from lab_sim's privileged state",
+              arguments=ARGUMENTS, nodes=NODES, task=TASK)
