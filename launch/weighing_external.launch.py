@@ -9,6 +9,16 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 
+def ended_by(name):
+    """on_exit of the node that ends the run: the graph shuts down with it, and a
+    non-zero status fails the launch (exit 1) as `labference launch` fails."""
+    def handler(event, _context):
+        if event.returncode != 0:
+            raise RuntimeError(f"{name} ended with exit code {event.returncode}: the run did not succeed")
+        return [Shutdown(reason=f"{name} finished")]
+    return handler
+
+
 def generate_launch_description():
     arguments = [
         DeclareLaunchArgument('episodes', default_value='3',
@@ -46,7 +56,7 @@ def generate_launch_description():
         DeclareLaunchArgument('monitor', default_value='false',
                               description='Start the monitor node for RViz (rviz/weighing.rviz): /robot_description, /tf from joint states and /referee/markers; recorded in the bag too', choices=['true', 'false']),
         DeclareLaunchArgument('safety', default_value='franka',
-                              description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); none: the ActionSpec check only", choices=['none', 'franka']),
+                              description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); none: the ActionSpec check only", choices=['none', 'franka', 'panda', 'fr3']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
         DeclareLaunchArgument('realtime_factor', default_value='1.0',
@@ -192,6 +202,6 @@ def generate_launch_description():
             'setup': 'rehearsal',
             'setup_timeout_s': ParameterValue(LaunchConfiguration('setup_timeout_s'), value_type=float),
         }],
-        on_exit=Shutdown(reason='episode_runner finished'),
+        on_exit=ended_by('episode_runner'),
     )
     return LaunchDescription([*arguments, lab_sim, sim_balance, entity_tracker, world_estimator, referee, shadow_referee, policy_bridge, oracle, recorder, monitor, episode_runner])
