@@ -15,7 +15,7 @@ import re
 KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hardware_fault", ("hardware_fault",)),  # the arm, not the tested system (nodes/franka_arm_bridge.py)
     ("disk_full", ("no space left", "disk full", "enospc")),
-    ("policy_actions_rejected", ("consecutive chunks rejected",)),
+    ("policy_actions_rejected", ("consecutive chunks rejected", "first reply's actions rejected")),
     ("convention_mismatch", ("convention mismatch",)),
     ("policy_reply_too_large", ("reply too large",)),
     ("service_timeout", ("did not answer within",)),

@@ -4,7 +4,9 @@ A tested system whose every reply is refused never moves the arm: the
 episode would run to its deadline and end like a normal run. The
 RejectionRun counts consecutive rejected chunks; at the system's declared
 limit the episode ends as an evaluation-validity error that names the last
-rejection and its likely cause (a convention mismatch, almost always).
+rejection and its likely cause (a convention mismatch, almost always). A
+first reply whose action dimension differs from the profile's ends it at
+once: no later reply of that checkpoint can fit.
 Pure: no ROS, no simulator.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ from labference_ros.core.system import EvaluationValidityError
 # before the episode is invalid (a refused chunk holds the arm one interval).
 DEFAULT_MAX_REJECTED_S = 3.0
 MESSAGE = "consecutive chunks rejected"
+FIRST_REPLY = "first reply's actions rejected"
 
 # (pattern in a rejection reason, what usually causes it)
 _CAUSES: tuple[tuple[str, str], ...] = (
@@ -50,8 +53,14 @@ def rejected_chunks_limit(max_rejected_s: float, control_rate_hz: float) -> int:
     return max(1, math.ceil(float(max_rejected_s) * float(control_rate_hz) - 1e-9))
 
 
+# A reply whose action dimension is not the profile's: a checkpoint's action space does
+# not change between requests, so the first such reply already names the mismatch.
+STRUCTURAL = re.compile(r"dimension \d+ != \d+")
+
+
 class RejectionRun:
-    """Counts consecutive rejected chunks; raises at the limit (None: no limit)."""
+    """Counts consecutive rejected chunks; raises at the limit (None: no limit), and at
+    the first reply of an episode whose action dimension the profile does not declare."""
 
     def __init__(self, limit: int | None):
         if limit is not None and int(limit) < 1:
@@ -59,13 +68,19 @@ class RejectionRun:
         self.limit = None if limit is None else int(limit)
         self.count = 0
         self.since: float | None = None
+        self.accepted_any = False
 
     def note(self, rejected: bool, reasons: list[str], t: float) -> None:
         if not rejected:
             self.count, self.since = 0, None
+            self.accepted_any = True
             return
         self.count += 1
         self.since = t if self.since is None else self.since
+        if self.limit is not None and not self.accepted_any and any(STRUCTURAL.search(r) for r in reasons):
+            raise EvaluationValidityError(
+                f"{FIRST_REPLY} (sim {t:.2f} s): {'; '.join(reasons)[:300]}; "
+                f"likely cause: {likely_cause(reasons)}")
         if self.limit is not None and self.count >= self.limit:
             raise EvaluationValidityError(
                 f"{self.count} {MESSAGE} (sim {self.since:.2f}-{t:.2f} s, limit {self.limit}): "

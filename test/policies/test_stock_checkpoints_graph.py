@@ -1,7 +1,8 @@
 """Stock checkpoints through the whole graph (`labference launch`): a server
-whose every chunk is refused ends its episode as an evaluation-validity error
-naming the rejection and its likely cause, and the run exits 3, never a
-normal run with errors 0."""
+whose first reply has another action dimension than the profile's ends its
+episode at that reply as an evaluation-validity error naming the rejection and
+its likely cause, and the run exits 3, never a normal run with errors 0 (the
+limit on consecutive rejections of other kinds: test/core/test_rejections.py)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import pytest
 from fake_libero import FakeLiberoServer
 from graph_checks import FAST, assert_records_parse, console, episode_lines, launch
 
-MAX_REJECTED_S = 0.4  # 20 refused chunks at 50 Hz
+MAX_REJECTED_S = 0.4  # 20 refused chunks at 50 Hz, were the mismatch not structural
 
 
 @pytest.mark.slow
@@ -24,13 +25,13 @@ def test_every_chunk_rejected_is_an_invalid_episode_and_exit_3(tmp_path):
     assert proc.returncode == 3, text[-4000:]
     assert "Traceback" not in text
     (line,) = episode_lines(proc)
-    assert "20 consecutive chunks rejected" in line and "dimension 7 != 8" in line, line
+    assert "first reply's actions rejected" in line and "dimension 7 != 8" in line, line
     assert "likely cause" in line and "end-effector" in line and line.endswith("[policy_actions_rejected]"), line
     (attempt,) = assert_records_parse(out)
     assert attempt["error_kind"] == "policy_actions_rejected"
-    assert len(server.decoded) == 20  # asked once per refused chunk, then stopped
+    assert len(server.decoded) == 1  # asked once, then stopped: no later reply can fit
     log = [json.loads(x) for x in (out / "episodes" / attempt["episode_id"] / "policy_actions.jsonl")
            .read_text().splitlines()]
     chunks = [r for r in log if r["record"] == "chunk"]
-    assert len(chunks) == 20 and {c["status"] for c in chunks} == {"rejected"}
+    assert len(chunks) == 1 and {c["status"] for c in chunks} == {"rejected"}
     assert log[-1]["record"] == "end" and log[-1]["state"] == "error"
