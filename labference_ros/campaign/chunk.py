@@ -317,8 +317,9 @@ def _run_shipped(job: ChunkJob, env: dict, where: dict) -> dict:
         return {**where, "rc": -1, "wall_s": None,
                 "error": f"refused on {where['host']}: this worker differs from the campaign lock ({refusal})"}
     scratch = _private_dir()
-    private = scratch / Path(job.attempt_dir).name  # the attempt's own name: records that name it match
-    private.mkdir()
+    # <arm>/<attempt> as in the campaign directory: records that name them read the same.
+    private = scratch / Path(job.attempt_dir).parent.name / Path(job.attempt_dir).name
+    private.mkdir(parents=True)
     keep = False
     try:
         for name, data in job.ship.files.items():

@@ -108,8 +108,8 @@ def test_scheduler_workers_without_the_campaign_directory_send_every_result_back
     # The launchers wrote into private directories of the workers, never into the campaign directory.
     starts = [e for e in _env_events(fake_env / "env.txt") if e["event"] == "start"]
     assert len(starts) == 3
-    assert all(Path(e["attempt"]).is_relative_to(home) and Path(e["attempt"]).parent.name.startswith(
-        "labference-chunk-") for e in starts)
+    assert all(Path(e["attempt"]).is_relative_to(home) and Path(e["attempt"]).parent.name == ARM and
+               Path(e["attempt"]).parents[1].name.startswith("labference-chunk-") for e in starts)
     assert sorted(Path(e["attempt"]).name for e in starts) == ["attempt-001", "attempt-002", "attempt-003"]
     assert all(e["env"][SECRET_NAME] == SECRET_VALUE for e in starts)  # resolved from the worker's secret file
     assert not list(home.rglob("labference-chunk-*"))  # nothing left behind on the worker
