@@ -41,7 +41,7 @@ from labference_ros.rosenv import loopback_environ
 
 from . import sequential
 from .chunk import STOP_GRACE_S, ChunkJob, Shipment, unpack_results
-from .engine import open_engine
+from .engine import failed_attempt, open_engine
 from .lock import LockMismatch, verify
 from .plan import (Chunk, SlotPool, base_domain_id, domain_ids, launch_command, next_attempt_name,
                    pending_chunks)
@@ -59,6 +59,9 @@ ATTEMPT_FIELDS = frozenset({"episode_id"})
 # Variables whose values never travel in a task: the job names them, the worker supplies them.
 SECRET_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 WORKER_FILES = "worker_files.json"
+# With a chunk timeout, how much longer the runner waits for a chunk's result before giving
+# up on its worker (stuck, or cut off): the worker's own stop of the launcher, then transfer.
+RESULT_GRACE_S = STOP_GRACE_S + 30
 
 
 def default_launcher() -> list[str]:
@@ -291,7 +294,7 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
         _ledger(out_dir, {"record": "campaign_run", "lock_sha256": lock["lock_sha256"], "launcher": launcher,
                           "engine": engine.description, "slots": engine.slots})
         log(f"{len(chunks)} chunk(s) on {engine.description}")
-        queue, running = list(chunks), {}
+        queue, running, overdue_at = list(chunks), {}, {}
         while queue or running:
             while queue and slots:
                 chunk = queue.pop(0)
@@ -306,15 +309,27 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
                 attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain, env,
                                                     hints[chunk.arm["arm_id"]], job_options)
                 info["slot"] = slot
-                running[engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")] = \
-                    (attempt, info)
+                handle = engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")
+                running[handle] = (attempt, info)
+                if chunk_timeout_s is not None:
+                    overdue_at[handle] = time.monotonic() + chunk_timeout_s + RESULT_GRACE_S
             # Chunks wait only for domains held back: wake when the first is free again.
             wake = slots.seconds_to_release() if queue else None
             if not running:
                 if wake is not None:  # None: every queued chunk was skipped, nothing left to wait for
                     time.sleep(wake)
                 continue
-            for handle, result in engine.wait_any(running, timeout=wake):
+            if overdue_at:
+                due = max(0.0, min(overdue_at.values()) - time.monotonic())
+                wake = due if wake is None else min(wake, due)
+            ended = engine.wait_any(running, timeout=wake)
+            for handle, when in list(overdue_at.items()):
+                if when <= time.monotonic() and handle in running and handle not in {h for h, _ in ended}:
+                    engine.cancel(handle)
+                    ended.append((handle, failed_attempt("no result", TimeoutError(
+                        f"none within {chunk_timeout_s:g} s + {RESULT_GRACE_S:g} s; worker stuck or cut off"))))
+            for handle, result in ended:
+                overdue_at.pop(handle, None)
                 attempt, info = running.pop(handle)
                 # A claimed domain stays locked while its launcher's processes live: no hold needed.
                 hold = DOMAIN_HOLD_S if result.get("launcher_may_live") and not claim_own else 0.0

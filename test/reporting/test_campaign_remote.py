@@ -289,3 +289,36 @@ def test_bags_can_stay_on_the_worker_with_their_location_and_hash(tmp_path):
                                            "instances.locked.json"]
     with pytest.raises(FileExistsError):  # a shipped result never overwrites
         chunk.unpack_results(all_payload, again)
+
+
+def test_a_worker_that_stops_answering_is_given_up_at_the_chunk_timeout(fake_env, remote_cluster, monkeypatch):
+    """A worker frozen mid-chunk (SIGSTOP: it cannot even stop its own launcher) is bounded by the runner."""
+    from labference_ros.campaign import runner
+
+    address, home = remote_cluster
+    lock = read_lock(locked_campaign(fake_env, ITEMS))
+    monkeypatch.setattr(runner, "RESULT_GRACE_S", 2.0)
+    monkeypatch.setenv("FAKE_HANG_IDS", "i3")
+    pid_file = fake_env / "i3.pid"
+    frozen = []
+
+    def freeze_the_worker_once_hanging():
+        pid = int(_poll(lambda: pid_file.exists() and pid_file.read_text(), what="i3 mid-episode"))
+        worker = psutil.Process(pid).parent()
+        worker.suspend()
+        frozen.append(worker)
+
+    import threading
+
+    freezer = threading.Thread(target=freeze_the_worker_once_hanging)
+    freezer.start()
+    try:
+        cov = run_campaign(lock, FAKE, log=_quiet, scheduler=address, chunk_timeout_s=10)
+    finally:
+        freezer.join()
+        for worker in frozen:
+            worker.resume()  # it then sees its task cancelled and stops the launcher
+    assert frozen and cov[ARM]["missing"] == ["i2", "i3"]
+    info = json.loads((Path(lock["output_dir"]) / ARM / "attempt-002" / "attempt.json").read_text())
+    assert info["rc"] == -1 and "no result" in info["error"] and "worker stuck or cut off" in info["error"]
+    _poll(lambda: not chunk_launchers(home), what="the frozen worker's launcher to stop once it runs again")
