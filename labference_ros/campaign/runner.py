@@ -273,6 +273,8 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
     for name in (*required, *optional):
         base_env.pop(name, None)
     ship = scheduler is not None if ship_results is None else ship_results
+    if keep_bags and not ship:
+        raise ValueError("bags can stay on the worker only with shipped results (--ship-results)")
     job_options = {"secrets_required": required, "secrets_optional": optional, "timeout_s": chunk_timeout_s,
                    "ship": Shipment(files={}, lock_check=lock_check(lock), keep_bags=keep_bags) if ship else None}
     launcher = launcher or default_launcher()

@@ -322,3 +322,26 @@ def test_a_worker_that_stops_answering_is_given_up_at_the_chunk_timeout(fake_env
     info = json.loads((Path(lock["output_dir"]) / ARM / "attempt-002" / "attempt.json").read_text())
     assert info["rc"] == -1 and "no result" in info["error"] and "worker stuck or cut off" in info["error"]
     _poll(lambda: not chunk_launchers(home), what="the frozen worker's launcher to stop once it runs again")
+
+
+def test_bags_left_on_the_worker_are_recorded_with_host_path_and_hash(fake_env, monkeypatch):
+    import hashlib
+
+    lock = read_lock(locked_campaign(fake_env, ITEMS))
+    monkeypatch.setenv("FAKE_BAG_TEXT", "mcap-of-")
+    monkeypatch.setenv(chunk.WORKER_DIR_ENV, str(fake_env / "worker-disk"))
+    (fake_env / "worker-disk").mkdir()
+    assert run_campaign(lock, FAKE, log=_quiet, workers=1, ship_results=True, keep_bags=True)["complete"]
+    out = Path(lock["output_dir"])
+    assert not list(out.rglob("*.mcap"))  # the bags stayed on the worker
+    listed = [json.loads(p.read_text()) for p in sorted(out.glob(f"{ARM}/attempt-*/worker_files.json"))]
+    files = [f for entry in listed for f in entry["files"]]
+    assert len(listed) == 3 and all(entry["host"] for entry in listed) and len(files) == 6
+    for f in files:
+        bag = Path(f["worker_path"])
+        assert bag.is_relative_to(fake_env / "worker-disk") and f["path"].endswith("/bag/bag.mcap")
+        assert hashlib.sha256(bag.read_bytes()).hexdigest() == f["sha256"]
+        assert bag.read_text().startswith("mcap-of-i")
+    # Asked for without shipped results: refused before anything runs.
+    with pytest.raises(ValueError, match="only with shipped results"):
+        run_campaign(lock, FAKE, log=_quiet, workers=1, keep_bags=True)
