@@ -43,6 +43,9 @@ class InProcessEngine:
         self._jobs[key] = job
         return key
 
+    def cancel(self, handle) -> None:
+        """Nothing to cancel: a chunk here has ended before wait_any returns."""
+
     def wait_any(self, handles, timeout: float | None = None) -> list[tuple[object, dict]]:
         # Runs the chunk to its end here: nothing else runs meanwhile, so no timeout applies.
         handle = next(iter(handles))
@@ -62,6 +65,11 @@ class DaskEngine:
     def submit(self, job: ChunkJob, key: str):
         # A key of its own (the attempt) and no retries: a chunk is an attempt, never silently repeated.
         return self.client.submit(run_chunk, job, key=key, retries=0)
+
+    def cancel(self, handle) -> None:
+        """Give up on a chunk whose result is overdue (its worker stuck or cut off); the scheduler
+        tells a worker still running it to stop its launcher."""
+        handle.cancel()
 
     def wait_any(self, handles, timeout: float | None = None) -> list[tuple[object, dict]]:
         """Results of the chunks done first; [] when none is done within `timeout` seconds."""

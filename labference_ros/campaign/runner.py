@@ -7,6 +7,7 @@ Layout under the lock's output_dir:
         instances.locked.json         the chunk of the locked list it was given
         attempt.json                  arm, command, ROS domain, worker, rc, wall_s, missing instances
         launcher.log                  the launcher's output
+        worker_files.json             bags a shipped chunk left on its worker: host, path, sha256
         episodes/<episode_id>/...     written by the launcher
 
 An episode is finished when some attempt holds its scores.json with status
@@ -26,8 +27,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -37,8 +40,8 @@ from labference_ros.oracle.supports import intervention_identity, parse_launch_s
 from labference_ros.rosenv import loopback_environ
 
 from . import sequential
-from .chunk import LOG_NAME, STOP_GRACE_S, ChunkJob
-from .engine import open_engine
+from .chunk import LOG_NAME, STOP_GRACE_S, ChunkJob, Shipment, unpack_results
+from .engine import failed_attempt, open_engine
 from .lock import LockMismatch, verify
 from .plan import (Chunk, SlotPool, base_domain_id, domain_ids, launch_command, next_attempt_name,
                    pending_chunks)
@@ -53,6 +56,12 @@ DOMAIN_HOLD_S = 2 * STOP_GRACE_S
 # Fields of a scores.json that name the attempt rather than describe the result
 # (episode ids carry the launcher's chunk index), left out when comparing runs.
 ATTEMPT_FIELDS = frozenset({"episode_id"})
+# Variables whose values never travel in a task: the job names them, the worker supplies them.
+SECRET_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+WORKER_FILES = "worker_files.json"
+# With a chunk timeout, how much longer the runner waits for a chunk's result before giving
+# up on its worker (stuck, or cut off): the worker's own stop of the launcher, then transfer.
+RESULT_GRACE_S = STOP_GRACE_S + 30
 
 
 def default_launcher() -> list[str]:
@@ -215,13 +224,35 @@ def identity_hint(arm: dict) -> dict:
             "intervention_protocol": identity.get("protocol")}
 
 
+def secret_names(environ: dict, required=()) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(required, optional) secret names: those asked for, and the environment's names that look like one."""
+    required = tuple(dict.fromkeys(required))
+    optional = tuple(sorted(n for n in environ if SECRET_NAME_RE.search(n) and n not in required))
+    return required, optional
+
+
+def lock_check(lock: dict) -> dict:
+    """What a worker compares with itself before its first chunk of this campaign."""
+    code = lock["code"]
+    return {"lock_sha256": lock["lock_sha256"], "dependencies": lock["dependencies"],
+            "code": {"root": code["root"], "paths": code["paths"], "content_sha256": code["content_sha256"]}}
+
+
 def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
-                 workers: int | None = None, scheduler: str | None = None) -> dict:
+                 workers: int | None = None, scheduler: str | None = None, ship_results: bool | None = None,
+                 secrets: tuple[str, ...] = (), chunk_timeout_s: float | None = None,
+                 keep_bags: bool = False) -> dict:
     """Verify, then launch every unfinished locked episode in chunks. Returns coverage.
 
     workers=1 (default) runs chunks one after another in this process; more workers
     run them on a loopback-only local Dask cluster; `scheduler` (an address) uses an
     existing Dask scheduler instead. Results do not depend on either.
+
+    ship_results (default: with a scheduler) runs each chunk in a private directory
+    of its worker and brings its files back with the task; keep_bags leaves bags
+    there (location and hash recorded). `secrets` names variables every chunk
+    needs, resolved where it runs; variables that look like secrets are never sent
+    either. chunk_timeout_s stops a chunk's launcher past that many seconds.
     """
     diff = verify(lock)
     if diff:
@@ -238,6 +269,14 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
     if claim_own:
         del base_env["ROS_DOMAIN_ID"]
     base_domain = 0 if claim_own else base_domain_id(base_env["ROS_DOMAIN_ID"])
+    required, optional = secret_names(base_env, secrets)
+    for name in (*required, *optional):
+        base_env.pop(name, None)
+    ship = scheduler is not None if ship_results is None else ship_results
+    if keep_bags and not ship:
+        raise ValueError("bags can stay on the worker only with shipped results (--ship-results)")
+    job_options = {"secrets_required": required, "secrets_optional": optional, "timeout_s": chunk_timeout_s,
+                   "ship": Shipment(files={}, lock_check=lock_check(lock), keep_bags=keep_bags) if ship else None}
     launcher = launcher or default_launcher()
     out_dir = _open_output_dir(lock)
     _mark_interrupted(out_dir, log)
@@ -257,7 +296,7 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
         _ledger(out_dir, {"record": "campaign_run", "lock_sha256": lock["lock_sha256"], "launcher": launcher,
                           "engine": engine.description, "slots": engine.slots})
         log(f"{len(chunks)} chunk(s) on {engine.description}")
-        queue, running = list(chunks), {}
+        queue, running, overdue_at = list(chunks), {}, {}
         while queue or running:
             while queue and slots:
                 chunk = queue.pop(0)
@@ -270,23 +309,36 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
                 domain = None if claim_own else slot
                 env = dict(base_env) if claim_own else {**base_env, "ROS_DOMAIN_ID": str(domain)}
                 attempt, info, job = _start_attempt(lock, chunk, launcher, out_dir, domain, env,
-                                                    hints[chunk.arm["arm_id"]])
+                                                    hints[chunk.arm["arm_id"]], job_options)
                 info["slot"] = slot
-                running[engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")] = \
-                    (attempt, info)
+                handle = engine.submit(job, key=f"{lock['lock_sha256'][:12]}/{chunk.arm['arm_id']}/{attempt.name}")
+                running[handle] = (attempt, info)
+                if chunk_timeout_s is not None:
+                    overdue_at[handle] = time.monotonic() + chunk_timeout_s + RESULT_GRACE_S
             # Chunks wait only for domains held back: wake when the first is free again.
             wake = slots.seconds_to_release() if queue else None
             if not running:
                 if wake is not None:  # None: every queued chunk was skipped, nothing left to wait for
                     time.sleep(wake)
                 continue
-            for handle, result in engine.wait_any(running, timeout=wake):
+            if overdue_at:
+                due = max(0.0, min(overdue_at.values()) - time.monotonic())
+                wake = due if wake is None else min(wake, due)
+            ended = engine.wait_any(running, timeout=wake)
+            for handle, when in list(overdue_at.items()):
+                if when <= time.monotonic() and handle in running and handle not in {h for h, _ in ended}:
+                    engine.cancel(handle)
+                    ended.append((handle, failed_attempt("no result", TimeoutError(
+                        f"none within {chunk_timeout_s:g} s + {RESULT_GRACE_S:g} s; worker stuck or cut off"))))
+            for handle, result in ended:
+                overdue_at.pop(handle, None)
                 attempt, info = running.pop(handle)
                 # A claimed domain stays locked while its launcher's processes live: no hold needed.
                 hold = DOMAIN_HOLD_S if result.get("launcher_may_live") and not claim_own else 0.0
                 slots.give_back(info.pop("slot"), hold_s=hold)
                 if claim_own:
                     info["ros_domain_id"] = result.get("ros_domain_id")
+                result = _merge_shipped(attempt, result)
                 _end_attempt(out_dir, attempt, info, result, log)
                 if seq:
                     decisions = _sequential_update(lock, out_dir, decisions, log)
@@ -313,7 +365,24 @@ def _sequential_update(lock: dict, out_dir: Path, previous, log) -> list[dict]:
     return decisions
 
 
-def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: int, env: dict, hint: dict):
+def _merge_shipped(attempt: Path, result: dict) -> dict:
+    """A shipped chunk's files into its attempt directory (bags left on the worker listed there)."""
+    payload = result.pop("payload", None)
+    kept = result.pop("kept_on_worker", None)
+    if payload is None:
+        return result
+    try:
+        unpack_results(payload, attempt)
+    except (OSError, ValueError, EOFError, tarfile.TarError) as exc:
+        return {**result, "rc": -1, "error": f"results of the chunk could not be merged: {exc}"}
+    if kept:
+        write_json_atomic(attempt / WORKER_FILES, {"host": result.get("host"), "worker": result.get("worker"),
+                                                   "files": kept})
+    return result
+
+
+def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: int, env: dict, hint: dict,
+                   job_options: dict):
     """Name and fill the attempt directory here, in the coordinator: workers never race for names."""
     arm = chunk.arm
     arm_dir = out_dir / arm["arm_id"]
@@ -331,7 +400,12 @@ def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: in
     write_json_atomic(attempt / "attempt.json", info)
     _ledger(out_dir, {"record": "attempt_start", "attempt": str(attempt), "instances": chunk.instance_ids,
                       "ros_domain_id": domain})
-    return attempt, info, ChunkJob(command=cmd, attempt_dir=str(attempt), ros_domain_id=domain, env=env)
+    ship = job_options["ship"]
+    if ship is not None:  # the worker gets the chunk's list with the job, not from this directory
+        ship = Shipment(files={chunk_file.name: chunk_file.read_bytes()}, lock_check=ship.lock_check,
+                        keep_bags=ship.keep_bags)
+    return attempt, info, ChunkJob(command=cmd, attempt_dir=str(attempt), ros_domain_id=domain, env=env,
+                                   **{**job_options, "ship": ship})
 
 
 def launcher_error(log_path: Path) -> str:

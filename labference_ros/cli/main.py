@@ -304,9 +304,24 @@ def campaign_plan(spec, p0, p1, power, alpha, episodes, dry_run) -> None:
                    "cluster of N worker processes bound to 127.0.0.1. With --scheduler: at most N at once "
                    "(default: the scheduler's worker threads).")
 @click.option("--scheduler", metavar="ADDRESS",
-              help="Use an existing Dask scheduler (e.g. tcp://10.0.0.5:8786) instead of a local cluster; its "
-                   "workers need this checkout and the campaign directory at the same paths.")
-def campaign_run(lock_file, launcher, workers, scheduler) -> None:
+              help="Use an existing Dask scheduler (e.g. tls://10.0.0.5:8786) instead of a local cluster; its "
+                   "workers need the project at the locked code and dependency versions, not the campaign "
+                   "directory: each chunk's files come back with its task.")
+@click.option("--shared-dir/--ship-results", "shared_dir", default=None,
+              help="Whether workers write into the campaign directory itself (a file system shared at the same "
+                   "path) or run chunks in private directories whose files come back with the task. Default: "
+                   "shared for --workers, shipped for --scheduler.")
+@click.option("--keep-bags-on-worker", is_flag=True,
+              help="With shipped results: leave bags (.mcap) on the worker; each attempt's worker_files.json "
+                   "records host, path and sha256.")
+@click.option("--secret", "secrets", multiple=True, metavar="NAME",
+              help="An environment variable every chunk needs, never sent: each worker takes it from its own "
+                   "environment or $LABFERENCE_SECRETS_FILE and refuses the chunk without it. Repeatable. "
+                   "Variables whose names contain KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are never sent either.")
+@click.option("--chunk-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Stop a chunk's launcher after this long (a failed attempt; a later run redoes its episodes).")
+def campaign_run(lock_file, launcher, workers, scheduler, shared_dir, keep_bags_on_worker, secrets,
+                 chunk_timeout) -> None:
     """Run (or resume) the unfinished episodes of a locked campaign.
 
     Each running chunk gets its own ROS domain ($ROS_DOMAIN_ID + worker slot, at most 232; discovery on localhost);
@@ -323,7 +338,9 @@ def campaign_run(lock_file, launcher, workers, scheduler) -> None:
 
     try:
         cov = run_campaign(read_lock(Path(lock_file)), shlex.split(launcher) if launcher else None, log=click.echo,
-                           workers=workers, scheduler=scheduler)
+                           workers=workers, scheduler=scheduler,
+                           ship_results=None if shared_dir is None else not shared_dir, secrets=tuple(secrets),
+                           chunk_timeout_s=chunk_timeout, keep_bags=keep_bags_on_worker)
     except (LockMismatch, ValueError) as exc:
         raise click.ClickException(str(exc))
     except (OSError, NoWorkers) as exc:  # e.g. the scheduler cannot be reached, or has no workers

@@ -12,6 +12,7 @@ the given list. Environment knobs:
   FAKE_BARRIER_DIR  directory: each launcher marks its start there, then waits (up to FAKE_BARRIER_S,
                     default 120, else exit 3) until FAKE_BARRIER_N (default 2) launchers have started,
                     so that many chunks run at the same time by construction
+  FAKE_BAG_TEXT     write <episode>/bag/bag.mcap holding this text and the instance id
   FAKE_ENV_LOG      file to append one JSON line per launcher start and end to:
                     {"event": "start"|"end", "attempt": <output_dir>, "env": <its whole environment>}
 """
@@ -64,6 +65,9 @@ def main(argv):
             while True:  # mid-episode until something kills us
                 time.sleep(1)
         time.sleep(episode_s)
+        if os.environ.get("FAKE_BAG_TEXT"):
+            (d / "bag").mkdir()
+            (d / "bag" / "bag.mcap").write_text(os.environ["FAKE_BAG_TEXT"] + iid)
         (d / "scores.json").write_text(json.dumps(ep["scores"]))
     # core/summary.py shape; the launcher knows wall time but not model usage.
     (out / "summary.json").write_text(json.dumps({"schema": 1, "per_episode": [

@@ -364,8 +364,9 @@ def test_existing_scheduler_cancels_the_chunks_of_a_killed_runner(fake_env):
         with Client(address) as client:
             client.wait_for_workers(2, timeout=120)
         hanging = ["env", "FAKE_HANG_IDS=i3", *FAKE]  # the launcher is not locked: resume without the hang
+        # Workers writing into the shared campaign directory (shipped results: test_campaign_remote.py).
         runner = subprocess.Popen([LABFERENCE, "campaign", "run", str(lock_path), "--scheduler", address,
-                                   "--launcher", " ".join(hanging)], stdout=subprocess.DEVNULL,
+                                   "--shared-dir", "--launcher", " ".join(hanging)], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         pid_file = fake_env / "i3.pid"
         _poll(lambda: pid_file.exists() and coverage(lock)[ARM]["finished"] == 5, what="i3 mid-episode, rest done")
@@ -378,7 +379,7 @@ def test_existing_scheduler_cancels_the_chunks_of_a_killed_runner(fake_env):
             _kill_leftovers(lock["output_dir"])
         assert all(p.poll() is None for p in procs)  # the workers themselves live on
 
-        cov = run_campaign(lock, FAKE, log=_quiet, scheduler=address)
+        cov = run_campaign(lock, FAKE, log=_quiet, scheduler=address, ship_results=False)
         assert _launched(fake_env / "launched.txt")[6:] == ["i3"]
         assert cov["complete"] and not cov[ARM]["duplicated"]
         engines = [r["engine"] for r in ledger_records(Path(lock["output_dir"])) if r["record"] == "campaign_run"]
