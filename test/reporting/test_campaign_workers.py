@@ -28,7 +28,8 @@ from test_campaign import FAKE, campaign_domain, locked_campaign  # noqa: F401 (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ros"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from test_dds_loopback import _capture, _ip, needs_netns, sealed_netns  # noqa: E402,F401 (fixture)
+from netns import capture as _capture, ip as _ip, needs_netns  # noqa: E402
+from test_dds_loopback import sealed_netns  # noqa: E402,F401 (fixture)
 
 LABFERENCE = str(Path(sys.executable).with_name("labference"))
 ITEMS = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(6)]
