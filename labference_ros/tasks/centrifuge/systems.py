@@ -20,7 +20,7 @@ the expert does):
   on the table where it stood (a drop after a correct choice), and on its next turn
   retries as the expert: a recovered completion.
 - hurried: brings each tube down toward its slot's mouth along the socket's axis, then lifts
-  it and lets it go above the mouth leaning 10 degrees outward (40 degrees off the socket's
+  it and lets it go above the mouth leaning 4 degrees outward (34 degrees off the socket's
   axis, which leans inward), where it cannot slide in; it takes the next tube without looking whether the first
   one seated, opposite the slot it meant the first for. The first placement is left
   unfinished, so taking the second tube is premature advancement; one try per tube, then it
@@ -197,7 +197,8 @@ class PlanFollower(_Loader):
 
 
 # hurried: the tube's lean from vertical, outward (away from the rotor's axis), when it is
-# let go above the mouth: 40 degrees off the socket's axis, which leans the other way.
+# let go above the mouth: 34 degrees off the socket's axis, which leans the other way (at 10 degrees the
+# tube toppled off the rotor on to the table).
 HURRIED_OUTWARD_LEAN_DEG = 4.0
 
 
