@@ -21,10 +21,10 @@ the expert does):
   retries as the expert: a recovered completion.
 - hurried: brings each tube down toward its slot's mouth along the socket's axis, then lifts
   it and lets it go above the mouth leaning 4 degrees outward (34 degrees off the socket's
-  axis, which leans inward), where it cannot slide in; it takes the next tube without looking whether the first
-  one seated, opposite the slot it meant the first for. The first placement is left
-  unfinished, so taking the second tube is premature advancement; one try per tube, then it
-  stops (early termination).
+  axis, which leans inward), where it comes to rest on the rim; it takes the next tube
+  without looking whether the first one seated, opposite the slot it meant the first for.
+  The first placement is left unfinished, so taking the second tube is premature
+  advancement; one try per tube, then it stops (early termination).
 - second_guess: where the destination follows from an occupied slot, its held tube
   first descends toward the neighbouring (wrong) slot, then leaves it and is inserted
   opposite: a wrong first choice corrected, a recovered completion.
