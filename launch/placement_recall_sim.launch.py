@@ -23,7 +23,7 @@ def generate_launch_description():
         DeclareLaunchArgument('episodes', default_value='3',
                               description="Number of instances to generate and evaluate (ignored when 'instances' is given: that list runs in full)"),
         DeclareLaunchArgument('system', default_value='scripted_expert',
-                              description='Tested system (policy registry name): scripted_expert, label_memory, label_memory_pixels, world_position, cap_colour, cap_colour_pixels, dropper, second_guess, http, openpi, agent'),
+                              description='Tested system (policy registry name): scripted_expert, label_memory, label_memory_pixels, world_position, cap_colour, cap_colour_pixels, dropper, second_guess, hurried, http, openpi, agent'),
         DeclareLaunchArgument('system_params', default_value='{}',
                               description='The tested system\'s parameters as JSON, e.g. \'{"preference": "std_20"}\' or, for system:=http, \'{"url": "http://127.0.0.1:8000"}\' (the server\'s base URL: the client posts to url + act_path, default /act, and url + reset_path, default /reset)'),
         DeclareLaunchArgument('agent_url', default_value='',

@@ -16,7 +16,7 @@ from . import weighing_sim
 from .graph import Graph, LaunchArgument, for_task
 
 TASK = "placement_recall"
-SYSTEMS = "scripted_expert, label_memory, label_memory_pixels, world_position, cap_colour, cap_colour_pixels, dropper, second_guess, http, openpi, agent"
+SYSTEMS = "scripted_expert, label_memory, label_memory_pixels, world_position, cap_colour, cap_colour_pixels, dropper, second_guess, hurried, http, openpi, agent"
 CONDITIONS = ("basic-same", "basic-distinct", "extended-same", "extended-distinct")
 
 

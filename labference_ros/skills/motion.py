@@ -236,7 +236,8 @@ class PickPlacePlanner:
 
     def plan_pick_insert(self, arm_q, object_xyz, radius: float, length: float, mouth, axis,
                          clear_z: float, release_depth: float = 0.02, pre_insert: float = 0.04,
-                         open_width: float | None = None, detour=None, abandon_at=None) -> MotionPlan:
+                         open_width: float | None = None, detour=None, abandon_at=None,
+                         abandon_axis=None) -> MotionPlan:
         """Pick an upright cylinder (a tube) whose body centre is at object_xyz, top-down,
         and insert it bottom first into a socket: its mouth, and `axis` the unit direction
         into it. The hand turns so that the cylinder's axis lies along the socket's, the
@@ -251,7 +252,8 @@ class PickPlacePlanner:
         descends along its axis to DETOUR_STOP_M above its mouth) and left again before the
         insertion; `abandon_at` = a point (x, y, surface z): after the cylinder's bottom has
         descended toward the mouth it is carried there instead and let go
-        ABANDON_HEIGHT_M above that surface (a drop after a correct choice)."""
+        ABANDON_HEIGHT_M above that surface (a drop after a correct choice), upright, or
+        along `abandon_axis` (unit, bottom first) when given."""
         s = self.settings
         obj = np.asarray(object_xyz, float)
         mouth, axis = np.asarray(mouth, float), np.asarray(axis, float) / np.linalg.norm(axis)
@@ -283,11 +285,15 @@ class PickPlacePlanner:
             plan.move(mouth - axis * (reach + DETOUR_STOP_M), "descend", tilted)
             plan.move(above_pre, "abandon_lift", tilted)
             spot = np.asarray(abandon_at, float)
-            over = np.array([spot[0], spot[1], spot[2] + ABANDON_HEIGHT_M + length - below_top])
-            plan.move(np.array([over[0], over[1], travel_z]), "abandon_carry")
-            plan.move(over, "abandon_lower")
+            down = np.array([0.0, 0.0, -1.0]) if abandon_axis is None else np.asarray(abandon_axis, float)
+            down = down / np.linalg.norm(down)
+            held = TOP_DOWN if abandon_axis is None else socket_rotation(down)
+            # The grip point: `reach` up the cylinder from its bottom, ABANDON_HEIGHT_M above the spot.
+            over = spot + np.array([0.0, 0.0, ABANDON_HEIGHT_M]) - down * reach
+            plan.move(np.array([over[0], over[1], travel_z]), "abandon_carry", held)
+            plan.move(over, "abandon_lower", held)
             plan.release(open_w)
-            plan.move(np.array([over[0], over[1], travel_z]), "retreat")
+            plan.move(np.array([over[0], over[1], travel_z]), "retreat", held)
             return plan.done()
         plan.move(inserted, "insert", tilted)
         plan.release(open_w)

@@ -19,10 +19,12 @@ the expert does):
 - dropper: carries its first tube toward the chosen slot's mouth, then sets it down back
   on the table where it stood (a drop after a correct choice), and on its next turn
   retries as the expert: a recovered completion.
-- hurried: lets each tube go upright just above its slot's mouth instead of along the
-  socket's 30-degree axis and takes the next tube without looking whether the first one
-  seated, opposite the slot it meant the first for: a tube that jams leaves its placement
-  unfinished (and taking the next one then is premature advancement); one try per tube.
+- hurried: brings each tube down toward its slot's mouth along the socket's axis, then lifts
+  it and lets it go above the mouth leaning 4 degrees outward (34 degrees off the socket's
+  axis, which leans inward), where it comes to rest on the rim; it takes the next tube
+  without looking whether the first one seated, opposite the slot it meant the first for.
+  The first placement is left unfinished, so taking the second tube is premature
+  advancement; one try per tube, then it stops (early termination).
 - second_guess: where the destination follows from an occupied slot, its held tube
   first descends toward the neighbouring (wrong) slot, then leaves it and is inserted
   opposite: a wrong first choice corrected, a recovered completion.
@@ -37,6 +39,8 @@ from __future__ import annotations
 
 import math
 import random
+
+import numpy as np
 
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import Operation, insert
@@ -192,10 +196,17 @@ class PlanFollower(_Loader):
         return sorted({**seated, **planned}.values())
 
 
+# hurried: the tube's lean from vertical, outward (away from the rotor's axis), when it is
+# let go above the mouth: 34 degrees off the socket's axis, which leans the other way (at 10 degrees the
+# tube toppled off the rotor on to the table).
+HURRIED_OUTWARD_LEAN_DEG = 4.0
+
+
 class Hurried(PlanFollower):
-    """Lets each tube go upright above its slot's mouth instead of inserting it along the
-    socket's tilted axis, and takes the next tube at once, opposite the slot it meant the
-    first one for, without looking whether the first one seated."""
+    """Lets each tube go above its slot's mouth leaning outward, away from the socket's
+    axis, and takes the next tube at once,
+    opposite the slot it meant the first one for, without looking whether the first one
+    seated."""
 
     name = "hurried"
 
@@ -207,10 +218,15 @@ class Hurried(PlanFollower):
         tube, centre, slot = move
         self.intended[tube] = slot
         contract = contract_for(self._instance.condition)
-        mouth = slot_frames(contract.rotor, self._instance.rotor_pose)[slot].mouth
-        self._note(t=obs.sim_time, let_go_above=slot_name(slot))
+        frame = slot_frames(contract.rotor, self._instance.rotor_pose)[slot]
+        outward = np.array([frame.axis[0], frame.axis[1], 0.0])
+        outward /= np.linalg.norm(outward)
+        lean = math.radians(HURRIED_OUTWARD_LEAN_DEG)
+        down = -(math.sin(lean) * outward + math.cos(lean) * np.array([0.0, 0.0, 1.0]))  # bottom first
+        self._note(t=obs.sim_time, let_go_above=slot_name(slot), outward_lean_deg=HURRIED_OUTWARD_LEAN_DEG)
         return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
-                           open_width(self.spec.gripper), abandon_at=tuple(float(v) for v in mouth))
+                           open_width(self.spec.gripper), abandon_at=tuple(float(v) for v in frame.mouth),
+                           abandon_axis=down)
 
 
 class OppositeFromPixels(PlannedMotionSystem):

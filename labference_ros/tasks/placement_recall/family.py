@@ -22,6 +22,7 @@ class PlacementRecallFamily(TaskFamily):
         "world_position": "labference_ros.tasks.placement_recall.systems:WorldPosition",
         "dropper": "labference_ros.tasks.placement_recall.systems:Dropper",
         "second_guess": "labference_ros.tasks.placement_recall.systems:SecondGuess",
+        "hurried": "labference_ros.tasks.placement_recall.systems:Hurried",
         "cap_colour": "labference_ros.tasks.placement_recall.systems:CapColour",
     }
     graphs = ("labference_ros.graphs.placement_recall_sim",)

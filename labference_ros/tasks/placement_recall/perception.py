@@ -50,7 +50,10 @@ CAP_MATCH_RADIUS = 0.12  # to a cap's (a saturated cap top is 0.07 from its colo
 MIN_EDGE_PIXELS = 6
 TABLE_CHROMA = np.asarray(CELL.table.rgba[:3], float) / max(CELL.table.rgba[:3])
 TABLE_MATCH_RADIUS = 0.06
-# The red A1 marker (rack.py) shares its colour with the red caps: blobs this near it are no cap.
+# The red A1 marker (rack.py) shares its colour with the red caps: red blobs this near it are no
+# cap. Blobs of other colours there are caps: a seated tube's cap, 5 cm above the rack, can show
+# right over the far marker (a blue cap in A3 did, and its hole was taken for free).
+MARKER_COLOUR = "red"
 A1_MARKER_LOCAL = np.array([-(RACK.half_size[0] - RACK.rim_m / 2), RACK.half_size[1] - RACK.rim_m / 2, 0.0])
 MARKER_EXCLUSION_PX = 3.0
 OUTLINE_MARGIN_M = 0.006  # a cap this near the rack's outline (by the fitted pose) is over the rack
@@ -222,7 +225,8 @@ def sight(image: np.ndarray, calib: CameraCalibration, guess_xy=None) -> RackSig
     if pose is None:
         return RackSighting(None, edge_pixels=n_edge)
     marker = calib.project(pose.matrix()[:3, :3] @ A1_MARKER_LOCAL + np.asarray(pose.center))
-    blobs = [b for b in _cap_blobs(image, calib) if math.dist(b[:2], marker) > MARKER_EXCLUSION_PX]
+    blobs = [b for b in _cap_blobs(image, calib)
+             if b[3] != MARKER_COLOUR or math.dist(b[:2], marker) > MARKER_EXCLUSION_PX]
     seated, alone = _seated_caps(blobs, calib, pose)
     holes = hole_positions(RACK, pose)
     inliers = {hole: cap for hole, cap in alone.items()
@@ -349,3 +353,4 @@ def _over_rack(calib: CameraCalibration, u: float, v: float, pose: RackPose, z: 
     c, s = math.cos(pose.yaw_rad), math.sin(pose.yaw_rad)
     dx, dy = x - pose.center[0], y - pose.center[1]
     return abs(c * dx + s * dy) <= half_x and abs(-s * dx + c * dy) <= half_y
+

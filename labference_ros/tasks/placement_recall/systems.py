@@ -34,6 +34,11 @@ Imperfect systems (paper 5.3: the mistakes real policies make; privileged, as sc
 - second_guess: after the occlusion its open hand first descends over a wrong hole, then
   retrieves the target from its own: a wrong first retrieval choice corrected, a recovered
   completion.
+- hurried: lets its tube go tilted 16 degrees and only 13 mm into a free hole (the tube
+  wedges against the hole's guide, beyond the 10-degree seating bound: an unfinished
+  placement), and at once, without looking whether it seated, its open hand descends over
+  another hole (the next step begun before the placement is confirmed: premature
+  advancement); then it stops (early termination).
 """
 from __future__ import annotations
 
@@ -254,6 +259,78 @@ class Dropper(ScriptedExpert):
             obs.joint_positions, np.asarray(centre, float), tube.radius_m, tube.length_m, np.asarray(where, float),
             (0.0, 0.0, -1.0), clear_z=float(where[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
             open_width=open_width(self.spec.gripper), abandon_at=spot)
+
+
+# hurried: the tube's lean from vertical when it is let go, and how deep its bottom's centre
+# is then below the hole's mouth, along the tube. At rest in the 22 mm hole with its bottom on
+# the floor it wedges against the far guide's top edge at 13.9 degrees (measured through the graph).
+HURRIED_TILT_DEG = 16.0
+HURRIED_RELEASE_DEPTH_M = 0.013
+
+
+def lean_choices(occupied) -> list[tuple[str, int]]:
+    """(hole, side): a free hole (free_holes) and the direction along its row (+1: towards
+    column 4) in which its tube may lean, where the next hole that way holds no tube (or the
+    rack ends), so the leaning tube touches only the guide."""
+    taken = {parse_label(h) for h in occupied}
+    out = []
+    for label in free_holes(occupied):
+        row, col = parse_label(label)
+        for side in (1, -1):
+            if (row, col + side) not in taken:
+                out.append((label, side))
+    return out
+
+
+class Hurried(ScriptedExpert):
+    """Lets its tube go tilted and shallow in a free hole, then, without looking whether it
+    seated, descends its open hand over another hole, and stops."""
+
+    name = "hurried"
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.went_on = False
+
+    def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
+        if evaluator is None:
+            raise ValueError(f"{self.name} is privileged: it needs the evaluator view")
+        contract = contract_for(evaluator.instance.condition)
+        target = contract.target
+        t = obs.sim_time
+        rack = evaluator.facts["rack_pose"]
+        pose = RackPose(tuple(rack[:3]), rack[3])
+        mouths = hole_positions(contract.rack, pose)
+        if target not in self.moved:
+            in_holes = dict(evaluator.facts.get("in_holes", {}))
+            hole, side = random.Random(f"placement-hole:{self.policy_seed}").choice(lean_choices(in_holes.values()))
+            self.chosen_hole = hole
+            tilt = np.radians(HURRIED_TILT_DEG)
+            row_direction = pose.rotation()[:, 0] * side  # the rack's +x runs from column 1 to 4
+            # Into the hole: down, and away from the side its top leans to.
+            axis = -np.sin(tilt) * row_direction - np.array([0.0, 0.0, np.cos(tilt)])
+            self._note(t=t, operation={"type": "insert", "object": target, "destination": hole},
+                       lean_deg=HURRIED_TILT_DEG, lean_side=side)
+            return target, np.asarray(evaluator.positions[target], float), ("lean", mouths[hole], axis)
+        if not self.went_on:
+            self.went_on = True
+            other = LABELS[(LABELS.index(self.chosen_hole) + SECOND_GUESS_OFFSET) % len(LABELS)]
+            self._note(t=t, went_on_over=other, seated_in=evaluator.facts.get("in_holes", {}).get(target))
+            return "guess", mouths[other], ("guess", mouths[other], None)
+        self._note(t=t, stopped=True, seated_in=evaluator.facts.get("in_holes", {}).get(target))
+        self.finished = True
+        return None
+
+    def plan_move(self, obs: PolicyObservation, move: tuple):
+        _name, centre, (kind, mouth, axis) = move
+        if kind == "guess":
+            high, low = (np.asarray(mouth, float) + [0.0, 0.0, h] for h in SECOND_GUESS_HEIGHTS_M)
+            return self.planner.plan_tcp_moves(obs.joint_positions, [high, low, high])
+        tube = contract_for("basic").tube
+        return self.planner.plan_pick_insert(
+            obs.joint_positions, np.asarray(centre, float), tube.radius_m, tube.length_m, np.asarray(mouth, float),
+            axis, clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=HURRIED_RELEASE_DEPTH_M,
+            open_width=open_width(self.spec.gripper))
 
 
 class SecondGuess(ScriptedExpert):

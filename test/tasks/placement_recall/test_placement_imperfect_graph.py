@@ -7,7 +7,9 @@ recorded as the paper says (5.3, 7.2), and the replay audit agrees.
   delivered: a recovered completion.
 - second_guess: after the occlusion its open hand first descends over a wrong hole (a
   wrong first retrieval choice), then retrieves the tube from its own: a recovered
-  completion."""
+  completion.
+- hurried: its open hand descends over another hole while its placement is unfinished:
+  premature advancement, then an early stop."""
 from __future__ import annotations
 
 import json
@@ -54,5 +56,26 @@ def test_an_imperfect_system_recovers_and_its_records_say_how(system, tmp_path):
         assert s["retrieval"]["correct"] is False and s["categories"]["incorrect_choice"] == 1
         (revision,) = [e for e in records if e["category"] == "choice_revision"]
         assert revision["operation"]["type"] == "pick" and revision["detail"]["correct"] is True
+    res = subprocess.run([LABFERENCE, "audit", str(out)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and f"{attempt['episode_id']}: agree" in res.stdout, res.stdout + res.stderr
+
+
+def test_hurried_goes_on_before_its_placement_is_confirmed(tmp_path):
+    """hurried lets its tube go tilted and shallow in its hole, where it wedges unseated,
+    and at once descends its open hand over another hole: the placement's execution
+    failure (unfinished), premature advancement (4.1, 5.4), then its stop (early
+    termination); no completion."""
+    out = tmp_path / "hurried"
+    attempt = launch_one(out, "system:=hurried")
+    assert attempt["status"] == "ok", attempt
+    s, _run, episode = episode_files(out, attempt)
+    records = [e for e in events(episode) if e.get("record") == "event"]
+    (failure,) = [e for e in records if e["category"] == "execution_failure"]
+    assert failure["detail"]["failure"] == "unfinished" and failure["operation"]["type"] == "insert", failure
+    (premature,) = [e for e in records if e["category"] == "premature_advancement"]
+    assert premature["detail"]["reason"] == "placement_unconfirmed"
+    assert s["first_choice_correct"] is True and s["executed"] is False, s
+    assert s["categories"]["early_termination"] == 1, s
+    assert s["completion_class"] == "none" and s["errors_outstanding"] >= 2, s
     res = subprocess.run([LABFERENCE, "audit", str(out)], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0 and f"{attempt['episode_id']}: agree" in res.stdout, res.stdout + res.stderr
