@@ -8,8 +8,12 @@ are dropped too: a wrong or foreign XML profile can reopen LAN transports.
 The one exception is a real rig's graph, whose robot PC (franka_ros2's
 ros2_control_node) is another computer: its launch argument `discovery`
 (subnet) and `static_peers` reach the nodes through LABFERENCE_DISCOVERY and
-LABFERENCE_STATIC_PEERS, which only the launcher sets (loopback_environ drops
-them, so a test or a shell variable never widens discovery).
+LABFERENCE_STATIC_PEERS. A node honours them (apply_loopback), so whoever
+starts nodes sets them: the launcher from the graph's arguments
+(loopback_environ drops the caller's, discovery_environ adds the graph's),
+every generated launch file for every graph (`localhost` where the graph has
+no such argument), and the tests drop them from their own environment
+(test/conftest.py). A shell variable alone never widens a graph's discovery.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # Regenerate: python -m labference_ros.graphs.launchgen
 """Feedback weighing scored on what any ROS 2 simulator offers: object poses from simulation_interfaces entity states, the balance over the standard wrench, the sensor-only world estimator; a shadow referee scores from lab_sim's privileged state."""
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable, Shutdown
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -65,6 +65,8 @@ def generate_launch_description():
                               description="Seconds for the estimator to confirm lab_sim's reset from the sensors before the episode is recorded as not started"),
         DeclareLaunchArgument('entity_rate', default_value='20',
                               description='How often (Hz, wall time) entity_tracker asks the simulator for its entity states'),
+        SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
+        SetEnvironmentVariable('LABFERENCE_STATIC_PEERS', ''),
     ]
     lab_sim = Node(
         package='labference', executable='lab_sim', name='lab_sim', output='screen',

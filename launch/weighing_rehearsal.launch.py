@@ -2,7 +2,7 @@
 # Regenerate: python -m labference_ros.graphs.launchgen
 """Feedback weighing rehearsed for the real cell: lab_sim plays the hardware (markers, overhead camera, MT-SICS balance on a pty), the referee scores from the sensor-only world estimator, a shadow referee from the simulator."""
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable, Shutdown
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -69,6 +69,8 @@ def generate_launch_description():
                               description='Sim seconds per wall second: lab_sim renders four cameras, one of them at 1600x1200, and must keep the pace it promises (the arm follows its rows only then)'),
         DeclareLaunchArgument('setup_timeout_s', default_value='30',
                               description="Seconds for the estimator to confirm lab_sim's reset from the sensors before the episode is recorded as not started"),
+        SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
+        SetEnvironmentVariable('LABFERENCE_STATIC_PEERS', ''),
     ]
     lab_sim = Node(
         package='labference', executable='lab_sim', name='lab_sim', output='screen',

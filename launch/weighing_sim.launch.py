@@ -2,7 +2,7 @@
 # Regenerate: python -m labference_ros.graphs.launchgen
 """Feedback weighing in simulation: simulator, balance, referee, policy bridge, episode runner."""
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable, Shutdown
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -61,6 +61,8 @@ def generate_launch_description():
                               description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); none: the ActionSpec check only", choices=['none', 'franka', 'panda', 'fr3']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
+        SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
+        SetEnvironmentVariable('LABFERENCE_STATIC_PEERS', ''),
     ]
     # `labference launch` runs lab_sim and balance in one process (lab_sim+balance, nodes/composed.py); here each has its own.
     lab_sim = Node(

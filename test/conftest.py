@@ -5,7 +5,7 @@ import json
 import os
 import pathlib
 
-from labference_ros.rosenv import apply_loopback
+from labference_ros.rosenv import DISCOVERY_ENV, PEERS_ENV, apply_loopback
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -33,6 +33,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["ROS_DOMAIN_ID"] = run_domain()
 else:
     os.environ.setdefault("ROS_DOMAIN_ID", run_domain())
+# A rig's discovery scope left in the shell never reaches a test or what it starts:
+# only a launch of the real graph widens discovery, from its own arguments.
+os.environ.pop(DISCOVERY_ENV, None)
+os.environ.pop(PEERS_ENV, None)
 apply_loopback()
 
 

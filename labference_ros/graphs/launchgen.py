@@ -25,7 +25,7 @@ HEADER = '''\
 # Regenerate: python -m labference_ros.graphs.launchgen
 """{description}."""
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, {environment}Shutdown
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable, Shutdown
 {conditions}from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue{ended_by}
@@ -88,13 +88,13 @@ def _node(node: NodeSpec, package: str, shares_process: tuple[str, ...] = ()) ->
 def launch_source(graph: Graph) -> str:
     # IfCondition only where a node starts on a launch argument (it would be an unused import).
     conditions = "from launch.conditions import IfCondition\n" if any(n.when for n in graph.nodes) else ""
-    # A graph that reaches another computer passes its discovery scope to every node's process
-    # (rosenv.apply_loopback reads it), as `labference launch` does (rosenv.discovery_environ).
+    # Every graph sets its nodes' discovery scope (rosenv.apply_loopback reads it), as
+    # `labference launch` does (rosenv.discovery_environ): a graph that reaches another
+    # computer from its launch arguments, every other one to loopback, whatever the shell says.
     widens = {"discovery", "static_peers"} <= {a.name for a in graph.arguments}
-    environment = "SetEnvironmentVariable, " if widens else ""
     ended = ENDED_BY if any(n.ends_graph for n in graph.nodes) else ""
     out = [HEADER.format(name=graph.name, description=graph.description, conditions=conditions,
-                         environment=environment, ended_by=ended).rstrip("\n")]
+                         ended_by=ended).rstrip("\n")]
     out.append("    arguments = [")
     for arg in graph.arguments:
         choices = f", choices={list(arg.choices)!r}" if arg.choices else ""
@@ -103,6 +103,9 @@ def launch_source(graph: Graph) -> str:
     if widens:
         out.append(f"        SetEnvironmentVariable({DISCOVERY_ENV!r}, LaunchConfiguration('discovery')),")
         out.append(f"        SetEnvironmentVariable({PEERS_ENV!r}, LaunchConfiguration('static_peers')),")
+    else:
+        out.append(f"        SetEnvironmentVariable({DISCOVERY_ENV!r}, 'localhost'),")
+        out.append(f"        SetEnvironmentVariable({PEERS_ENV!r}, ''),")
     out.append("    ]")
     for node in graph.nodes:
         group = tuple(n.name for n in graph.nodes if node.process and n.process == node.process)

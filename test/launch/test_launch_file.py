@@ -60,7 +60,8 @@ def _stand_in_launch_modules(monkeypatch):
         def __init__(self, *args, **kwargs):
             self.args, self.kwargs = args, kwargs
 
-    for module, names in {"launch": ("LaunchDescription",), "launch.actions": ("DeclareLaunchArgument", "Shutdown"),
+    for module, names in {"launch": ("LaunchDescription",),
+                          "launch.actions": ("DeclareLaunchArgument", "SetEnvironmentVariable", "Shutdown"),
                           "launch.conditions": ("IfCondition",), "launch.substitutions": ("LaunchConfiguration",),
                           "launch_ros": (), "launch_ros.actions": ("Node",),
                           "launch_ros.parameter_descriptions": ("ParameterValue",)}.items():

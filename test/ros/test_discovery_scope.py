@@ -40,3 +40,28 @@ def test_a_shell_variable_never_widens_what_tests_and_tools_start():
 def test_a_bad_scope_or_peer_list_is_named(scope, peers, message):
     with pytest.raises(ValueError, match=message):
         discovery_environ(scope, peers)
+
+
+def test_the_tests_own_process_runs_on_loopback_whatever_the_shell_said():
+    """conftest drops a rig's scope from the environment before anything starts."""
+    import os
+
+    assert DISCOVERY_ENV not in os.environ and PEERS_ENV not in os.environ
+    assert os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    assert os.environ["ROS_STATIC_PEERS"] == ""
+
+
+def test_every_generated_launch_file_sets_its_nodes_discovery_scope():
+    """Under `ros2 launch` a shell variable must not widen a simulation graph: each
+    generated file sets the scope, to loopback unless the graph takes it as an argument."""
+    from labference_ros.graphs import all_graphs
+    from labference_ros.graphs.launchgen import launch_source
+
+    for name, graph in all_graphs().items():
+        text = launch_source(graph)
+        takes_scope = "DeclareLaunchArgument('discovery'" in text
+        if takes_scope:
+            assert f"SetEnvironmentVariable({DISCOVERY_ENV!r}, LaunchConfiguration('discovery'))" in text, name
+        else:
+            assert f"SetEnvironmentVariable({DISCOVERY_ENV!r}, 'localhost')" in text, name
+            assert f"SetEnvironmentVariable({PEERS_ENV!r}, '')" in text, name
