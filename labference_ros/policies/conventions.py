@@ -52,18 +52,33 @@ def mismatches(conventions: dict, metadata: dict, resize: list | None) -> list[s
             break
     if "n_external_cameras" in metadata:
         exterior = _exterior_slots(conventions)
-        if int(metadata["n_external_cameras"]) != len(exterior):
-            differ("n_external_cameras", int(metadata["n_external_cameras"]), len(exterior))
+        cameras = _whole_number(metadata["n_external_cameras"])
+        if cameras != len(exterior):  # a value that is no count differs too, named as sent
+            differ("n_external_cameras", metadata["n_external_cameras"] if cameras is None else cameras,
+                   len(exterior))
     if "needs_wrist_camera" in metadata and bool(metadata["needs_wrist_camera"]) != bool(_wrist_slots(conventions)):
         differ("needs_wrist_camera", bool(metadata["needs_wrist_camera"]), bool(_wrist_slots(conventions)))
     if metadata.get("needs_stereo_camera"):
         differ("needs_stereo_camera", True, "no stereo pair in the cell")
     resolution = metadata.get("image_resolution")
     if resolution is not None and "image_resolution" in metadata:
-        server = [int(x) for x in resolution]
+        sizes = [_whole_number(x) for x in resolution] if isinstance(resolution, (list, tuple)) else [None]
+        server = resolution if None in sizes else sizes
         if server != (list(resize) if resize else None):
             differ("image_resolution", server, list(resize) if resize else None)
     return out
+
+
+def _whole_number(value) -> int | None:
+    """A count or size as the server sent it, or None where it is not a whole number
+    (a malformed metadata value is a mismatch to name, never a crash)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 def check(profile_name: str, conventions: dict, metadata: dict, resize: list | None) -> None:

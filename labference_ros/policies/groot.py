@@ -209,7 +209,10 @@ class GrootPolicy(TestedSystem):
         compare("action", list(self.action_keys))
         for modality in ("video", "state"):
             entry = config.get(modality)
-            steps = len(entry.get("delta_indices") or [0]) if isinstance(entry, dict) else 1
+            indices = entry.get("delta_indices") if isinstance(entry, dict) else None
+            steps = len(indices) if isinstance(indices, (list, tuple)) and indices else 1
+            if indices is not None and not isinstance(indices, (list, tuple)):
+                out.append(f"{modality} delta_indices: server {indices!r}, profile a list ([0])")
             if steps != 1:
                 out.append(f"{modality} horizon: server {steps} steps, profile 1 (the current observation)")
         space = {"position": "absolute", "delta": "relative", "velocity": "velocity",
@@ -247,7 +250,8 @@ class GrootPolicy(TestedSystem):
         if not (isinstance(reply, (list, tuple)) and len(reply) == 2 and isinstance(reply[0], dict)):
             raise EvaluationValidityError("GR00T get_action reply is not [action, info]")
         action, info = reply
-        self.latency.add(round_trip, _jsonable(info) if info else None)
+        # The server's own timing where it sends a map of them (an array or anything else: none).
+        self.latency.add(round_trip, _jsonable(info) if isinstance(info, dict) and info else None)
         missing = [k for k in self.action_keys if k not in action]
         if missing:
             raise EvaluationValidityError(f"GR00T action has no {missing} (keys: {sorted(map(str, action))})")
@@ -256,6 +260,8 @@ class GrootPolicy(TestedSystem):
             value = action[key]
             if not isinstance(value, np.ndarray) or value.ndim != 3 or value.shape[0] != 1:
                 raise EvaluationValidityError(f"GR00T action {key!r} is not a [1, H, D] array")
+            if value.dtype.kind not in "biuf":  # .npy without pickle still carries strings or records
+                raise EvaluationValidityError(f"GR00T action {key!r} is not numeric (dtype {value.dtype})")
             check_rows(f"GR00T server {self.uri}", value[0], self.max_rows)
             parts.append(np.asarray(value[0], dtype=np.float64))
         if len({p.shape[0] for p in parts}) != 1:

@@ -95,3 +95,14 @@ def test_the_droid_server_in_the_wrong_profile_is_refused_at_reset_with_both_sid
     assert str(err.value) == ("convention mismatch with profile 'droid': action_space: server 'joint_velocity', "
                               "profile 'joint_position'")
     assert server.decoded == []
+
+
+def test_malformed_metadata_values_are_mismatches_named_as_sent_not_crashes():
+    profile, c = conventions_of({"profile": "roboarena"})
+    bad = {**ROBOARENA_CONFIG, "n_external_cameras": "two", "image_resolution": 224}
+    assert mismatches(c, bad, profile.resize) == ["n_external_cameras: server 'two', profile 1",
+                                                  "image_resolution: server 224, profile [224, 224]"]
+    odd = {**ROBOARENA_CONFIG, "n_external_cameras": None, "image_resolution": [224, "wide"]}
+    assert mismatches(c, odd, profile.resize) == ["n_external_cameras: server None, profile 1",
+                                                  "image_resolution: server [224, 'wide'], profile [224, 224]"]
+    assert mismatches(c, {**ROBOARENA_CONFIG, "n_external_cameras": 1.0}, profile.resize) == []

@@ -53,3 +53,37 @@ def test_no_server_times_out_with_a_named_cause():
 def test_an_unmapped_camera_is_refused_at_construction():
     with pytest.raises(ValueError, match="fill no video key"):
         make("groot", video={"wrist_image_left": "wrist"})
+
+
+class _OddReplies(FakeGrootServer):
+    """A server whose get_action reply is well framed but not numbers: string rows (a
+    .npy without pickle can carry them) and an info that is an array, not a map."""
+
+    def _act(self, obs: dict):
+        self.observations.append(obs)
+        words = np.full((1, self.horizon, 7), "up", dtype="<U2")
+        return {"joint_position": words, "gripper_position": np.zeros((1, self.horizon, 1))}, np.arange(3)
+
+
+def _observation():
+    from labference_ros.core.observation import PolicyObservation
+
+    image = np.zeros((24, 32, 3), dtype=np.uint8)
+    return PolicyObservation(observation_id="o1", episode_id="ep", sim_time=0.0, evidence_version=0,
+                             images={"front": image, "display": image, "wrist": image}, image_stamps={},
+                             joint_positions=np.zeros(7), gripper_width=0.08, instruction="weigh",
+                             camera_calibration={})
+
+
+def test_a_reply_of_strings_is_a_named_error_not_a_crash():
+    with _OddReplies() as server:
+        policy = make("groot", port=server.port, timeout_s=5.0,
+                      video={"exterior_image_1_left": "front|display", "wrist_image_left": "wrist"},
+                      state={"joint_position": ["joint_position"], "gripper_position": ["gripper_closed_1"],
+                             "timestamp": ["sim_time"]})
+        try:
+            policy.reset("ep", 0)
+            with pytest.raises(EvaluationValidityError, match="'joint_position' is not numeric"):
+                policy.act(_observation())
+        finally:
+            policy.close()
