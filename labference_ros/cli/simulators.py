@@ -1,6 +1,7 @@
 """`labference sim-check` and `labference cell export`: other simulators behind the graph."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -66,14 +67,18 @@ def cell_export(fmt: str, task: str, instance_path: str | None, robot_asset: str
         fam = family(task)
     except KeyError:
         raise click.UsageError(f"unknown task family {task!r}; registered: {', '.join(available())}") from None
+    _check_writable(output)
     if fmt == "urdf":
         from labference_ros.cell.urdf import generate_urdf
 
         cell_description = fam.cell_description()
         if cell_description.balance is None:
             raise click.UsageError(f"--format urdf covers cells with a balance; {task} has none (use --format usd)")
-        with open(output, "w") as out:
-            out.write(generate_urdf(cell_description))
+        try:
+            with open(output, "w") as out:
+                out.write(generate_urdf(cell_description))
+        except OSError as err:
+            raise click.ClickException(f"cannot write {output}: {err.strerror or err}") from None
         click.echo(f"wrote {output}")
         return
     try:
@@ -93,6 +98,15 @@ def cell_export(fmt: str, task: str, instance_path: str | None, robot_asset: str
     summary = export_usd(fam, instance, output, robot_asset or DEFAULT_ROBOT_ASSET, (width, height))
     click.echo(f"wrote {output}: instance {instance.instance_id}, {len(summary['objects'])} objects, "
                f"{len(summary['cameras'])} cameras, load cell {'yes' if summary['load_cell'] else 'no'}")
+
+
+def _check_writable(output: str) -> None:
+    """A usage error, before any work, for an output whose folder is missing or not writable."""
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise click.UsageError(f"-o {output}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(output) and not os.access(output, os.W_OK)):
+        raise click.UsageError(f"-o {output}: not writable")
 
 
 def _instance(fam, instance_path: str | None):

@@ -164,3 +164,16 @@ def test_cell_export_writes_usd_and_urdf_and_refuses_bad_input_in_one_line(tmp_p
     res = CliRunner().invoke(main, ["cell", "export", "--format", "urdf", "--task", "centrifuge_loading",
                                     "-o", str(urdf)])
     assert res.exit_code == 2 and "has none" in res.output
+
+
+def test_cell_export_to_a_folder_that_is_missing_is_one_line_before_any_work(tmp_path):
+    from click.testing import CliRunner
+
+    from labference_ros.cli.main import main
+
+    for fmt in ("usd", "urdf"):
+        target = tmp_path / "no" / "such" / f"cell.{fmt}"
+        res = CliRunner().invoke(main, ["cell", "export", "--format", fmt, "-o", str(target)])
+        assert res.exit_code == 2, res.output
+        assert "does not exist" in res.output and "Traceback" not in res.output and res.exception is not None
+        assert not target.exists()
