@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import ipaddress
+import sys
 from collections.abc import Iterator
 
 from .chunk import ChunkJob, run_chunk
@@ -103,6 +105,22 @@ def local_cluster(workers: int) -> Iterator:
             yield client
 
 
+def unencrypted_remote(address: str) -> bool:
+    """True for a scheduler address that leaves this machine over plain TCP: the chunks'
+    payloads (job environments, lock checks, returned records) would travel unencrypted
+    and unauthenticated. `tls://` addresses and loopback ones are fine."""
+    scheme, _, rest = address.rpartition("://")
+    if scheme and scheme != "tcp":
+        return False
+    host = rest.rsplit(":", 1)[0].strip("[]") if ":" in rest else rest
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a host name: another machine, as far as this check can tell
+
+
 @contextlib.contextmanager
 def open_engine(workers: int | None = None, scheduler: str | None = None) -> Iterator:
     """workers=1 without a scheduler: in-process. Otherwise Dask: a local cluster of
@@ -111,6 +129,9 @@ def open_engine(workers: int | None = None, scheduler: str | None = None) -> Ite
     if scheduler:
         from distributed import Client
 
+        if unencrypted_remote(scheduler):
+            print(f"warning: scheduler {scheduler} is not on loopback and not TLS: chunk payloads and "
+                  f"results travel unencrypted (docs/reporting.md, TLS)", file=sys.stderr)
         with Client(scheduler) as client:
             threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
             slots = workers or threads

@@ -345,3 +345,15 @@ def test_bags_left_on_the_worker_are_recorded_with_host_path_and_hash(fake_env, 
     # Asked for without shipped results: refused before anything runs.
     with pytest.raises(ValueError, match="only with shipped results"):
         run_campaign(lock, FAKE, log=_quiet, workers=1, keep_bags=True)
+
+
+def test_a_plain_tcp_scheduler_off_this_machine_is_flagged_unencrypted():
+    from labference_ros.campaign.engine import unencrypted_remote
+
+    assert unencrypted_remote("tcp://198.51.100.2:8786")
+    assert unencrypted_remote("198.51.100.2:8786")
+    assert unencrypted_remote("tcp://scheduler.lab:8786")
+    assert not unencrypted_remote("tls://198.51.100.2:8786")
+    assert not unencrypted_remote("tcp://127.0.0.1:8786")
+    assert not unencrypted_remote("localhost:8786")
+    assert not unencrypted_remote("tcp://[::1]:8786")
