@@ -272,8 +272,10 @@ class Referee(RefereeCore):
         elif placing:
             self._settle_execution(target, m.t, False, failure=DROP, detail={"released_at": released_at})
             self._failed_attempt()
-        elif self.z.phase == ts.DELIVER and not on_destination and not in_hole:
-            self._settle_execution(target, m.t, False, failure=RELEASED_OUTSIDE, detail={"released_at": released_at})
+        elif self.z.phase == ts.DELIVER and not on_destination:
+            # Outside the marked region, on the table or unseated in a rack hole: the delivery failed.
+            self._settle_execution(target, m.t, False, failure=RELEASED_OUTSIDE,
+                                   detail={"released_at": released_at, **({"hole": check.hole} if in_hole else {})})
             self._failed_attempt()
         else:
             self._released.pop(target, None)  # in the region: completion settles it

@@ -454,6 +454,24 @@ def test_a_delivery_outside_the_marked_region_is_a_failed_delivery():
     assert ref.scores()["physically_complete"] is None and ref.legal_set()[0].type == "remove"
 
 
+def test_a_delivery_let_go_unseated_in_a_rack_hole_is_a_failed_delivery():
+    streams = _protocol_streams()
+    s = Stream(_basic())
+    s.step(2)
+    streams.place(s)
+    streams.occlude(s)
+    streams.retrieve_from(s)
+    s.carry_target_down_into("C4")  # back into the rack, not the marked region
+    s.closing, s.target_contacts = False, {RACK_OBJECT}
+    s.target = s._seated("C4") + [0.0, 0.0, 0.025]  # let go shallow: not seated, not delivered
+    s.tcp = s.target + [0.0, 0.0, 0.15]
+    s.step(60)
+    failures = [e for e in s.referee.events if e["category"] == "execution_failure"]
+    assert [e["detail"].get("failure") for e in failures] == ["released_outside_region"]
+    assert failures[0]["detail"]["hole"] == "C4"
+    assert s.referee.scores()["physically_complete"] is None
+
+
 def _protocol_streams():
     """This family's conformance streams (protocol_streams.py beside this file), loaded under
     a name of their own: every family's module has the same file name."""
