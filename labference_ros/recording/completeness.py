@@ -6,6 +6,8 @@ measurement period, and each camera's image and camera_info every camera
 period. Per topic and episode, the recorder's tally counts the distinct stamps
 it wrote after the episode's last rewind of sim time (the reset) and the
 instants the stream's period puts between the first and the last of them
+(a stamp before the timeline's first is a rewind; one older than the newest
+but not before the first is a late resend, counted in place)
 (period: the median step between consecutive stamps); the difference is what
 it missed. A loss before the first or after the last written stamp is not seen
 this way.
@@ -40,8 +42,10 @@ class Completeness:
 
     def note(self, topic: str, stamp_ns: int) -> None:
         seen = self.stamps.setdefault(topic, [])
-        if seen and stamp_ns < seen[-1]:
-            seen.clear()  # sim time rewound (a reset): the episode's timeline starts here
+        if seen and stamp_ns < seen[0]:
+            seen.clear()  # sim time rewound past the timeline's start (a reset): the episode's starts here
+        # Older than the newest but not before the start: a sample resent late or out of order,
+        # one instant of this timeline (it fills its gap; it must not wipe the gaps counted so far).
         seen.append(stamp_ns)
 
     def report(self) -> dict[str, dict]:

@@ -41,3 +41,12 @@ def test_which_topics_are_tallied():
 
 def test_a_bag_without_a_tally_has_no_gaps_to_report():
     assert gaps({}) == {} and gaps({"completeness": "not json"}) == {} and _gap_notes({}) == []
+
+
+def test_a_late_resend_fills_its_gap_and_keeps_the_gaps_counted_before_it():
+    c = Completeness()
+    for k in [0, 1, 2, 4, 5, 7, 8, 9]:  # instants 3 and 6 missing; 3 comes later, resent
+        c.note("/joint_states", 10 * k * MS)
+    c.note("/joint_states", 30 * MS)
+    row = c.report()["/joint_states"]
+    assert (row["expected"], row["recorded"], row["missing"]) == (10, 9, 1)
