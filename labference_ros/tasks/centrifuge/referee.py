@@ -147,7 +147,7 @@ class Referee(RefereeCore):
         if dropped is not None:
             self._settle_execution(tube, t, False, failure=DROP, detail={"released_at": dropped.released_t})
             self._failed_attempt()
-        waiting = sorted(u for u in self.contract.tubes if u != tube and (u in self.z.unfinished or u in self._released))
+        waiting = sorted(u for u in self.contract.tubes if u != tube and self._placement_owed(u))
         if tube in self.z.seated:
             self._choice(pick(tube), tube, t, attempt)
         else:
@@ -157,6 +157,13 @@ class Referee(RefereeCore):
             opp = self.book.current
             self._premature_advancement(t, tube, None, "previous_placement_unfinished:" + ",".join(waiting),
                                         opportunity_id=opp.id if opp is not None else -1)
+
+    def _placement_owed(self, tube: str) -> bool:
+        """The tube's placement was begun and is not complete (4.1: "if insertion fails, the robot
+        must complete that placement before advancing"): released and not yet settled, left
+        unfinished in a socket, or inserted at least once and now not seated (dropped, or taken out)."""
+        attempted = self.z.attempts.get(tube, 0) > 0
+        return tube in self._released or tube in self.z.unfinished or (attempted and tube not in self.z.seated)
 
     def _choice(self, op: Operation, tube: str, t: float, attempt: int) -> None:
         kind, opp = self._identify_choice(op, tube, t, attempt)

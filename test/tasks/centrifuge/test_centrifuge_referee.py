@@ -220,6 +220,22 @@ def test_a_tube_dropped_on_the_table_after_a_correct_approach_is_a_drop():
     assert [o.trigger for o in ref.opportunities][-1] == "failed_attempt"
 
 
+def test_taking_the_other_tube_after_a_drop_is_premature_advancement():
+    """4.1: if insertion fails, the robot must complete that placement before advancing."""
+    streams = _protocol_streams()
+    cell = streams.ProtocolCell("extended")
+    cell.run(0.5)
+    cell.grasp("tube_a")
+    cell.approach("tube_a", 1)
+    cell.drop_on_table("tube_a", seconds=3.0)  # let go over the slot: it lands on the table, a settled drop
+    ref = cell.referee
+    assert [e["detail"].get("failure") for e in ref.events if e["category"] == "execution_failure"] == ["drop"]
+    cell.grasp("tube_b")
+    cell.run(0.5)
+    (early,) = [e for e in ref.events if e["category"] == "premature_advancement"]
+    assert early["detail"]["reason"] == "previous_placement_unfinished:tube_a"
+
+
 def _protocol_streams():
     """This family's conformance streams (protocol_streams.py beside this file), loaded under
     a name of their own: every family's module has the same file name."""
