@@ -23,6 +23,8 @@ import numpy as np
 
 from peer_session import PeerSession
 
+from labference_ros.devices.franka_arm import ROBOT_MODE_MOVE
+
 T = 0.02
 HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 GRAPH_ARM = [f"panda_joint{i}" for i in range(1, 8)]
@@ -120,12 +122,15 @@ def main() -> int:
     # 4. recovery, e2, then stalled joint states
     inject.publish(String(data="recover"))
     say("e1", "error")
-    time.sleep(0.5)
+    # e2 starts once the robot reports MOVE again, seen in several states (the bridge reads the same
+    # stream): a fault still standing when e2 starts would be e2's fault, as on a real rig.
+    recovered_from = len(modes)
+    wait_until(lambda: modes[recovered_from:].count(ROBOT_MODE_MOVE) >= 10, 30)
     say("e2", "running")
     time.sleep(0.3)
     here = arm_now()
     send(smooth(here, np.array([-0.2, 0, 0, 0, 0, 0, 0]), 0.8), rows_out, GRAPH_ARM)
-    time.sleep(0.5)
+    wait_until(lambda: abs(arm_now() - here)[0] > 0.15, 10)  # the stand-in follows at its own pace
     result["after_recovery"] = {"moved": float(np.abs(arm_now() - here)[0]), "faults": len(faults)}
     inject.publish(String(data="stall"))
     wait_until(lambda: len(faults) >= 2, 10)
