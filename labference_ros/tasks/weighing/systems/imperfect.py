@@ -88,23 +88,12 @@ class HurriedExpert(ScriptedExpert):
                           gripper_events=[replace(e, t=e.t + shift) for e in plan.gripper_events],
                           labels=[(0.0, "lift_clear")] + [(t + shift, label) for t, label in plan.labels if t < retreat])
 
-    def decide(self, obs, evaluator=None):
-        if evaluator is None:
-            raise ValueError("hurried_expert is privileged and needs the evaluator view")
-        inst = evaluator.instance
-        # Additions first, then the removals from the same pan: the hand goes from the
-        # standard it just let go of to the next one beside it on the pan.
+    def moves(self, inst, evaluator) -> list[tuple[str, str]]:
+        """Additions first, then the removals from the same pan: the hand goes from the
+        standard it just let go of to the next one beside it on the pan."""
         add = [(n, "pan") for n in inst.goal_set if n not in evaluator.on_pan]
         remove = [(n, "table") for n in sorted(evaluator.on_pan) if n.startswith("std_") and n not in inst.goal_set]
-        todo = [(n, d) for n, d in add + remove if (n, d) not in self._done]
-        if not todo:
-            self.finished = True
-            return None
-        name, dest = todo[0]
-        self._done.add((name, dest))
-        self._note(t=obs.sim_time, choice=name, destination=dest)
-        dest_xy = inst.layout["balance"] if dest == "pan" else inst.layout[name]
-        return name, evaluator.positions[name], tuple(dest_xy), dest
+        return add + remove
 
 
 class WrongFirstExpert(ScriptedExpert):

@@ -200,15 +200,18 @@ class FixedPreference(_PixelSystem):
 class ScriptedExpert(PickPlaceSystem):
     name = "scripted_expert"
     privileged = True
-    def decide(self, obs, evaluator: EvaluatorView | None = None):
-        if evaluator is None:
-            raise ValueError("scripted_expert is privileged and needs the evaluator view")
-        inst = evaluator.instance
-        # Removals first (they free pan slots), then additions; each once.
+    def moves(self, inst, evaluator: EvaluatorView) -> list[tuple[str, str]]:
+        """(standard, destination) moves still to make, in order: removals first (they
+        free pan slots), then additions."""
         remove = [n for n in evaluator.on_pan if n.startswith("std_") and n not in inst.goal_set]
         add = [n for n in inst.goal_set if n not in evaluator.on_pan]
-        todo = [(n, "table") for n in sorted(remove)] + [(n, "pan") for n in add]
-        todo = [(n, d) for n, d in todo if (n, d) not in self._done]
+        return [(n, "table") for n in sorted(remove)] + [(n, "pan") for n in add]
+
+    def decide(self, obs, evaluator: EvaluatorView | None = None):
+        if evaluator is None:
+            raise ValueError(f"{self.name} is privileged and needs the evaluator view")
+        inst = evaluator.instance
+        todo = [(n, d) for n, d in self.moves(inst, evaluator) if (n, d) not in self._done]  # each once
         if not todo:
             self.finished = True
             return None
