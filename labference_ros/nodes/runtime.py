@@ -6,6 +6,7 @@ cancelled, executor shut down, then ``rclpy.shutdown``) on SIGINT/SIGTERM.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -64,6 +65,9 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None,
     An unexpected exception (in construction or a callback) prints one line naming
     the cause and the log file with its traceback, and exits with EXIT_NODE_FAILED.
     """
+    # A crash in native code (MuJoCo, EGL, DDS) then leaves the Python stack of every
+    # thread on stderr, which the launcher prints under the node's name.
+    faulthandler.enable(file=sys.stderr, all_threads=True)
     rclpy = init_ros(sys.argv if args is None else args)
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
