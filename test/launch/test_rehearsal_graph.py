@@ -47,7 +47,7 @@ def _check_pause(result, paused_at: float):
     """paused_at: the bridge's sim time at the pause (its record); the peer's joint states lag."""
     assert result["pause"] == [True, "paused"] and result["resume"] == [True, "running"], result
     # Within one control interval (20 ms) no new target is sent: the stopping rows go out at the pause.
-    late = [t for t in result["sent"] if t > paused_at + 0.02 + 1e-9 and t < result["during"][-1][0]]
+    late = [t for t in result["sent"] if t > paused_at + 0.02 + 1e-9]
     assert not late, (paused_at, late)
     during = result["during"]
     assert during[-1][0] >= paused_at + 1.0  # sim time went on

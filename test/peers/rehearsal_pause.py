@@ -1,6 +1,6 @@
 """Pauses a running rehearsal episode through /policy_bridge/pause once the arm moves,
 watches 1.5 sim seconds, resumes, and prints "RESULT <json>": the newest joint state's time
-when the pause was answered, the stamps of every arm trajectory of that episode, the arm's joints
+when the pause was answered, the stamps of the episode's arm trajectories seen before the resume was asked, the arm's joints
 from then on and the answers. (The bridge's own record of the pause has its exact time.)
 usage: rehearsal_pause.py EPISODE_PREFIX (the episode to pause, e.g. 0001_)"""
 from __future__ import annotations
@@ -51,10 +51,14 @@ def main() -> int:
     while joints[-1][0] < paused_at + 1.5 and time.monotonic() < deadline:
         time.sleep(0.01)
     during = [(t, q.tolist()) for t, q in joints if t >= paused_at]
+    # Rows seen before the resume is asked: the bridge stamps its rows with its own view of
+    # sim time, which may trail the joint states, so a row after the resume can carry an
+    # earlier stamp than the last joint state watched.
+    sent_while_paused = list(sent)
     resume = peer.call(SetPause, "/policy_bridge/pause", SetPause.Request(episode_id=episode, pause=False,
                                                                           reason="operator"), 60.0)
     print("RESULT " + json.dumps({"pause": [pause.success, pause.message], "resume": [resume.success, resume.message],
-                                  "answered_at": paused_at, "during": during, "sent": list(sent)}),
+                                  "answered_at": paused_at, "during": during, "sent": sent_while_paused}),
           flush=True)
     peer.close()
     return 0
