@@ -52,6 +52,9 @@ def loopback_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     home = env.setdefault("HOME", "/tmp")
     env.setdefault("ROS_LOG_DIR", os.path.join(home, ".ros", "log"))
     env.setdefault("MUJOCO_GL", "egl")
+    # A native crash while a node imports or is built (before run_node) still leaves its
+    # Python stack on stderr, under the node's name in the launch output.
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     return env
 
 
