@@ -23,6 +23,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from rclpy.task import Future
 
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
@@ -87,6 +88,12 @@ class Recorder(Node):
         self.bag_error: OSError | None = None  # the failed write that stopped this episode's bag
         self.episode_id = ""
         self.output_dir: pathlib.Path | None = None
+        # Start and finish are idempotent (a reply Fast DDS dropped is asked for again): the
+        # request that started the bag under way, the last finish's answer, and the finish
+        # under way (done once it answered).
+        self.started: tuple | None = None
+        self.finish_answer: tuple | None = None
+        self.finishing: Future | None = None
         self.types: dict[str, str] = {}
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
@@ -223,6 +230,11 @@ class Recorder(Node):
         if refused:
             response.success, response.message = False, f"cannot record {request.episode_id}: {refused}"
             return response
+        request_key = (request.episode_id, request.instance_json, request.output_dir, request.run_json)
+        if self.bag is not None and self.started == request_key:
+            # The same start asked again (its reply was lost): the bag under way is that episode's.
+            response.success, response.message = True, f"already recording {request.episode_id}"
+            return response
         self._close("superseded")
         await_matched(self, self.subscriptions_by_topic, self.match_timeout_s, required=(SCORED_FROM,))
         out = pathlib.Path(request.output_dir)
@@ -233,6 +245,7 @@ class Recorder(Node):
             response.success, response.message = False, f"cannot record {request.episode_id}: {exc}"
             return response
         self.episode_id, self.output_dir = request.episode_id, out
+        self.started = request_key
         self.completeness = Completeness()
         self.watermark.clear()
         self.referee_ended.discard(request.episode_id)
@@ -253,12 +266,30 @@ class Recorder(Node):
         return response
 
     async def on_finish(self, request, response):
+        if self.bag is None and self.finish_answer and self.finish_answer[0] == request.episode_id:
+            # The last finish asked again (its reply was lost): the same answer, the bag closed once.
+            response.success, response.message, response.scores_json = self.finish_answer[1:]
+            return response
         if self.bag is None or request.episode_id != self.episode_id:
             response.success, response.message = False, "no such episode is being recorded"
             return response
         if self.catch_up.busy:
+            if self.finishing is not None and not self.finishing.done():
+                await self.finishing  # the same finish asked again while the first waits
+                if self.finish_answer and self.finish_answer[0] == request.episode_id:
+                    response.success, response.message, response.scores_json = self.finish_answer[1:]
+                    return response
             response.success, response.message = False, f"{request.episode_id} is already being finished"
             return response
+        self.finishing = Future()
+        try:
+            await self._finish(request, response)
+        finally:
+            self.finishing.set_result(True)
+        self.finish_answer = (request.episode_id, response.success, response.message, response.scores_json)
+        return response
+
+    async def _finish(self, request, response):
         def caught_up() -> bool:
             # The referee's final records, and every measurement up to the episode's
             # end, must be in the bag; under load the recorder runs behind the graph.

@@ -8,6 +8,7 @@ import os
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.task import Future
 
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
@@ -81,6 +82,12 @@ class RefereeNode(Node):
         self.world_decoder, self.reading_decoder = WorldStateDecoder(), BalanceReadingDecoder()
         self.last_t = 0.0
         self.finished_episode = ""  # the episode last finished: later inputs of it are late
+        # Start and finish are idempotent: the request that started the episode being scored,
+        # and the last finish's answer (episode id, success, message, scores), given again
+        # when the same call is repeated.
+        self.started: tuple | None = None
+        self.finish_answer: tuple | None = None
+        self.finishing: Future | None = None  # done when the finish under way has answered
         self.newest: dict[str, float] = {}  # topic -> newest stamp (sim s) received this episode
 
     # episode lifecycle --------------------------------------------------------
@@ -88,6 +95,12 @@ class RefereeNode(Node):
         refused = outside_run_dir(request.output_dir)
         if refused:
             response.success, response.message = False, f"cannot start episode: {refused}"
+            return response
+        request_key = (request.episode_id, request.instance_json, request.output_dir, request.run_json)
+        if self.referee is not None and self.started == request_key:
+            # The same start asked again (its reply was lost, docs/pitfalls.md): the episode
+            # being scored is that one; starting it anew would drop what it has scored.
+            response.success, response.message = True, f"already scoring {request.episode_id}"
             return response
         self.catch_up.cancel()  # a finish still waiting for the old episode's measurements gives up
         self._close_records("superseded")
@@ -109,16 +122,34 @@ class RefereeNode(Node):
         self.merger = InputMerger(readings=self.family.reads_balance)
         self.last_t = 0.0
         self.newest = {}
+        self.started = request_key
         response.success, response.message = True, f"scoring {request.episode_id} with {contract.contract_id}"
         return response
 
     async def on_finish(self, request, response):
+        if self.referee is None and self.finish_answer and self.finish_answer[0] == request.episode_id:
+            # The last finish asked again (its reply was lost): the same answer, scored once.
+            response.success, response.message, response.scores_json = self.finish_answer[1:]
+            return response
         if self.referee is None or request.episode_id != self.referee.episode_id:
             response.success, response.message = False, "no such episode is being scored"
             return response
         if self.catch_up.busy:
+            if self.finishing is not None and not self.finishing.done():
+                # The same finish asked again while the first waits: the first's answer.
+                await self.finishing
+                if self.finish_answer and self.finish_answer[0] == request.episode_id:
+                    response.success, response.message, response.scores_json = self.finish_answer[1:]
+                    return response
             response.success, response.message = False, f"{request.episode_id} is already being finished"
             return response
+        self.finishing = Future()
+        try:
+            return await self._finish(request, response)
+        finally:
+            self.finishing.set_result(True)
+
+    async def _finish(self, request, response):
         # The runner's finish time: in simulation a measurement instant (its clock is lab_sim's
         # /clock, published with each measurement); 0 when it had none.
         target = max([request.sim_time - 1e-6, *self.newest.values()])
@@ -155,6 +186,7 @@ class RefereeNode(Node):
             response.message = f"cannot write the episode's records: {failure.strerror or failure} ({failure.filename})"
         else:
             response.success = True
+        self.finish_answer = (request.episode_id, response.success, response.message, response.scores_json)
         return response
 
     def _caught_up(self, target: float) -> bool:

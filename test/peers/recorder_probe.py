@@ -204,6 +204,39 @@ def late_world(out_dir: str) -> None:
     rclpy.shutdown()
 
 
+def repeated(out_dir: str) -> None:
+    """Start and finish each asked twice, as a caller whose reply was lost asks again: prints
+    "ANSWERS <json>" (both starts' and the three finishes' success, message) and "FINISHED <all same>"."""
+    from labference.msg import WorldState
+    from labference.srv import FinishEpisode, StartEpisode
+
+    from labference_ros.nodes.matching import measurement_qos
+    from labference_ros.tasks.weighing.instances import generate
+
+    rclpy, node = _recorded_episode("ep_repeat", out_dir)
+    if node is None:
+        return
+    instance = generate("basic", 1, task_seed=5, layout_seed=5, policy_seed=0)[0]
+    again = _call(rclpy, node, node.create_client(StartEpisode, "/recorder/start_episode"),
+                  StartEpisode.Request(episode_id="ep_repeat", instance_json=instance.to_json(),
+                                       output_dir=out_dir, run_json=json.dumps({"run_id": "probe"})))
+    publisher = node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+    publisher.publish(WorldState())
+    _await_delivery(publisher)
+    client = node.create_client(FinishEpisode, "/recorder/finish_episode")
+    request = FinishEpisode.Request(episode_id="ep_repeat", reason="completed", sim_time=0.0)
+    finishes = [client.call_async(request), client.call_async(request)]
+    for fut in finishes:
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=60)
+    finishes.append(client.call_async(request))
+    rclpy.spin_until_future_complete(node, finishes[-1], timeout_sec=60)
+    answers = [[f.result().success, f.result().message, f.result().scores_json] if f.done() else None for f in finishes]
+    print("ANSWERS " + json.dumps({"start": [again.success, again.message] if again else None,
+                                   "finish": answers}), flush=True)
+    print(f"FINISHED {all(a == answers[0] for a in answers)}", flush=True)
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
     {"hashes": hashes, "start": start, "first_world": first_world, "volatile_reading": volatile_reading,
-     "late_world": late_world}[sys.argv[1]](sys.argv[2])
+     "late_world": late_world, "repeated": repeated}[sys.argv[1]](sys.argv[2])

@@ -447,6 +447,18 @@ def test_a_finish_waits_until_the_recording_has_caught_up(tmp_path, ros_env):
 
 
 @pytest.mark.slow
+def test_a_repeated_start_or_finish_gets_the_first_answer_and_one_bag(tmp_path, ros_env):
+    # A caller whose reply Fast DDS dropped asks again: the bag under way is kept (not
+    # superseded and refused as existing), and the finish's answer is the first one's.
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    topics, log = record_probe_episode(tmp_path, ros_env, "repeated")
+    assert topics.count("/evaluator/world_state") == 1, topics
+    reader = EpisodeBagReader(tmp_path / "ep" / "bag")
+    assert json.loads(reader.custom["finish"])["status"] == "finished"
+
+
+@pytest.mark.slow
 def test_a_volatile_publisher_of_an_audited_topic_is_still_recorded(tmp_path, ros_env):
     # The recorder asks for transient local on the audit's topics; a node of another
     # graph publishing one volatile would never match it unless the recorder falls back.
