@@ -13,15 +13,24 @@
   that stopped, a robot mode other than MOVE while an episode runs (a reflex, the
   user stop, no controller commanding the arm), an error flag the robot state
   carries. Each is a hardware fault, never the tested system's failure.
+- `CommandGate`: the graph's rows as the messages the arm may take (core.trajectory_commands
+  .RowStream, each message's motion checked at 1 kHz against the robot's limits before it
+  goes out). A row that comes late or after a gap, whose path the arm could not follow
+  within its limits, is the tested system's lateness, not a fault of the arm: nothing is
+  sent, so the last message's tail (checked when it went out) brings the arm to rest and
+  the controller holds it there; rows are refused until one can be followed again (rows on
+  time, from where the arm stands), and the stream resumes from there.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from labference_ros.core.robots import RobotModel
-from labference_ros.core.trajectory_commands import quintic
+from labference_ros.core.safety import motion_problems
+from labference_ros.core.trajectory_commands import RowStream, TrajectoryCommand, message_motion, quintic
 
 CYCLE_S = 0.001  # libfranka's control cycle
 # franka_msgs/msg/FrankaRobotState robot_mode values
@@ -192,3 +201,47 @@ class FaultWatch:
         if self.robot_mode != ROBOT_MODE_MOVE:
             return f"robot mode {ROBOT_MODE_NAMES.get(self.robot_mode, self.robot_mode)}: no controller is moving the arm"
         return ""
+
+
+@dataclass(frozen=True)
+class Gated:
+    """What the arm bridge does with one message of rows: `command` the message to send
+    (None: nothing goes out); `late` the tested system's lateness that stopped the arm (said
+    once per stop); `broken` a message refused for another reason (rows on time whose path
+    leaves the limits); `resumed` rows followed again after a stop."""
+    command: TrajectoryCommand | None
+    late: str = ""
+    broken: str = ""
+    resumed: bool = False
+
+
+class CommandGate:
+    """Rows to trajectory messages the arm never answers with a reflex (see the module
+    docstring). `holding`: a late row stopped the stream; the arm comes to rest on the last
+    message's tail and stays there until a row's message passes the check."""
+
+    def __init__(self, robot: RobotModel, interval_s: float, latency_s: float):
+        self.robot = robot
+        self.stream = RowStream(robot.arm_joints, interval_s, robot.max_acceleration, latency_s)
+        self.holding = False
+
+    def rows(self, now: float, stamp: float, rows, measured) -> Gated:
+        """The message for rows received at `now` (stamped `stamp`, the same clock) with the
+        arm measured at `measured`."""
+        before = copy.deepcopy(self.stream)
+        command = self.stream.send(now, stamp, rows, measured)
+        problems = motion_problems(self.robot, message_motion(self.stream.sent_from, command))
+        if not problems:
+            resumed, self.holding = self.holding, False
+            return Gated(command, resumed=resumed)
+        new_path = self.stream.starts != before.starts
+        self.stream = before  # not sent: the arm goes on along the last message, its tail to rest
+        if not new_path:
+            return Gated(None, broken=f"command stream broken: {problems[0]}; the arm brakes to rest")
+        if self.holding:
+            return Gated(None)
+        self.holding = True
+        which = ("a row came late or after a gap and the arm cannot follow it" if before.starts
+                 else "the stream's first row cannot be followed from where the arm stands")
+        return Gated(None, late=f"{which} within the {self.robot.name}'s limits ({problems[0]}): the arm "
+                                f"stops and holds until rows come on time")
