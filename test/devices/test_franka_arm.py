@@ -152,3 +152,20 @@ def test_rows_on_time_that_the_arm_cannot_follow_are_still_a_broken_command_stre
     assert gated.broken.startswith("command stream broken: joint 1")
     rig.run_until(1.5)  # the last message's tail brings the arm to rest
     assert rig.arm.error == "" and np.allclose(rig.arm.dq, 0.0)
+
+
+def test_rows_that_go_on_at_speed_after_a_gap_are_the_tested_systems_lateness_too():
+    rig = GatedArm()
+    rows = smooth_rows([0.6, 0, 0, 0, 0, 0, 0], 1.0)
+    for k, row in enumerate(rows[:25]):
+        assert rig.deliver(k * T, k * T, row).command is not None
+    rig.run_until(1.0)  # a gap: the last message's tail brings the arm to rest
+    rest = rig.arm.q.copy()
+    first = rig.deliver(1.0, 1.0, rest)  # a new path, from where the arm stands: followed
+    assert first.command is not None and not first.late and rig.gate.stream.starts == 2
+    # The next row goes on at full speed, as if the arm had never stopped: not the arm's fault.
+    gated = rig.deliver(1.0 + T, 1.0 + T, rest + np.array([0.02, 0, 0, 0, 0, 0, 0]))
+    assert gated.command is None and not gated.broken
+    assert gated.late.startswith("rows since a row came late or after a gap cannot be followed")
+    rig.run_until(2.0)
+    assert rig.arm.error == "" and np.allclose(rig.arm.dq, 0.0)
