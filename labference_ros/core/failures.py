@@ -31,6 +31,12 @@ KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 OTHER = "other"
 ALL_KINDS = tuple(k for k, _ in KINDS) + (OTHER,)
 
+# Events of the tested system's own that neither end its episode nor make it an error: the
+# episode runner keeps them in the attempt's `system_events` ({"kind", "cause", "t"}), and the
+# episode stays scored, in the system's denominators.
+LATE_ROWS = "late_rows"  # rows too late (or after a gap) for the real arm to follow: it stopped and held
+SYSTEM_EVENT_KINDS = (LATE_ROWS,)
+
 
 def error_kind(message: str | None) -> str | None:
     """The kind of an error message; None for no error."""

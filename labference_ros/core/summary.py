@@ -55,6 +55,7 @@ def episode_row(attempt: dict) -> dict:
         "complete": scores.get("valid_complete"),
         "physically_complete": scores.get("physically_complete"),
         "completion_class": scores.get("completion_class"),
+        "system_events": attempt.get("system_events") or [],
     }
 
 

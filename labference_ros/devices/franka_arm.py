@@ -13,15 +13,26 @@
   that stopped, a robot mode other than MOVE while an episode runs (a reflex, the
   user stop, no controller commanding the arm), an error flag the robot state
   carries. Each is a hardware fault, never the tested system's failure.
+- `CommandGate`: the graph's rows as the messages the arm may take (core.trajectory_commands
+  .RowStream, each message's motion checked at 1 kHz against the robot's limits before it
+  goes out). A row that comes late or after a gap, whose path the arm could not follow
+  within its limits, is the tested system's lateness, not a fault of the arm: nothing is
+  sent, so the last message's tail (checked when it went out) brings the arm to rest and
+  the controller holds it there. So is a message that fails later on a path a late row or
+  a gap began. The late rows that follow stay refused; the first other row the arm can
+  follow (from where it stands) resumes the stream. Only rows on time since the stream
+  began that the arm cannot follow are a broken command stream.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from labference_ros.core.robots import RobotModel
-from labference_ros.core.trajectory_commands import quintic
+from labference_ros.core.safety import motion_problems
+from labference_ros.core.trajectory_commands import RowStream, TrajectoryCommand, message_motion, quintic
 
 CYCLE_S = 0.001  # libfranka's control cycle
 # franka_msgs/msg/FrankaRobotState robot_mode values
@@ -192,3 +203,61 @@ class FaultWatch:
         if self.robot_mode != ROBOT_MODE_MOVE:
             return f"robot mode {ROBOT_MODE_NAMES.get(self.robot_mode, self.robot_mode)}: no controller is moving the arm"
         return ""
+
+
+@dataclass(frozen=True)
+class Gated:
+    """What the arm bridge does with one message of rows: `command` the message to send
+    (None: nothing goes out); `late` the tested system's lateness that stopped the arm (said
+    once per stop); `broken` a message refused for another reason (rows on time whose path
+    leaves the limits); `resumed` rows followed again after a stop."""
+    command: TrajectoryCommand | None
+    late: str = ""
+    broken: str = ""
+    resumed: bool = False
+
+
+class CommandGate:
+    """Rows to trajectory messages the arm never answers with a reflex (see the module
+    docstring). `holding`: late rows stopped the stream; the arm comes to rest on the last
+    message's tail and stays there. Rows that go on from the refused ones (the next stamps
+    of the late schedule) are refused too; any other row is tried from where the arm is
+    commanded, and the first whose message passes the check resumes the stream."""
+
+    def __init__(self, robot: RobotModel, interval_s: float, latency_s: float):
+        self.robot = robot
+        self.stream = RowStream(robot.arm_joints, interval_s, robot.max_acceleration, latency_s)
+        self.holding = False
+        self.late_next: float | None = None  # while holding: the stamp the refused rows' next one carries
+
+    def rows(self, now: float, stamp: float, rows, measured) -> Gated:
+        """The message for rows received at `now` (stamped `stamp`, the same clock) with the
+        arm measured at `measured`."""
+        rows = np.atleast_2d(np.asarray(rows, float))
+        T = self.stream.interval
+        if self.holding and self.late_next is not None and abs(stamp - self.late_next) < 0.25 * T:
+            self.late_next = stamp + len(rows) * T  # the late rows go on: they stay refused
+            return Gated(None)
+        before = copy.deepcopy(self.stream)
+        command = self.stream.send(now, stamp, rows, measured)
+        problems = motion_problems(self.robot, message_motion(self.stream.sent_from, command))
+        if not problems:
+            resumed, self.holding, self.late_next = self.holding, False, None
+            return Gated(command, resumed=resumed)
+        new_path = self.stream.starts != before.starts
+        self.stream = before  # not sent: the arm goes on along the last message, its tail to rest
+        if not new_path and before.starts <= 1:
+            # Rows on time since the stream began, yet the arm cannot follow them.
+            return Gated(None, broken=f"command stream broken: {problems[0]}; the arm brakes to rest")
+        self.late_next = stamp + len(rows) * T
+        if self.holding:
+            return Gated(None)
+        self.holding = True
+        if not new_path:  # on a path that a late row or a gap began: the rows assume a motion the arm left
+            which = "rows since a row came late or after a gap cannot be followed from where that left the arm"
+        elif before.starts:
+            which = "a row came late or after a gap and the arm cannot follow it"
+        else:
+            which = "the stream's first row cannot be followed from where the arm stands"
+        return Gated(None, late=f"{which} within the {self.robot.name}'s limits ({problems[0]}): the arm "
+                                f"stops and holds until rows come on time")

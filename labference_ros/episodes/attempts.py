@@ -31,6 +31,7 @@ class Attempt:
     setup_wall_s: float | None = None  # recorder start, reset, node starts and the finish calls
     sim_s: float | None = None
     scores: dict | None = None
+    system_events: list[dict] = field(default_factory=list)  # the tested system's own (core.failures.SYSTEM_EVENT_KINDS)
 
     def fail(self, message: str) -> None:
         self.status = "error"

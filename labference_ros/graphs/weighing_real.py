@@ -13,7 +13,8 @@ replaced by what a real cell has:
 - the arm: franka_arm_bridge (the graph's rows to franka_ros2's trajectory controller
   as quintic-interpolated trajectories under the robot's joint names; franka_ros2's
   joint states back under the graph's; stale joint states, robot errors and a robot
-  mode other than move become the episode's hardware_fault);
+  mode other than move become the episode's hardware_fault; the tested system's rows
+  too late to follow stop and hold the arm, its own late_rows event, no fault);
 - the gripper: franka_gripper_bridge (the graph's gripper command to franka_gripper's
   Grasp and Move actions at /<robot_model>_gripper);
 - the scene: the operator sets it up between episodes; the runner's reset asks the

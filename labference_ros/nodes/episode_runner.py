@@ -115,7 +115,7 @@ def make_node():
     from tqdm import tqdm
 
     from labference_ros.cdr_views import header_stamp_s
-    from labference_ros.core.failures import console_line
+    from labference_ros.core.failures import LATE_ROWS, console_line
     from labference_ros.core.summary import format_rate, format_table
     from labference_ros.episodes.attempts import Attempt, AttemptLog, parse_scores
     from labference_ros.episodes.plan import (
@@ -186,6 +186,8 @@ def make_node():
             # A real arm's faults (nodes/franka_arm_bridge.py): the episode is a validity error.
             self.hardware_faults: dict[str, str] = {}
             self.create_subscription(String, "/hardware/fault", self.on_hardware_fault, 10)
+            # The tested system's rows too late for the real arm (the same bridge): its own event.
+            self.create_subscription(String, "/arm/late_rows", self.on_late_rows, 10)
             self.reset = self.create_client(ResetEpisode, "/lab_sim/reset")
             self.referee_start = self.create_client(StartEpisode, "/referee/start_episode")
             self.referee_finish = self.create_client(FinishEpisode, "/referee/finish_episode")
@@ -237,6 +239,16 @@ def make_node():
                 self.hardware_faults.setdefault(str(data["episode_id"]), str(data["cause"]))
             except (ValueError, KeyError, TypeError):
                 self.get_logger().warning(f"unreadable /hardware/fault: {msg.data!r}")
+
+        def on_late_rows(self, msg):
+            try:
+                data = json.loads(msg.data)
+                eid, cause = str(data["episode_id"]), str(data["cause"])
+            except (ValueError, KeyError, TypeError):
+                return self.get_logger().warning(f"unreadable /arm/late_rows: {msg.data!r}")
+            if self.current is not None and self.current.episode_id == eid:
+                self.current.system_events.append({"kind": LATE_ROWS, "cause": cause, "t": data.get("t")})
+                self.say(f"episode {eid}: {cause} [{LATE_ROWS}]")
 
         def tick(self):
             if self.setup == "operator":

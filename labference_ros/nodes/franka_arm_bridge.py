@@ -16,15 +16,25 @@ joint-state stamps (the smallest receipt delay seen), so a clock offset between
 the two PCs changes nothing. The next row replaces the tail; a stream that stops
 leaves the arm decelerating.
 
+Late rows (devices/franka_arm.CommandGate). Every message's motion is checked at
+1 kHz against the robot's limits before it goes out. A row later than the latency,
+or after a gap, that the arm could not follow within them (mid-motion the path would
+have to jump from the braking tail back to the rows) is the tested system's
+lateness, not a fault: nothing is sent, so the last message's tail brings the arm
+to rest within the limits and the controller holds it there; /arm/late_rows
+(std_msgs/String, JSON: episode_id, cause, t) says so once per stop, and the
+episode runner keeps it in the attempt's `system_events` (the episode goes on and
+is scored). The late rows that follow are refused too; the first other row that can
+be followed (from where the arm stands) resumes the stream.
+
 Joint states. franka_ros2's /joint_states (the robot's names) are republished on
 /arm/joint_states under the graph's names (the simulated arm's, which the tested
 systems and the recorder read), the same positions, velocities and stamps.
 
 Faults (devices/franka_arm.FaultWatch): joint states older than
 joint_state_timeout_s, an error flag or a robot mode other than move in
-franka_robot_state_broadcaster's robot state; and a message the arm would answer
-with a reflex (its motion checked at 1 kHz against the robot's limits, as when rows
-arrive later than the latency mid-motion): it is not sent. The first fault during an episode
+franka_robot_state_broadcaster's robot state; and a message of rows on time since the
+stream began that the arm would answer with a reflex: it is not sent. The first fault during an episode
 (the one /policy_bridge/status says is running) stops the rows (none is forwarded
 until the next episode), asks /policy_bridge/pause with reason
 `hardware_fault: <cause>`, and publishes /hardware/fault (std_msgs/String, JSON:
@@ -56,13 +66,12 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.srv import SetPause
 from labference_ros.cell.description import weighing_cell
 from labference_ros.core.robots import robot_model
-from labference_ros.core.safety import motion_problems
-from labference_ros.core.trajectory_commands import RowStream, message_motion
-from labference_ros.devices.franka_arm import FaultWatch
+from labference_ros.devices.franka_arm import CommandGate, FaultWatch
 from labference_ros.nodes.runtime import run_node
 
 ROBOT_STATE_TOPIC = "/franka_robot_state_broadcaster/robot_state"
 FAULT_TOPIC = "/hardware/fault"
+LATE_TOPIC = "/arm/late_rows"  # the tested system's rows came too late to follow: not a fault
 GRAPH_JOINT_STATES = "/arm/joint_states"
 WATCH_HZ = 20.0
 
@@ -87,9 +96,8 @@ class FrankaArmBridge(Node):
         self.interval = float(v["control_interval_s"])
         self.watch = FaultWatch(joint_state_timeout_s=float(v["joint_state_timeout_s"]))
         self.watch_robot_state = bool(v["watch_robot_state"])
-        self.stream = RowStream(self.robot.arm_joints, self.interval, self.robot.max_acceleration,
-                                float(v["command_latency_s"]))
         self.latency = float(v["command_latency_s"])
+        self.gate = CommandGate(self.robot, self.interval, self.latency)
         # Robot PC's clock minus this one's, less the smallest delivery delay: joint-state stamp minus receipt.
         self.clock_offsets: deque[float] = deque(maxlen=300)
         self.robot_offset = 0.0  # the estimate a path's messages are stamped with (fixed while it runs)
@@ -103,6 +111,7 @@ class FrankaArmBridge(Node):
         self.pub_traj = self.create_publisher(JointTrajectory, f"/{controller}/joint_trajectory", qos)
         self.pub_joints = self.create_publisher(JointState, GRAPH_JOINT_STATES, qos)
         self.pub_fault = self.create_publisher(String, FAULT_TOPIC, qos)
+        self.pub_late = self.create_publisher(String, LATE_TOPIC, qos)
         self.pause = self.create_client(SetPause, "/policy_bridge/pause")
         self.create_subscription(JointTrajectory, f"/{v['graph_controller']}/joint_trajectory", self.on_rows, qos)
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, qos)
@@ -132,20 +141,25 @@ class FrankaArmBridge(Node):
         rows = np.array([list(p.positions)[:7] for p in msg.points], float)
         now = self._now()
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        starts = self.stream.starts
-        command = self.stream.send(now, stamp or now, rows, self.measured)
-        problems = motion_problems(self.robot, message_motion(self.stream.sent_from, command))
-        if problems:
-            # Never a command the arm would answer with a reflex: the last message's tail brakes it.
-            late = "a row came late or after a gap: " if self.stream.starts != starts else ""
-            self._fault(f"command stream broken: {late}{problems[0]}; the arm brakes to rest")
+        gated = self.gate.rows(now, stamp or now, rows, self.measured)
+        if gated.broken:
+            self._fault(gated.broken)  # never a command the arm would answer with a reflex
+        if gated.late and self.episode:
+            # The tested system's lateness, not the arm's fault: the episode goes on.
+            self.get_logger().warning(f"{self.episode}: {gated.late}")
+            self.pub_late.publish(String(data=json.dumps({"episode_id": self.episode, "cause": gated.late,
+                                                          "t": now})))
+        if gated.resumed:
+            self.get_logger().info("rows on time again: the arm follows them")
+        command, stream = gated.command, self.gate.stream
+        if command is None:
             return
-        if self.stream.starts != self.offset_of_path:
+        if stream.starts != self.offset_of_path:
             # A new path: the estimate may move now; within a path every message keeps it, so a
             # better estimate never shifts the path under the controller.
-            self.robot_offset, self.offset_of_path = max(self.clock_offsets), self.stream.starts
-            if self.stream.starts > 1:
-                self.get_logger().warning(f"row stream started again (start {self.stream.starts}): a row came "
+            self.robot_offset, self.offset_of_path = max(self.clock_offsets), stream.starts
+            if stream.starts > 1:
+                self.get_logger().warning(f"row stream started again (start {stream.starts}): a row came "
                                           "late or after a gap")
         traj = JointTrajectory(joint_names=list(command.joint_names))
         robot_now = now + self.robot_offset
@@ -189,7 +203,7 @@ class FrankaArmBridge(Node):
             # A new episode: its rows go out; a fault that is still there is its fault too.
             self.episode = episode
             self.fault = ""
-            self.stream = RowStream(self.robot.arm_joints, self.interval, self.robot.max_acceleration, self.latency)
+            self.gate = CommandGate(self.robot, self.interval, self.latency)
             self.offset_of_path = -1
         elif state != "running" and episode == self.episode:
             self.episode = ""  # between episodes the operator may guide or stop the arm

@@ -143,8 +143,9 @@ def test_a_row_stream_that_stops_brings_the_arm_to_rest_and_starts_again_from_th
 
 
 def test_a_row_later_than_the_latency_mid_motion_asks_what_the_arm_would_refuse():
-    # What the arm bridge then refuses to send (and reports as a fault): the path restarts
-    # from the braking tail while the rows have gone on.
+    # What the arm bridge then refuses to send (devices/franka_arm.CommandGate: the tested
+    # system's lateness, the arm stops): the path restarts from the braking tail while the
+    # rows have gone on.
     rows = minimum_jerk_rows([0.6, 0, 0, 0, 0, 0, 0], 1.0)
     stream = RowStream(FR3.arm_joints, T, FR3.max_acceleration, latency_s=0.06)
     for k, row in enumerate(rows[:25]):

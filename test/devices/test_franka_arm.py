@@ -5,9 +5,10 @@ import numpy as np
 
 from labference_ros.core.robots import FR3
 from labference_ros.core.trajectory_commands import StreamState, row_command
-from labference_ros.devices.franka_arm import (ACCELERATION_DISCONTINUITY, POSITION_LIMITS, ROBOT_MODE_IDLE,
-                                               ROBOT_MODE_MOVE, ROBOT_MODE_REFLEX, VELOCITY_DISCONTINUITY, VELOCITY_LIMITS,
-                                               ArmStandIn, FaultWatch)
+from labference_ros.devices.franka_arm import (ACCELERATION_DISCONTINUITY, CYCLE_S, POSITION_LIMITS,
+                                               ROBOT_MODE_IDLE, ROBOT_MODE_MOVE, ROBOT_MODE_REFLEX,
+                                               VELOCITY_DISCONTINUITY, VELOCITY_LIMITS, ArmStandIn, CommandGate,
+                                               FaultWatch)
 
 T = 0.02
 HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
@@ -83,3 +84,88 @@ def test_the_fault_watch_names_each_cause():
     watch.robot_state(ROBOT_MODE_IDLE, ())
     assert watch.fault(10.31).startswith("robot mode idle")
     assert watch.fault(10.31, watch_robot_state=False) == ""
+
+
+class GatedArm:
+    """The arm bridge's gate in front of the stand-in's arm, the arm's setpoint kept every cycle."""
+
+    def __init__(self):
+        self.arm = ArmStandIn(FR3, HOME)
+        self.gate = CommandGate(FR3, T, latency_s=0.06)
+        self.trace = []  # (velocity, acceleration) of every 1 kHz cycle
+
+    def run_until(self, t):
+        while self.arm.time + CYCLE_S <= t + 1e-12:
+            self.arm.advance(self.arm.time + CYCLE_S)
+            self.trace.append((self.arm.dq.copy(), self.arm.ddq.copy()))
+
+    def deliver(self, now, stamp, row):
+        self.run_until(now)
+        gated = self.gate.rows(now, stamp, row, self.arm.q)
+        c = gated.command
+        if c is not None:
+            self.arm.command(c.times, c.positions, c.velocities, c.accelerations, start=now)
+        return gated
+
+
+def test_a_late_row_mid_motion_stops_the_arm_within_the_fr3_limits_then_rows_on_time_resume():
+    rig = GatedArm()
+    rows = smooth_rows([0.6, 0, 0, 0, 0, 0, 0], 1.0)
+    on_time = [rig.deliver(k * T, k * T, row) for k, row in enumerate(rows[:25])]  # to full speed
+    assert all(g.command is not None and not g.late for g in on_time)
+    # The tested system falls 0.15 s behind mid-motion (the latency is 0.06 s): its next rows
+    # come late, on its old schedule. Not the arm's fault: nothing is sent, the arm stops.
+    late = [rig.deliver(25 * T + 0.15 + k * T, (25 + k) * T, row) for k, row in enumerate(rows[25:40])]
+    assert late[0].late.startswith("a row came late or after a gap") and "fr3" in late[0].late
+    assert [g.late != "" for g in late] == [True] + [False] * 14  # said once per stop
+    assert all(g.command is None and not g.broken for g in late)
+    assert rig.gate.holding
+    rig.run_until(1.5)
+    # It came to rest smoothly and holds: the FR3's acceleration and jerk limits kept every cycle.
+    assert rig.arm.error == "", rig.arm.error_detail
+    dq = np.array([v for v, _ in rig.trace])
+    ddq = np.array([a for _, a in rig.trace])
+    assert np.abs(np.diff(dq, axis=0)).max() / CYCLE_S <= 10.0 * (1 + 1e-6)
+    assert np.abs(ddq).max() <= 10.0
+    assert np.abs(np.diff(ddq, axis=0)).max() / CYCLE_S <= 5000.0 * (1 + 1e-6)
+    assert np.allclose(rig.arm.dq, 0.0) and np.allclose(rig.arm.ddq, 0.0)
+    rest = rig.arm.q.copy()
+    rig.run_until(2.0)
+    assert np.array_equal(rig.arm.q, rest)  # held there
+    # Rows on time again, from where the arm stands: the stream resumes and the arm follows.
+    second = rest + (smooth_rows([-0.3, 0, 0, 0, 0, 0, 0], 1.0) - HOME)
+    resumed = [rig.deliver(2.0 + k * T, 2.0 + k * T, row) for k, row in enumerate(second)]
+    assert resumed[0].resumed and all(g.command is not None for g in resumed)
+    assert not any(g.late or g.broken for g in resumed) and not rig.gate.holding
+    rig.run_until(3.5)
+    assert rig.arm.error == "" and np.abs(rig.arm.q - second[-1]).max() < 1e-3
+
+
+def test_rows_on_time_that_the_arm_cannot_follow_are_still_a_broken_command_stream():
+    rig = GatedArm()
+    rows = smooth_rows([0.6, 0, 0, 0, 0, 0, 0], 1.0)
+    for k, row in enumerate(rows[:25]):
+        assert rig.deliver(k * T, k * T, row).command is not None
+    jump = rows[25] + np.array([0.05, 0, 0, 0, 0, 0, 0])  # on time, 5 cm of joint 1 off the path
+    gated = rig.deliver(25 * T, 25 * T, jump)
+    assert gated.command is None and not gated.late
+    assert gated.broken.startswith("command stream broken: joint 1")
+    rig.run_until(1.5)  # the last message's tail brings the arm to rest
+    assert rig.arm.error == "" and np.allclose(rig.arm.dq, 0.0)
+
+
+def test_rows_that_go_on_at_speed_after_a_gap_are_the_tested_systems_lateness_too():
+    rig = GatedArm()
+    rows = smooth_rows([0.6, 0, 0, 0, 0, 0, 0], 1.0)
+    for k, row in enumerate(rows[:25]):
+        assert rig.deliver(k * T, k * T, row).command is not None
+    rig.run_until(1.0)  # a gap: the last message's tail brings the arm to rest
+    rest = rig.arm.q.copy()
+    first = rig.deliver(1.0, 1.0, rest)  # a new path, from where the arm stands: followed
+    assert first.command is not None and not first.late and rig.gate.stream.starts == 2
+    # The next row goes on at full speed, as if the arm had never stopped: not the arm's fault.
+    gated = rig.deliver(1.0 + T, 1.0 + T, rest + np.array([0.02, 0, 0, 0, 0, 0, 0]))
+    assert gated.command is None and not gated.broken
+    assert gated.late.startswith("rows since a row came late or after a gap cannot be followed")
+    rig.run_until(2.0)
+    assert rig.arm.error == "" and np.allclose(rig.arm.dq, 0.0)

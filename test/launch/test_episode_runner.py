@@ -238,7 +238,8 @@ def test_a_hardware_fault_ends_the_episode_as_a_validity_error_not_the_systems_f
     run_dir = tmp_path / "run"
     proc = _launch_real_with_fakes(["episodes:=2", "deadline_s:=30", "service_timeout_s:=10", "record:=false",
                                     f"output_dir:={run_dir}"],
-                                   {"FAKE_COMPLETE": "1", "FAKE_ARM_FAULT": "0"}, arm="fake_arm_fault.py")
+                                   {"FAKE_COMPLETE": "1", "FAKE_ARM_FAULT": "0", "FAKE_ARM_LATE": "1"},
+                                   arm="fake_arm_fault.py")
     try:
         assert proc.popen.wait(timeout=240) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
     finally:
@@ -252,6 +253,12 @@ def test_a_hardware_fault_ends_the_episode_as_a_validity_error_not_the_systems_f
     assert rows[0].get("scores") is None
     out = "\n".join(proc.seen)
     assert "hardware_fault: robot error: joint_reflex" in out and "[hardware_fault]" in out, out[-2000:]
+    # The tested system's rows too late for the arm in episode 1: its own event, the episode scored.
+    assert rows[0]["system_events"] == []
+    assert [e["kind"] for e in rows[1]["system_events"]] == ["late_rows"], rows[1]
+    assert rows[1]["system_events"][0]["cause"].startswith("a row came late or after a gap")
+    assert summary["overall"]["error_kinds"] == {"hardware_fault": 1}
+    assert "[late_rows]" in out, out[-2000:]
 
 
 @pytest.mark.slow

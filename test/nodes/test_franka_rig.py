@@ -8,7 +8,10 @@ import pathlib
 import sys
 
 import pytest
+from ros_domains import own_domain
 from rosproc import Proc
+
+from labference_ros.rosenv import loopback_environ
 
 PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "franka_rig_probe.py"
 
@@ -59,6 +62,44 @@ def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faul
     # The old command style (one position-only point per row) trips the arm's reflex.
     assert [f["episode_id"] for f in result["direct"]["faults"]] == ["e3"]
     assert "joint_motion_generator_velocity_discontinuity" in result["direct"]["faults"][0]["cause"]
+
+
+@pytest.mark.slow
+def test_late_rows_stop_the_fr3_smoothly_as_the_tested_systems_lateness_and_a_reflex_stays_a_hardware_fault():
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin"], env=env)
+        # The latency and joint-state timeout this shared machine needs (above).
+        bridge = Proc([sys.executable, "-m", "labference_ros.nodes.franka_arm_bridge", "--ros-args",
+                       "-p", "command_latency_s:=0.3", "-p", "joint_state_timeout_s:=2.0"], env=env)
+        probe = None
+        try:
+            probe = Proc([sys.executable, str(PROBE), "late"], env=env)
+            lines = probe.wait_for("RESULT", timeout=120)
+            assert lines, probe.seen + bridge.seen + standin.seen
+            result = json.loads(lines[0][len("RESULT "):])
+        finally:
+            if probe is not None:
+                probe.stop()
+            bridge.stop()
+            standin.stop()
+    late = result["late"]
+    # Rows 0.6 s late mid-motion: no hardware fault and no reflex (the stand-in checks the FR3's
+    # acceleration and jerk limits every 1 kHz cycle); the arm stopped short of the rows and holds.
+    assert late["faults"] == [] and not late["reflex"], (late, bridge.seen, standin.seen)
+    assert late["speed"] < 1e-6 and late["held"] < 1e-6 and late["short_of"] > 0.05, late
+    # Said once, as the tested system's lateness of the running episode.
+    assert [e["episode_id"] for e in late["late_rows"]] == ["e1"], late
+    assert late["late_rows"][0]["cause"].startswith("a row came late or after a gap"), late
+    # Rows on time again move the arm; still no fault.
+    resumed = result["resumed"]
+    assert resumed["moved"] > 0.15 and resumed["faults"] == [] and not resumed["reflex"], resumed
+    assert resumed["late_rows"] == 1
+    # A reflex is the hardware's: a hardware fault of e1, the bridge paused.
+    assert [f["episode_id"] for f in result["reflex"]["faults"]] == ["e1"]
+    assert result["reflex"]["faults"][0]["cause"].startswith("robot error: joint_reflex")
+    assert result["reflex"]["pauses"][0]["reason"].startswith("hardware_fault: robot error: joint_reflex")
 
 
 @pytest.mark.slow

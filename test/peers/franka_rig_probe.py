@@ -13,10 +13,17 @@ robot PC) and checks what the arm does:
   6. episode e3, the old command style straight to franka_ros2's controller (single
      position-only points each interval): the stand-in raises the velocity
      discontinuity reflex, and the fault for e3 names it.
-Prints "RESULT <json>"."""
+Prints "RESULT <json>".
+
+With the argument `late`, instead: episode e1, rows to full speed, then the probe falls
+0.6 s behind (past the bridge's latency) and sends the rest on its old schedule: the
+arm must stop and hold with no reflex and no hardware fault, /arm/late_rows names the
+tested system's lateness; rows on time from where the arm stands move it again; an
+injected reflex is still a hardware fault."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import numpy as np
@@ -86,10 +93,10 @@ def main() -> int:
     def arm_now():
         return np.array(joints[-1].position[:7])
 
-    def send(rows, publisher, names):
+    def send(rows, publisher, names, start=None):
         # As the policy bridge does: one row per interval, stamped with its interval's start
-        # (this computer's clock), one position-only point reached an interval later.
-        start = node.get_clock().now().nanoseconds
+        # (this computer's clock, from `start` in ns), one position-only point reached an interval later.
+        start = node.get_clock().now().nanoseconds if start is None else start
         next_at = time.monotonic()
         for k, row in enumerate(rows):
             point = JointTrajectoryPoint(positions=[float(x) for x in row],
@@ -106,6 +113,35 @@ def main() -> int:
     assert wait_until(lambda: joints and rows_out.get_subscription_count() and direct.get_subscription_count()
                       and inject.get_subscription_count() and status.get_subscription_count(), 60), "no graph"
     result["names"] = list(joints[-1].name)
+    if sys.argv[1:] == ["late"]:
+        late_rows: list[dict] = []
+        node.create_subscription(String, "/arm/late_rows", lambda m: late_rows.append(json.loads(m.data)), qos)
+        say("e1", "running")
+        time.sleep(0.3)
+        start, begun = arm_now(), node.get_clock().now().nanoseconds
+        rows = smooth(start, np.array([0.5, 0, 0, 0, 0, 0, 0]), 1.0)
+        send(rows[:25], rows_out, GRAPH_ARM, start=begun)  # to full speed
+        time.sleep(0.6)  # the tested system falls behind, then goes on with its old rows
+        send(rows[25:], rows_out, GRAPH_ARM, start=begun + int(round(25 * T * 1e9)))
+        time.sleep(0.8)
+        held = arm_now()
+        speeds = [float(np.abs(js.velocity[:7]).max()) for js in joints[-10:]]
+        time.sleep(0.3)
+        result["late"] = {"late_rows": list(late_rows), "faults": list(faults), "reflex": 4 in modes,
+                          "speed": max(speeds), "held": float(np.abs(arm_now() - held).max()),
+                          "short_of": float(rows[-1][0] - held[0])}
+        # Rows on time again from where the arm stands: it follows them.
+        here = arm_now()
+        send(smooth(here, np.array([-0.2, 0, 0, 0, 0, 0, 0]), 0.8), rows_out, GRAPH_ARM)
+        wait_until(lambda: abs(arm_now() - here)[0] > 0.15, 10)
+        result["resumed"] = {"moved": float(np.abs(arm_now() - here)[0]), "faults": list(faults),
+                             "late_rows": len(late_rows), "reflex": 4 in modes}
+        inject.publish(String(data="reflex"))  # a genuine fault is still the hardware's
+        wait_until(lambda: faults and pauses, 10)
+        result["reflex"] = {"faults": list(faults), "pauses": list(pauses)}
+        print("RESULT " + json.dumps(result), flush=True)
+        peer.close()
+        return 0
     start = arm_now()
     # 2. a smooth move in e1
     say("e1", "running")
