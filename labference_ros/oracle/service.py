@@ -21,8 +21,9 @@ import json
 
 from labference_ros.core.input_merge import key
 from labference_ros.core.operations import Operation
+from labference_ros.core.oracle_scope import payload_id
 from labference_ros.tasks import family as task_family
-from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
+from labference_ros.tasks.weighing.oracle_scope import validate_intervention
 
 from .supports import condition_name, parse_launch_support
 
