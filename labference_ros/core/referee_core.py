@@ -265,24 +265,6 @@ class RefereeCore(ProtocolRules):
         self._out.append(receipt)
         return self._flush(t)
 
-    def _intervention_receipt(self, intervention: dict, t: float, reasons: list[str]) -> list[dict]:
-        """The receipt of an Oracle intervention (delivered when no reason refuses it);
-        after the episode's end it is late and changes nothing."""
-        receipt = {"record": "receipt", "episode_id": self.episode_id,
-                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "intervention",
-                   "payload_id": str(intervention.get("intervention_id", "")), "t": t,
-                   "status": LATE if self.finished else ("delivered" if not reasons else "rejected_scope"),
-                   "opportunity_id": intervention.get("opportunity_id", -1),
-                   "evidence_version": intervention.get("evidence_version", -1),
-                   "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
-                   "reasons": reasons, "opened": False}
-        self.receipts.append(receipt)
-        if self.finished:
-            self.late_inputs["intervention"] += 1
-            return [receipt]
-        self._out.append(receipt)
-        return self._flush(t)
-
     # queries --------------------------------------------------------------------
     @property
     def opportunities(self) -> list[Opportunity]:
