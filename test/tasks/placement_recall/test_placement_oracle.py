@@ -1,20 +1,26 @@
 """Placement recall's Oracle sites (paper 6): state (where the target stands now, in the
 rack's own labels) and decision (which hole to retrieve from), each in Assist and Replace,
-scope-checked by the referee with the check every family shares (core/oracle_scope.py).
-On scripted measurement streams (no simulator)."""
+scope-checked by the referee with the check every family shares (core/oracle_scope.py);
+the reference systems take a supplied hole in place of their own. On scripted measurement
+streams and evaluator views (no simulator); the matched continuations through the
+simulator are in test_placement_oracle_continuations.py."""
 from __future__ import annotations
 
 import math
 import os
 import sys
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 from test_placement_referee import Stream, place_with_deviation  # noqa: E402
 
-from labference_ros.core.operations import WAIT_OP, insert  # noqa: E402
+from labference_ros.core.operations import WAIT_OP, Operation, insert  # noqa: E402
+from labference_ros.core.system import EvaluatorView  # noqa: E402
+from labference_ros.oracle.supports import COMPATIBLE, Support, compatibility  # noqa: E402
+from labference_ros.policies import make  # noqa: E402
 from labference_ros.tasks import family  # noqa: E402
 from labference_ros.tasks.placement_recall.instances import TARGET, generate  # noqa: E402
 from labference_ros.tasks.placement_recall.oracle_scope import decision_rule, state_payload  # noqa: E402
@@ -137,3 +143,98 @@ def test_after_the_episode_an_intervention_is_late():
     s.referee.finish(s.t, "test")
     (r,) = s.referee.check_intervention(intervention(s, "state", {"target_hole": HOLE}), s.t)
     assert (r["status"], r["reasons"]) == ("late", ["late"])
+
+
+# ----------------------------------------------------------------------------- systems
+def view(s: Stream) -> EvaluatorView:
+    """The evaluator view at the stream's state, as FAMILY.evaluator_view gives it."""
+    return FAMILY.evaluator_view(s.instance, s.measurement())
+
+
+@pytest.mark.parametrize("name", ["scripted_expert", "label_memory", "world_position", "cap_colour",
+                                  "label_memory_pixels", "cap_colour_pixels"])
+def test_the_reference_systems_accept_state_and_decision_in_both_modes(name):
+    system = make(name, task="placement_recall")
+    for mode in ("assist", "replace"):
+        for site in ("state", "decision"):
+            assert compatibility(system, Support(mode, site)) == COMPATIBLE
+    assert compatibility(system, Support("replace", "geometry")) == "incompatible:no_geometry_interface"
+
+
+def world_position_placed_in(s: Stream):
+    """world_position as after its placement into B2 (before the turn): it remembers the
+    world position where it let the tube go."""
+    system = make("world_position", task="placement_recall")
+    system.reset("s", 0)
+    system.chosen_hole = HOLE
+    rack = s.contract.rack
+    system.released_at = hole_positions(rack, s.instance.rack_pose)[HOLE] + \
+        np.array([0.0, 0.0, s.contract.tube.length_m / 2 - rack.depth_m])
+    system.stage = "retrieve"
+    return system
+
+
+@pytest.mark.parametrize("support", [None, ("state", {"target_hole": HOLE, "occupied_holes": []}),
+                                     ("decision", {"operation": retrieve(TARGET, HOLE).to_dict()})])
+def test_world_position_reaches_into_the_supplied_hole_of_the_turned_rack(support):
+    s = at_retrieval()
+    ev = view(s)
+    system = world_position_placed_in(s)
+    own = system.believed_hole(ev)
+    assert own not in (None, HOLE)  # its own state: the hole now at its remembered world position
+    if support is not None:
+        system.supply(support[0], "replace", support[1])
+
+    class Obs:  # decide reads the time alone at the retrieval
+        sim_time = s.t
+
+    move = system.decide(Obs(), ev)
+    where = np.asarray(move[1])
+    (entry,) = system.interface_log
+    assert entry["state_original"] == {"target_hole": own}
+    if support is None:  # where it let go: the other hole's place now
+        assert np.allclose(where, system.released_at)
+        assert entry["operation_used"] == retrieve(TARGET, own).to_dict()
+        return
+    assert np.allclose(where, ev.positions[TARGET], atol=1e-6)  # the target, in B2 of the turned rack
+    assert entry["operation_used"] == retrieve(TARGET, HOLE).to_dict()
+    if support[0] == "state":
+        assert entry["state_used"] == {"target_hole": HOLE} and entry["operation_original"] == entry["operation_used"]
+    else:
+        assert entry["operation_original"] == retrieve(TARGET, own).to_dict()
+    assert system.drain_reports()[0]["operation"] == retrieve(TARGET, HOLE).to_dict()  # its commitment
+
+
+def test_a_support_before_the_occlusion_is_followed_by_the_wait_it_holds():
+    s = Stream(turned_instance(), "extended")
+    place_with_deviation(s, intended=HOLE, settled=HOLE)
+    system = world_position_placed_in(s)
+    system.stage = "wait"
+    system.supply("decision", "replace", {"operation": WAIT_OP.to_dict()})
+
+    class Obs:
+        sim_time = s.t
+        images: dict = {}
+
+    assert system.decide(Obs(), view(s)) is None
+    (entry,) = system.interface_log
+    assert entry["operation_original"] == entry["operation_used"] == WAIT_OP.to_dict()
+    assert entry["state_original"] == {"target_hole": HOLE}
+    assert system.decide(Obs(), view(s)) is None and len(system.interface_log) == 1  # once per delivery
+
+
+def test_a_supplied_placement_hole_takes_the_place_of_its_own():
+    s = Stream(turned_instance(), "extended")
+    system = make("scripted_expert", task="placement_recall")
+    system.reset("s", 0)
+    free = next(h for h in ("C4", "A1", "C1") if h not in s.instance.distractors.values())
+    system.supply("decision", "assist", {"operation": insert(TARGET, free).to_dict()})
+
+    class Obs:
+        sim_time = 0.0
+
+    move = system.decide(Obs(), view(s))
+    assert system.chosen_hole == free
+    assert np.allclose(move[2][1], hole_positions(s.contract.rack, s.pose)[free])
+    (entry,) = system.interface_log
+    assert entry["operation_used"] == Operation("insert", TARGET, free).to_dict()
