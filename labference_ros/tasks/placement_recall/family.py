@@ -180,6 +180,11 @@ class PlacementRecallFamily(TaskFamily):
 
         return decision_rule(legal_set)
 
+    def oracle_site_checks(self, contract) -> dict:
+        from labference_ros.tasks.placement_recall.oracle_scope import site_checks
+
+        return site_checks(contract)
+
     def report_lines(self, scores: list[dict]) -> dict[str, str]:
         from labference_ros.tasks.placement_recall.evaluation import report_lines
 

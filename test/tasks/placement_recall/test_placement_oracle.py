@@ -6,6 +6,7 @@ streams and evaluator views (no simulator); the matched continuations through th
 simulator are in test_placement_oracle_continuations.py."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -238,3 +239,17 @@ def test_a_supplied_placement_hole_takes_the_place_of_its_own():
     assert np.allclose(move[2][1], hole_positions(s.contract.rack, s.pose)[free])
     (entry,) = system.interface_log
     assert entry["operation_used"] == Operation("insert", TARGET, free).to_dict()
+
+
+def test_over_topics_the_oracle_checks_a_retrieval_with_this_familys_operations():
+    # The topic oracle (oracle/service.py) checks scope as the referee does: the family's
+    # operation types and site checks, not weighing's. Its state payload is weighing's
+    # display reading, so this family's state has no facts there.
+    from labference_ros.oracle.service import NO_FACTS, OracleService
+
+    service = OracleService("replace:decision+replace:state", "extended-same", "placement_recall")
+    out = service.on_opportunity_legal_set("ep", 3, 4, (retrieve(TARGET, HOLE),), {}, 1.0)
+    by_site = {json.loads(receipt["detail_json"])["site"]: (iv, receipt) for iv, receipt in out}
+    iv, receipt = by_site["decision"]
+    assert receipt["status"] == "delivered" and iv["payload"] == {"operation": retrieve(TARGET, HOLE).to_dict()}
+    assert by_site["state"][1]["status"] == NO_FACTS
