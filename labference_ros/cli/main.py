@@ -436,8 +436,10 @@ def _prefix_operation(text: str):
 @click.option("--system", required=True, help="Tested system (policy registry name), e.g. misreader.")
 @click.option("--support", "supports", multiple=True, metavar="MODE:SITE[+MODE:SITE]",
               help="A support condition, e.g. replace:state, assist:state, replace:decision, replace:skill; "
-                   "join supports with + for a joint condition. Repeat for several. Without any: the base "
-                   "branches alone (a checkpoint population's own scores).")
+                   "join supports with + for a joint condition. Repeat for several. The reference systems "
+                   "expose: feedback_weighing's diagnostic readers state, decision, geometry, skill; "
+                   "centrifuge_loading's and placement_recall's state and decision (placement_recall: the "
+                   "target's hole by the rack's labels, the hole to retrieve from). Without any: the base branches alone (a checkpoint population's own scores).")
 @click.option("--task", "task", default="feedback_weighing", show_default=True,
               help="Task family of the population --new writes (feedback_weighing, centrifuge_loading, "
                    "placement_recall); a population file names its own.")

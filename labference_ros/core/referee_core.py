@@ -16,6 +16,7 @@ from collections import Counter
 
 from labference_ros.core.operations import STOP, Operation, as_operation
 from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
+from labference_ros.core.oracle_scope import check_scope, intervention_payload_id
 from labference_ros.core.protocol import ProtocolRules
 from labference_ros.core.scoring import episode_scores
 from labference_ros.core.system import COMMITMENT_SOURCE
@@ -231,21 +232,36 @@ class RefereeCore(ProtocolRules):
             return "revision", opp
         return "repeat", opp
 
-    def _intervention_receipt(self, intervention: dict, t: float, reasons: list[str]) -> list[dict]:
-        """The receipt of an Oracle intervention (delivered when no reason refuses it);
-        after the episode's end it is late and changes nothing."""
-        receipt = {"record": "receipt", "episode_id": self.episode_id,
-                   "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}", "kind": "intervention",
-                   "payload_id": str(intervention.get("intervention_id", "")), "t": t,
-                   "status": LATE if self.finished else ("delivered" if not reasons else "rejected_scope"),
-                   "opportunity_id": intervention.get("opportunity_id", -1),
-                   "evidence_version": intervention.get("evidence_version", -1),
-                   "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
-                   "reasons": reasons, "opened": False}
-        self.receipts.append(receipt)
+    def _scoped_intervention(self, intervention: dict, t: float, sites, *, operation_types=(),
+                             hidden_values: dict | None = None, site_checks: dict | None = None) -> list[dict]:
+        """Scope-check an Oracle intervention against the open opportunity and the current
+        evidence (core.oracle_scope.check_scope with the family's sites, operation types,
+        this episode's hidden values and the family's own site checks) and record its
+        receipt: delivered | rejected_scope, with the reasons. After the episode's end it
+        is late and changes nothing. First record returned: the receipt."""
         if self.finished:
-            self.late_inputs["intervention"] += 1
-            return [receipt]
+            late = self._late_receipt("intervention", intervention_payload_id(intervention), t)
+            # The bridge settles a support by the requested (opportunity, site): echo them.
+            late.update(site=intervention.get("site", ""), mode=intervention.get("mode", ""), reasons=[LATE],
+                        opportunity_id=intervention.get("opportunity_id", -1),
+                        evidence_version=intervention.get("evidence_version", -1))
+            return [late]
+        opp = self.book.current
+        decision = check_scope(
+            intervention, sites, current_opportunity_id=opp.id if opp and opp.status == "open" else None,
+            current_evidence_version=self.z.evidence_version, legal_set=opp.legal_set if opp else (),
+            operation_types=operation_types, hidden_values=hidden_values, site_checks=site_checks)
+        receipt = {
+            "record": "receipt", "episode_id": self.episode_id,
+            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
+            "kind": "intervention", "payload_id": decision.payload_id, "t": t,
+            "status": "delivered" if decision.ok else "rejected_scope",
+            "opportunity_id": intervention.get("opportunity_id", -1),
+            "evidence_version": intervention.get("evidence_version", -1),
+            "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
+            "reasons": list(decision.reasons), "opened": False,
+        }
+        self.receipts.append(receipt)
         self._out.append(receipt)
         return self._flush(t)
 

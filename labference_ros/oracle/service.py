@@ -1,6 +1,7 @@
 """Topic-side Oracle logic, kept free of ROS so it is testable: bind one
 support condition to each opportunity the referee opens, build its payloads
-from authorized facts only and check scope with the task validator.
+from authorized facts only and check scope with the shared check
+(core.oracle_scope) and the family's own site checks.
 
 Everything a payload needs arrives in the opportunity's legal-set message
 (the referee publishes it when the opportunity opens): the legal set for the
@@ -21,8 +22,8 @@ import json
 
 from labference_ros.core.input_merge import key
 from labference_ros.core.operations import Operation
+from labference_ros.core.oracle_scope import check_scope, payload_id
 from labference_ros.tasks import family as task_family
-from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
 
 from .supports import condition_name, parse_launch_support
 
@@ -96,8 +97,10 @@ class OracleService:
             if payload is None:
                 status, reasons = NO_FACTS, ["no_certified_facts_at_this_opportunity"]
             else:
-                d = validate_intervention(iv, self.contract, current_opportunity_id=int(opportunity_id),
-                                          current_evidence_version=int(evidence_version), legal_set=ops)
+                d = check_scope(iv, self.contract.diagnostics, current_opportunity_id=int(opportunity_id),
+                                current_evidence_version=int(evidence_version), legal_set=ops,
+                                operation_types=self.contract.operation_types,
+                                site_checks=self.family.oracle_site_checks(self.contract))
                 status, reasons = ("delivered" if d.ok else "rejected_scope"), list(d.reasons)
             receipt = {"episode_id": episode_id, "receipt_id": iid, "kind": "intervention", "stamp": float(t),
                        "payload_id": payload_id(payload or {}), "opportunity_id": int(opportunity_id),

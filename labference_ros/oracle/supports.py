@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labference_ros.tasks.weighing.oracle_scope import MODES
+from labference_ros.core.oracle_scope import MODES
 
 SITES = ("state", "decision", "geometry", "skill")
 COMPATIBLE = "compatible"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import json
 
-from labference_ros.tasks.weighing.oracle_scope import payload_id
+from labference_ros.core.oracle_scope import payload_id
 from labference_ros.msgconv import stamp_to_s
 
 from .compare import Finding

@@ -208,6 +208,12 @@ class TaskFamily:
         """Oracle decision site: the one legal operation a Replace supplies."""
         raise NotImplementedError
 
+    def oracle_site_checks(self, contract) -> dict:
+        """What this family's payloads may say beyond their declared keys: site ->
+        check(payload) -> reasons, run by the shared scope check (core.oracle_scope)
+        after the binding, hidden and undeclared fields. Default: none."""
+        return {}
+
     def geometry_frames(self, objects) -> list[dict]:
         """Oracle geometry site: the frames a geometry report may name."""
         raise NotImplementedError

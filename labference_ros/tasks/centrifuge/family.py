@@ -152,6 +152,11 @@ class CentrifugeFamily(TaskFamily):
 
         return decision_rule(legal_set)
 
+    def oracle_site_checks(self, contract) -> dict:
+        from labference_ros.tasks.centrifuge.oracle_scope import site_checks
+
+        return site_checks(contract)
+
     def geometry_frames(self, objects) -> list[dict]:
         from labference_ros.tasks.centrifuge.contract import contract_for
         from labference_ros.tasks.centrifuge.oracle_scope import geometry_frames

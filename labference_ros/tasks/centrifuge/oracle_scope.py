@@ -8,6 +8,8 @@
             insertion axis in the world, from the measured rotor pose
   skill     a reference insertion of the chosen operation (the executor's side)
 Nothing here delivers the legal set, the reference state or the intended slot.
+The referee's scope check is every family's (core/oracle_scope.py) with
+site_checks below: a state names slots by their labels.
 """
 from __future__ import annotations
 
@@ -47,6 +49,19 @@ def occupied_slots(objects: dict, contract: CentrifugeContract) -> dict[str, str
 
 def state_payload(objects: dict, contract: CentrifugeContract) -> dict:
     return {"occupied_slots": sorted(occupied_slots(objects, contract).values())}
+
+
+def site_checks(contract: CentrifugeContract) -> dict:
+    """What the centrifuge's state payload may say beyond its keys (core.oracle_scope)."""
+    return {"state": lambda payload: _state_reasons(payload, contract)}
+
+
+def _state_reasons(payload: dict, contract: CentrifugeContract) -> list[str]:
+    slots = payload.get("occupied_slots", [])
+    known = {slot_name(j) for j in range(contract.rotor.n_slots)}
+    if not isinstance(slots, list) or not all(isinstance(s, str) and s in known for s in slots):
+        return ["occupied_slots_invalid"]
+    return []
 
 
 def decision_rule(legal_set):

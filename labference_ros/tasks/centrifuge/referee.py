@@ -23,12 +23,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from labference_ros.core.measurements import WorldMeasurement
-from labference_ros.core.operations import INSERT, PICK, Operation, as_operation, insert, pick
+from labference_ros.core.operations import INSERT, PICK, Operation, insert, pick
 from labference_ros.core.protocol import DROP, OTHER_DESTINATION, SLIP, UNFINISHED
-from labference_ros.core.referee_core import LATE, RefereeCore
+from labference_ros.core.referee_core import RefereeCore
 from labference_ros.tasks.centrifuge import task_state as ts
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract
 from labference_ros.tasks.centrifuge.insertion import ROBOT_CONTACTS, SeatTracker, seat_check
+from labference_ros.tasks.centrifuge.oracle_scope import site_checks
 from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
 from labference_ros.tasks.centrifuge.recognisers import TubeTracker
 from labference_ros.tasks.centrifuge.rotor import slot_frames, slot_index, slot_name
@@ -91,28 +92,12 @@ class Referee(RefereeCore):
         return self._flush(m.t)
 
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
-        """Scope check: bound to the open opportunity and the current evidence; a
-        decision must carry one legal operation (evaluator facts never leave)."""
-        opp = self.book.current
-        reasons = []
-        if self.finished:
-            reasons.append(LATE)
-        elif opp is None or opp.status != "open" or intervention.get("opportunity_id") != opp.id:
-            reasons.append("stale_opportunity")
-        elif intervention.get("evidence_version") != self.z.evidence_version:
-            reasons.append("stale_evidence_version")
-        payload = intervention.get("payload") or {}
-        hidden = set(self.contract.diagnostics.hidden_keys) & set(payload if isinstance(payload, dict) else {})
-        if hidden:
-            reasons.append("hidden_keys:" + ",".join(sorted(hidden)))
-        if intervention.get("site") == "decision" and not reasons:
-            try:
-                op = as_operation(payload.get("operation") or {})
-            except (KeyError, ValueError, TypeError):
-                op = None
-            if op is None or op not in opp.legal_set:
-                reasons.append("operation_not_legal")
-        return self._intervention_receipt(intervention, t, reasons)
+        """Scope check (core.oracle_scope, as every family's): bound to the open opportunity
+        and the current evidence, only the site's declared fields and no evaluator facts;
+        a decision carries one legal operation, a state only slot labels."""
+        return self._scoped_intervention(intervention, t, self.contract.diagnostics,
+                                         operation_types=self.contract.operation_types,
+                                         site_checks=site_checks(self.contract))
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:

@@ -10,12 +10,17 @@ content hash.
 Operations: Insert(tube, hole) places a tube into a hole (destination = hole
 label); Pick(tube, hole) retrieves it from a hole (the hole is what is scored);
 Remove(tube, table) sets it down in the marked region; Wait; Stop.
+
+Oracle sites (paper 6; oracle_scope.py): state (where the target stands now, in the
+rack's own labels, and which holes hold a tube) and decision (one legal operation:
+at the retrieval, Pick(target, hole)), each in Assist and Replace.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from labference_ros.core.contracts import HashedContract
+from labference_ros.core.oracle_scope import OracleSites
 from labference_ros.tasks.placement_recall.instances import CAPS, RELEASE_REGION, TARGET, split_condition
 from labference_ros.tasks.placement_recall.rack import RackGeometry
 
@@ -93,6 +98,17 @@ class OpportunityRules:
     triggers: tuple[str, ...] = ("initial_readiness", "confirmed_change", "environment_transition")
 
 
+# The Oracle sites (paper 6, Table 2) and what each may carry. A state names holes by
+# the rack's own labels, which a turned rack keeps; what the environment did while the
+# cameras were blocked, the reference and the legal set never leave the evaluator.
+ORACLE_SITES = OracleSites(
+    sites=("state", "decision"),
+    state_payload_keys=("target_hole", "occupied_holes"),
+    decision_payload_keys=("operation",),
+    hidden_keys=("legal_set", "legal_operations", "reference_state", "state_json", "placed_hole",
+                 "intended_hole", "movement", "moved_rack_pose", "transitions"))
+
+
 @dataclass(frozen=True)
 class PlacementContract(HashedContract):
     task: str
@@ -115,6 +131,7 @@ class PlacementContract(HashedContract):
     release_region: ReleaseRegion
     terminal: TerminalConditions
     opportunities: OpportunityRules
+    diagnostics: OracleSites = ORACLE_SITES
     target: str = TARGET
     # The scored reporting tracks besides the native choices (paper 4.3): explicit slot
     # reports and symbolic retrieval commitments (core.system.COMMITMENT_SOURCE).
@@ -148,7 +165,7 @@ def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
         raise ValueError(f"unknown cap condition {caps!r}; caps: {', '.join(CAPS)}")
     rack, tube = RackGeometry(), TubeGeometry()
     contract = PlacementContract(
-        task=TASK, condition=f"{condition}-{caps}", setting=condition, caps=caps, version="0.2.0",
+        task=TASK, condition=f"{condition}-{caps}", setting=condition, caps=caps, version="0.3.0",
         state_variables=_STATE_VARIABLES,
         authorized_evidence=_EVIDENCE, history_protocol=HISTORY_PROTOCOL,
         operation_types=("insert", "pick", "remove", "wait", "stop"), exposes_wait=True, exposes_stop=True,

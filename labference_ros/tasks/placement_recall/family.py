@@ -169,6 +169,22 @@ class PlacementRecallFamily(TaskFamily):
                              positions={n: o.position for n, o in measurement.objects.items()},
                              facts={"rack_pose": [*pose.center, pose.yaw_rad], "in_holes": seated})
 
+    # Oracle sites (oracle_scope.py): state and decision, no geometry or skill site.
+    def state_payload(self, world) -> dict:
+        from labference_ros.tasks.placement_recall.oracle_scope import state_payload
+
+        return state_payload(world.measure(), world.instance, self.contract_for(world.instance.condition))
+
+    def decision_rule(self, legal_set):
+        from labference_ros.tasks.placement_recall.oracle_scope import decision_rule
+
+        return decision_rule(legal_set)
+
+    def oracle_site_checks(self, contract) -> dict:
+        from labference_ros.tasks.placement_recall.oracle_scope import site_checks
+
+        return site_checks(contract)
+
     def report_lines(self, scores: list[dict]) -> dict[str, str]:
         from labference_ros.tasks.placement_recall.evaluation import report_lines
 

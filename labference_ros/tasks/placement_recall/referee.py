@@ -45,6 +45,7 @@ from labference_ros.tasks.grasping import ROBOT_CONTACTS
 from labference_ros.tasks.placement_recall import task_state as ts
 from labference_ros.tasks.placement_recall.contract import PlacementContract
 from labference_ros.tasks.placement_recall.instances import PlacementInstance
+from labference_ros.tasks.placement_recall.oracle_scope import site_checks
 from labference_ros.tasks.placement_recall.rack import LABELS, hole_positions, hole_under, to_local
 from labference_ros.tasks.placement_recall.recognisers import (
     RetrievalTracker,
@@ -174,8 +175,12 @@ class Referee(RefereeCore):
             self._retrieval["reached"] = True  # the retrieval opportunity opened
 
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
-        """Every intervention is refused until the family's Oracle sites exist."""
-        return self._intervention_receipt(intervention, t, [] if self.finished else ["no_oracle_sites"])
+        """Scope check (core.oracle_scope, as every family's): bound to the open opportunity
+        and the current evidence, only the site's declared fields and no evaluator facts; a
+        decision carries one legal operation, a state only hole labels (oracle_scope.py)."""
+        return self._scoped_intervention(intervention, t, self.contract.diagnostics,
+                                         operation_types=self.contract.operation_types,
+                                         site_checks=site_checks(self.contract))
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:

@@ -39,6 +39,19 @@ Imperfect systems (paper 5.3: the mistakes real policies make; privileged, as sc
   placement), and at once, without looking whether it seated, its open hand descends over
   another hole (the next step begun before the placement is confirmed: premature
   advancement); then it stops (early termination).
+
+Oracle sites (paper 6; oracle_scope.py): every system here exposes state and decision,
+each in Assist and Replace (both act on what is supplied, as weighing's hooked readers do).
+Its state is where it takes the target to stand, in the rack's labels: its own is the hole
+it would reach into (world_position: the hole now standing at the world position it
+remembers, wrong after a turn); a supplied `target_hole` takes its place. Its decision
+at the retrieval is Pick(target, that hole); a supplied Pick takes its place. Where the
+hole it then reaches into differs from its own, its hand goes to that hole of the rack as
+it stands now (the privileged systems: from the rack's measured pose; the pixel systems:
+from the rack they see), else exactly where it would have gone. Each decision's original
+and used outputs are logged (interface_log): the placement's (a supplied Insert takes its
+place), the retrieval's, and, for a support that arrives after its placement and before
+the occlusion, the Wait it holds then (its own state there: the hole it placed into).
 """
 from __future__ import annotations
 
@@ -47,10 +60,11 @@ import random
 import numpy as np
 
 from labference_ros.core.observation import PolicyObservation
+from labference_ros.core.operations import INSERT, PICK, WAIT_OP, Operation
 from labference_ros.core.system import COMMITMENT_SOURCE, EvaluatorView
 from labference_ros.tasks.centrifuge.moves import open_width
 from labference_ros.tasks.placement_recall.contract import contract_for
-from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_positions, parse_label
+from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_positions, hole_under, parse_label
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 RELEASE_DEPTH_M = 0.022  # the tube's bottom this far below the top face when the fingers open
@@ -98,9 +112,13 @@ class _Recall(PlannedMotionSystem):
     """Shared: place, wait out the occlusion, retrieve from wherever `retrieval_point` says."""
 
     privileged = True
+    INTERFACES = {"state": ("assist", "replace"), "decision": ("assist", "replace")}  # capability negotiation
 
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
+        self.supplied: dict[str, dict] = {}  # site -> the latest delivered payload
+        self.interface_log: list[dict] = []  # original and used outputs per decision
+        self._unanswered = False  # a support arrived that no decision has followed yet
         self.stage = "place"
         self.saw_occlusion = False
         self.chosen_hole: str | None = None
@@ -126,6 +144,77 @@ class _Recall(PlannedMotionSystem):
     def before_placement(self, obs: PolicyObservation) -> None:
         """What it keeps of the view before a placement it did not plan itself."""
 
+    # Oracle sites -------------------------------------------------------------
+    def interfaces(self) -> dict:
+        return dict(self.INTERFACES)
+
+    def supply(self, site: str, mode: str, payload: dict) -> None:
+        """Deliver one support; it holds until the next delivery at that site."""
+        if mode not in self.INTERFACES.get(site, ()):
+            raise ValueError(f"{self.name} does not accept {mode}:{site}")
+        self.supplied[site] = {"mode": mode, **payload}
+        self._unanswered = True
+
+    def _held_wait(self, t: float) -> None:
+        """Before the occlusion it holds a Wait: the decision a support delivered then is
+        followed by (its own state: the hole it placed into)."""
+        if not self._unanswered or self.saw_occlusion:
+            return
+        own = {"target_hole": self.chosen_hole}
+        self.interface_log.append({"t": t, "state_original": own, "state_used": self._state_used(own),
+                                   "operation_original": WAIT_OP.to_dict(), "operation_used": WAIT_OP.to_dict()})
+        self._unanswered = False
+
+    def _state_used(self, own: dict) -> dict:
+        supplied = self.supplied.get("state", {}).get("target_hole")
+        return {"target_hole": supplied} if supplied in LABELS else own
+
+    def _placement_decision(self, t: float, own_hole: str) -> str:
+        """The placement at its decision interface: its own Insert, or a supplied one in its
+        place (the target is in no hole yet: its state says so). Logged; returns the hole."""
+        target = contract_for("basic").target
+        own = {"target_hole": None}
+        chosen = used = Operation(INSERT, target, own_hole)
+        supplied = self.supplied.get("decision", {}).get("operation")
+        if supplied and supplied.get("type") == INSERT and supplied.get("destination") in LABELS:
+            used = Operation.from_dict(supplied)
+        self.interface_log.append({"t": t, "state_original": own, "state_used": self._state_used(own),
+                                   "operation_original": chosen.to_dict(), "operation_used": used.to_dict()})
+        self._unanswered = False
+        return used.destination
+
+    def _retrieval_decision(self, t: float, own_hole: str | None) -> str | None:
+        """The retrieval at its interfaces: its own state (own_hole), the state it acts on
+        (a supplied one in its place), its own Pick from that state and the Pick it carries
+        out (a supplied one in its place). Logged; returns the hole it retrieves from."""
+        target = contract_for("basic").target
+        own = {"target_hole": own_hole}
+        state = self._state_used(own)
+        chosen = Operation(PICK, target, state["target_hole"]) if state["target_hole"] else None
+        used = chosen
+        supplied = self.supplied.get("decision", {}).get("operation")
+        if supplied and supplied.get("type") == PICK and supplied.get("destination") in LABELS:
+            used = Operation.from_dict(supplied)
+        self.interface_log.append({"t": t, "state_original": own, "state_used": state,
+                                   "operation_original": chosen.to_dict() if chosen else None,
+                                   "operation_used": used.to_dict() if used else None})
+        self._unanswered = False
+        if used is not None and used.destination != own_hole:
+            self._note(t=t, supported_hole=used.destination, own_hole=own_hole)
+        return used.destination if used is not None else None
+
+    def believed_hole(self, evaluator: EvaluatorView) -> str | None:
+        """Its own state at the retrieval: the hole it takes the target to stand in, in the
+        rack's labels (asked after retrieval_point)."""
+        return self.committed_hole(evaluator)
+
+    def tube_centre(self, evaluator: EvaluatorView, hole: str) -> np.ndarray:
+        """Where a tube seated in `hole` stands (its centre), in the rack as measured now."""
+        contract = contract_for(evaluator.instance.condition)
+        rack = evaluator.facts["rack_pose"]
+        mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[hole]
+        return mouth + np.array([0.0, 0.0, contract.tube.length_m / 2 - contract.rack.depth_m])
+
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         if evaluator is None:
             raise ValueError(f"{self.name} is privileged: it needs the evaluator view")
@@ -141,7 +230,7 @@ class _Recall(PlannedMotionSystem):
                 return None
             choices = free_holes(in_holes.values())
             hole = random.Random(f"placement-hole:{self.policy_seed}").choice(choices)
-            self.chosen_hole = hole
+            hole = self.chosen_hole = self._placement_decision(t, hole)
             pose = RackPose(tuple(evaluator.facts["rack_pose"][:3]), evaluator.facts["rack_pose"][3])
             mouth = hole_positions(contract.rack, pose)[hole]
             # Where its hand lets the tube go, in the world: the tube's centre once it stands
@@ -150,17 +239,23 @@ class _Recall(PlannedMotionSystem):
             self._note(t=t, operation={"type": "insert", "object": target, "destination": hole})
             return target, np.asarray(evaluator.positions[target], float), ("insert", mouth)
         if self.stage == "wait":
+            self._held_wait(t)
             if occluded(obs) or not self.saw_occlusion:
                 return None
             self.stage = "retrieve"
         if self.stage == "retrieve":
             self.stage = "done"
             where = self.retrieval_point(evaluator)
+            committed = self.committed_hole(evaluator)
+            own_hole = self.believed_hole(evaluator)
+            hole = self._retrieval_decision(t, own_hole)
+            if hole is not None and hole != own_hole:  # a supported hole: reach into it as the rack stands
+                where, committed = self.tube_centre(evaluator, hole), hole
             if where is None:  # nothing to reach for: it gives up
                 self._note(t=t, gave_up="no retrieval point")
                 self.finished = True
                 return None
-            self.commit(self.committed_hole(evaluator))
+            self.commit(committed)
             self._note(t=t, retrieve_at=where.tolist())
             return "retrieval", where, ("set_down", contract.release_region.center)
         self.finished = True
@@ -377,6 +472,15 @@ class WorldPosition(_Recall):
         # its hand goes to where that hole was.
         return self.chosen_hole
 
+    def believed_hole(self, evaluator: EvaluatorView) -> str | None:
+        # Where it takes the tube to stand: the hole now at the world position it remembers
+        # (after a half turn, another hole), none over a guide or beside the rack.
+        if self.released_at is None:
+            return None
+        contract = contract_for(evaluator.instance.condition)
+        rack = evaluator.facts["rack_pose"]
+        return hole_under(self.released_at, contract.rack, RackPose(tuple(rack[:3]), rack[3])) or None
+
 
 class CapColour(_Recall):
     """Tells the target from the other tubes by its cap colour alone: it takes the colour it
@@ -508,7 +612,7 @@ class _PixelRecall(_Recall):
                 self.finished = True
                 return None
             hole = random.Random(f"placement-hole:{self.policy_seed}").choice(choices)
-            self.chosen_hole = hole
+            hole = self.chosen_hole = self._placement_decision(t, hole)
             self.tube_colour = seen.caps.get("table:0")  # the caps of the tubes on the table, largest first
             mouth = seen.mouth(hole)
             self._note(t=t, rack_seen=[*seen.pose.center, seen.pose.yaw_rad], seen_taken=sorted(seen.seated),
@@ -517,6 +621,7 @@ class _PixelRecall(_Recall):
             self.placements += 1
             return "tube", np.asarray(seen.standing[0], float), ("insert", mouth)
         if self.stage == "wait":
+            self._held_wait(t)
             if not self.saw_occlusion and self.waiting_since is not None \
                     and t - self.waiting_since >= OCCLUSION_WAIT_S - 1e-9:
                 # The environment blocks the view only after a confirmed placement: none came.
@@ -528,6 +633,8 @@ class _PixelRecall(_Recall):
             self.stage = "done"
             seen = self._sight(obs)
             hole = None if seen.pose is None else self.retrieval_hole(seen, t)
+            if seen.pose is not None:  # the retrieval at its interfaces (a supported hole in its place)
+                hole = self._retrieval_decision(t, hole)
             if hole is None:
                 if seen.pose is None:
                     self._note(t=t, gave_up="no rack seen after the occlusion")
@@ -598,13 +705,10 @@ class LabelMemory(_Recall):
     name = "label_memory"
 
     def retrieval_point(self, evaluator: EvaluatorView) -> np.ndarray | None:
-        contract = contract_for(evaluator.instance.condition)
         if self.remembered_hole is None:  # it never saw its tube in the rack
             return None
-        rack = evaluator.facts["rack_pose"]
-        mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[self.remembered_hole]
         self._note(remembered_hole=self.remembered_hole)
-        return mouth + np.array([0.0, 0.0, contract.tube.length_m / 2 - contract.rack.depth_m])
+        return self.tube_centre(evaluator, self.remembered_hole)
 
     def committed_hole(self, evaluator: EvaluatorView) -> str | None:
         return self.remembered_hole

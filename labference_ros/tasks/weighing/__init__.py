@@ -166,6 +166,11 @@ class WeighingFamily(TaskFamily):
         physical = [o for o in ops if o.physical]
         return (physical or ops or [None])[0]
 
+    def oracle_site_checks(self, contract) -> dict:
+        from labference_ros.tasks.weighing.oracle_scope import site_checks
+
+        return site_checks(contract)
+
     def geometry_frames(self, objects) -> list[dict]:
         from labference_ros.core.geometry import standard_frames
 

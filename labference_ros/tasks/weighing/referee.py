@@ -9,7 +9,6 @@ class; it reads no clock and no randomness, so equal inputs give equal outputs.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 
@@ -17,11 +16,11 @@ from labference_ros.core.measurements import PAN, WorldMeasurement
 from labference_ros.core.operations import Operation
 from labference_ros.core.opportunities import Evidence, Opportunity
 from labference_ros.core.protocol import DROP, RELEASED_OUTSIDE
-from labference_ros.core.referee_core import LATE, RefereeCore
+from labference_ros.core.referee_core import RefereeCore
 from labference_ros.tasks.weighing.contract import TaskContract
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G, STANDARDS
-from labference_ros.tasks.weighing.oracle_scope import payload_id, validate_intervention
+from labference_ros.tasks.weighing.oracle_scope import WEIGHING_OPERATION_TYPES, site_checks
 from labference_ros.tasks.weighing.recognisers import (S_AMBIGUOUS, S_NONE, S_PAN, S_TABLE, MeasurementView,
                                                       ObjectTracker, location_of, still, touches_location,
                                                       view_of)
@@ -36,17 +35,6 @@ from labference_ros.tasks.weighing.task_state import (ELSEWHERE, ConfirmedEvent,
 # held object that counts as a deliberate move. Not yet part of the contract (its
 # hash would change); docs/records.md.
 HELD_CHOICE_MIN_DISPLACEMENT_M = 0.05
-
-
-def _intervention_payload_id(intervention: dict) -> str:
-    """The id a scope check would give the payload (a JSON string is parsed first)."""
-    payload = intervention.get("payload")
-    if isinstance(payload, str):
-        try:
-            payload = json.loads(payload)
-        except ValueError:
-            pass
-    return payload_id(payload)
 
 
 class Referee(RefereeCore):
@@ -127,33 +115,10 @@ class Referee(RefereeCore):
     def check_intervention(self, intervention: dict, t: float) -> list[dict]:
         """Scope-check an Oracle intervention against the current opportunity and
         record its receipt (delivered | rejected_scope). First record: the receipt."""
-        if self.finished:
-            late = self._late_receipt("intervention", _intervention_payload_id(intervention), t)
-            # The bridge settles a support by the requested (opportunity, site): echo them.
-            late.update(site=intervention.get("site", ""), mode=intervention.get("mode", ""), reasons=[LATE],
-                        opportunity_id=intervention.get("opportunity_id", -1),
-                        evidence_version=intervention.get("evidence_version", -1))
-            return [late]
-        opp = self.book.current
-        decision = validate_intervention(
-            intervention, self.contract,
-            current_opportunity_id=opp.id if opp and opp.status == "open" else None,
-            current_evidence_version=self.z.evidence_version,
-            legal_set=opp.legal_set if opp else (),
-            hidden_values={"sample_mass_g": self.instance.sample_mass_g, "goal_set": self.instance.goal_set})
-        receipt = {
-            "record": "receipt", "episode_id": self.episode_id,
-            "receipt_id": f"{self.episode_id}:o{len(self.receipts) + 1:05d}",
-            "kind": "intervention", "payload_id": decision.payload_id, "t": t,
-            "status": "delivered" if decision.ok else "rejected_scope",
-            "opportunity_id": intervention.get("opportunity_id", -1),
-            "evidence_version": intervention.get("evidence_version", -1),
-            "site": intervention.get("site", ""), "mode": intervention.get("mode", ""),
-            "reasons": list(decision.reasons), "opened": False,
-        }
-        self.receipts.append(receipt)
-        self._out.append(receipt)
-        return self._flush(t)
+        return self._scoped_intervention(
+            intervention, t, self.contract.diagnostics, operation_types=WEIGHING_OPERATION_TYPES,
+            hidden_values={"sample_mass_g": self.instance.sample_mass_g, "goal_set": self.instance.goal_set},
+            site_checks=site_checks(self.contract))
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:

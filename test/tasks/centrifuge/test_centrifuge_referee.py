@@ -247,3 +247,36 @@ def _protocol_streams():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_interventions_are_scope_checked_as_every_familys():
+    # The shared check (core/oracle_scope.py): the same reasons as weighing's and placement
+    # recall's, and a state names slots by their labels.
+    from labference_ros.core.operations import insert
+
+    inst = generate("basic", 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
+    cell = Cell(inst, contract_for("basic"))
+    cell.run(0.5)
+    ref = cell.referee
+    opp = ref.book.current
+    legal = sorted(opp.legal_set)[0]
+
+    def receipt(site, payload, **binding):
+        iv = {"mode": "replace", "site": site, "payload": payload, "opportunity_id": opp.id,
+              "evidence_version": ref.z.evidence_version, **binding}
+        return ref.check_intervention(iv, cell.t)[0]
+
+    seated = f"slot_{inst.seated['tube_a']:02d}"
+    r = receipt("state", {"occupied_slots": [seated]})
+    assert (r["status"], r["reasons"], len(r["payload_id"])) == ("delivered", [], 64)
+    assert receipt("decision", {"operation": legal.to_dict()})["status"] == "delivered"
+    wrong = insert("tube_b", seated)  # into the occupied slot: never legal
+    assert receipt("decision", {"operation": wrong.to_dict()})["reasons"] == ["operation_not_legal"]
+    assert receipt("state", {"occupied_slots": ["slot_99"]})["reasons"] == ["occupied_slots_invalid"]
+    assert receipt("state", {"occupied_slots": [], "first_intended_slot": "slot_00"})["reasons"] == \
+        ["hidden_fields:first_intended_slot", "undeclared_fields:first_intended_slot"]
+    assert receipt("state", {"occupied_slots": []}, opportunity_id=opp.id + 7, evidence_version=0)["reasons"] == \
+        ["stale_or_unbound_opportunity", "stale_evidence_version"]
+    ref.finish(cell.t, "test")
+    late = receipt("state", {"occupied_slots": []})
+    assert (late["status"], late["reasons"]) == ("late", ["late"])

@@ -3,8 +3,8 @@ reference planner in every hole under every rack movement, verified at the hando
 before the occlusion; every system continues from the same placement history, the
 occluded transition runs in its branch, and the retrieval is scored against the hole
 the target was placed in. `labference diagnose-oracle` writes and runs it (base
-branches alone: this family has no Oracle sites yet) and `labference report` reads the
-branches' records."""
+branches here; its Oracle sites' continuations are in test_placement_oracle_continuations.py)
+and `labference report` reads the branches' records."""
 from __future__ import annotations
 
 import json

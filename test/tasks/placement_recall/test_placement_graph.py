@@ -63,7 +63,7 @@ def test_the_expert_retrieves_its_tube_whether_or_not_the_rack_turned(expert_run
         assert s["physically_complete"] and s["placement"]["placed_hole"], s
         assert s["retrieval"]["correct"] is True and s["retrieval"]["chosen_hole"] == s["placement"]["placed_hole"]
         assert run["observation"]["history_protocol"].startswith("online_once")
-        assert run["task"]["contract_id"] == "placement_recall.extended-same@0.2.0"
+        assert run["task"]["contract_id"] == "placement_recall.extended-same@0.3.0"
     assert sorted(movements) == ["none", "rotate_180"]  # the seed list holds one of each
 
 
