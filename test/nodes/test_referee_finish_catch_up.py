@@ -29,28 +29,14 @@ import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from peer_session import PeerSession
 peer = PeerSession("finish_catch_up_probe")
-from labference.msg import BalanceReading, WorldState
 from labference.srv import FinishEpisode, StartEpisode
-from labference_ros.nodes.matching import measurement_qos
 from labference_ros.tasks.weighing.instances import generate
+from referee_feed import MeasurementFeed
 
 out_dir, mode = sys.argv[1], sys.argv[3]
-worlds = peer.node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(500))
-readings = peer.node.create_publisher(BalanceReading, "/balance/reading", measurement_qos(500))
-deadline = time.monotonic() + 60
-while (worlds.get_subscription_count() < 1 or readings.get_subscription_count() < 1) and time.monotonic() < deadline:
-    time.sleep(0.01)
+feed = MeasurementFeed(peer)
+world, reading = feed.world, feed.reading
 instance = generate("basic", 1, task_seed=3, layout_seed=3, policy_seed=0)[0]
-
-def stamped(msg, k):
-    msg.header.stamp.nanosec = k * 10_000_000
-    return msg
-
-def world(k):
-    worlds.publish(stamped(WorldState(), k))
-
-def reading(k):
-    readings.publish(stamped(BalanceReading(stable=True, valid=True, source="probe"), k))
 
 def held_back():
     world(4)

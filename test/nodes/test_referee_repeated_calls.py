@@ -21,22 +21,13 @@ import json, sys, time
 sys.path.insert(0, sys.argv[2])
 from peer_session import PeerSession
 peer = PeerSession("repeated_calls_probe")
-from labference.msg import BalanceReading, WorldState
 from labference.srv import FinishEpisode, StartEpisode
-from labference_ros.nodes.matching import measurement_qos
 from labference_ros.tasks.weighing.instances import generate
+from referee_feed import MeasurementFeed
 
 out_dir = sys.argv[1]
-worlds = peer.node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(500))
-readings = peer.node.create_publisher(BalanceReading, "/balance/reading", measurement_qos(500))
-deadline = time.monotonic() + 60
-while (worlds.get_subscription_count() < 1 or readings.get_subscription_count() < 1) and time.monotonic() < deadline:
-    time.sleep(0.01)
+feed = MeasurementFeed(peer)
 instance = generate("basic", 1, task_seed=3, layout_seed=3, policy_seed=0)[0]
-
-def stamped(msg, k):
-    msg.header.stamp.nanosec = k * 10_000_000
-    return msg
 
 def start(episode, inst):
     return peer.call(StartEpisode, "/referee/start_episode", StartEpisode.Request(
@@ -51,8 +42,8 @@ for _ in range(2):
     a = start("ep1", instance)
     answers["start"].append([a.success, a.message])
 for k in range(5):
-    worlds.publish(stamped(WorldState(), k))
-    readings.publish(stamped(BalanceReading(stable=True, valid=True, source="probe"), k))
+    feed.world(k)
+    feed.reading(k)
 first, second = finish(), finish()
 for f in (first, second):
     a = peer.wait(f, 30.0)
