@@ -37,6 +37,23 @@ class EvaluatorView:
     facts: dict = field(default_factory=dict)  # the family's own evaluator facts (centrifuge: seated slots)
 
 
+class AcceptsSupports:
+    """Mixed into a reference system that takes Oracle supports at the sites it declares
+    (``INTERFACES``: site -> modes); each payload delivered holds in ``supplied[site]``
+    (set up by the system's reset) until the next delivery at that site."""
+
+    INTERFACES: dict[str, tuple[str, ...]] = {}
+
+    def interfaces(self) -> dict:
+        return dict(self.INTERFACES)
+
+    def supply(self, site: str, mode: str, payload: dict) -> None:
+        """Deliver one support; it holds until the next delivery at that site."""
+        if mode not in self.INTERFACES.get(site, ()):
+            raise ValueError(f"{self.name} does not accept {mode}:{site}")
+        self.supplied[site] = {"mode": mode, **payload}
+
+
 class TestedSystem:
     name: str = ""
     privileged: bool = False

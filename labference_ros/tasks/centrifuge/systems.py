@@ -44,14 +44,14 @@ import numpy as np
 
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import Operation, insert
-from labference_ros.core.system import EvaluatorView
+from labference_ros.core.system import AcceptsSupports, EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
 from labference_ros.tasks.centrifuge.moves import open_width, plan_insert, plan_insert_at
 from labference_ros.tasks.centrifuge.rotor import opposite, slot_frames, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 
-class _Loader(PlannedMotionSystem):
+class _Loader(AcceptsSupports, PlannedMotionSystem):
     """Shared: the move is (tube, its measured centre, the destination slot)."""
 
     privileged = True
@@ -64,15 +64,6 @@ class _Loader(PlannedMotionSystem):
         self.supplied: dict[str, dict] = {}  # site -> the latest delivered payload
         self.interface_log: list[dict] = []  # original and used outputs per decision
         self._reported = 0
-
-    def interfaces(self) -> dict:
-        return dict(self.INTERFACES)
-
-    def supply(self, site: str, mode: str, payload: dict) -> None:
-        """Deliver one support; it holds until the next delivery at that site."""
-        if mode not in self.INTERFACES.get(site, ()):
-            raise ValueError(f"{self.name} does not accept {mode}:{site}")
-        self.supplied[site] = {"mode": mode, **payload}
 
     def drain_reports(self) -> list[dict]:
         """Each decision's commitment as an explicit report (the separately scored track)."""

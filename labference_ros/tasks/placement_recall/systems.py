@@ -61,7 +61,7 @@ import numpy as np
 
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import INSERT, PICK, WAIT_OP, Operation
-from labference_ros.core.system import COMMITMENT_SOURCE, EvaluatorView
+from labference_ros.core.system import COMMITMENT_SOURCE, AcceptsSupports, EvaluatorView
 from labference_ros.tasks.centrifuge.moves import open_width
 from labference_ros.tasks.placement_recall.contract import contract_for
 from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_positions, hole_under, parse_label
@@ -108,7 +108,7 @@ def free_holes(occupied) -> list[str]:
     return out
 
 
-class _Recall(PlannedMotionSystem):
+class _Recall(AcceptsSupports, PlannedMotionSystem):
     """Shared: place, wait out the occlusion, retrieve from wherever `retrieval_point` says."""
 
     privileged = True
@@ -145,14 +145,8 @@ class _Recall(PlannedMotionSystem):
         """What it keeps of the view before a placement it did not plan itself."""
 
     # Oracle sites -------------------------------------------------------------
-    def interfaces(self) -> dict:
-        return dict(self.INTERFACES)
-
     def supply(self, site: str, mode: str, payload: dict) -> None:
-        """Deliver one support; it holds until the next delivery at that site."""
-        if mode not in self.INTERFACES.get(site, ()):
-            raise ValueError(f"{self.name} does not accept {mode}:{site}")
-        self.supplied[site] = {"mode": mode, **payload}
+        super().supply(site, mode, payload)
         self._unanswered = True
 
     def _held_wait(self, t: float) -> None:
