@@ -54,12 +54,18 @@ class ServiceCall(Wait):
     """Wait for the service (discovery can take seconds), call it, wait for the answer.
 
     Yields the response, or a ServiceFailure after ``timeout_s`` in either phase.
+    ``resend_after_s``: for an idempotent service only, the same request is sent again
+    after that long without an answer (Fast DDS can drop a reply, docs/pitfalls.md); the
+    first answer to any of them is the answer.
     """
 
-    def __init__(self, client, request, timeout_s: float):
+    def __init__(self, client, request, timeout_s: float, resend_after_s: float | None = None):
         self.client, self.request, self.timeout_s = client, request, timeout_s
+        self.resend_after_s = resend_after_s
         self.future = None
+        self.resent: list = []  # the futures of the same request sent again
         self.phase_started = None
+        self.last_sent = None
 
     @property
     def service(self) -> str:
@@ -71,24 +77,34 @@ class ServiceCall(Wait):
         if self.future is None:
             if self.client.service_is_ready():
                 self.future = self.client.call_async(self.request)
-                self.phase_started = now
+                self.phase_started = self.last_sent = now
             elif now - self.phase_started >= self.timeout_s:
                 return True, ServiceFailure(self.service, "unavailable",
                                             f"service {self.service} not available within {self.timeout_s:g} s")
             return False, None
-        if self.future.done():
-            exc = self.future.exception()
+        sent = [self.future, *self.resent]
+        answered = next((f for f in sent if f.done()), None)
+        if answered is not None:
+            self._forget(f for f in sent if f is not answered)
+            exc = answered.exception()
             if exc is not None:
                 return True, ServiceFailure(self.service, "refused", f"service {self.service} failed: {exc}")
-            return True, self.future.result()
+            return True, answered.result()
         if now - self.phase_started >= self.timeout_s:
-            # A late answer must not land in a later request's place.
-            remove = getattr(self.client, "remove_pending_request", None)
-            if callable(remove):
-                remove(self.future)
+            self._forget(sent)
             return True, ServiceFailure(self.service, "timeout",
                                         f"service {self.service} did not answer within {self.timeout_s:g} s")
+        if self.resend_after_s is not None and now - self.last_sent >= self.resend_after_s:
+            self.resent.append(self.client.call_async(self.request))
+            self.last_sent = now
         return False, None
+
+    def _forget(self, futures) -> None:
+        """A late answer must not land in a later request's place."""
+        remove = getattr(self.client, "remove_pending_request", None)
+        if callable(remove):
+            for future in futures:
+                remove(future)
 
 
 class Script:

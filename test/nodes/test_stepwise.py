@@ -88,3 +88,37 @@ def test_until_times_out_with_none():
     assert not script.tick()
     clock.t = 1.0
     assert script.tick() and got == [None]
+
+
+def test_an_idempotent_call_is_sent_again_until_any_of_its_requests_is_answered():
+    client, clock, got = FakeClient(), Clock(), []
+
+    def steps():
+        got.append((yield ServiceCall(client, "req", 10.0, resend_after_s=2.0)))
+
+    script = Script(steps(), clock)
+    for t in (0.0, 1.9):
+        clock.t = t
+        assert not script.tick()
+    assert len(client.futures) == 1  # not before resend_after_s
+    clock.t = 2.0
+    assert not script.tick()
+    clock.t = 4.0
+    assert not script.tick()
+    assert len(client.futures) == 3  # sent again every 2 s without an answer
+    client.futures[1].value, client.futures[1].is_done = "resp", True  # the first reply was lost
+    assert script.tick() and got == ["resp"]
+    assert client.removed == [client.futures[0], client.futures[2]]  # the others' late answers are dropped
+
+
+def test_a_call_that_is_not_idempotent_is_sent_once():
+    client, clock = FakeClient(), Clock()
+
+    def steps():
+        yield ServiceCall(client, "req", 10.0)
+
+    script = Script(steps(), clock)
+    for t in (0.0, 3.0, 9.9):
+        clock.t = t
+        assert not script.tick()
+    assert len(client.futures) == 1
