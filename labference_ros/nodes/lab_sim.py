@@ -15,7 +15,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from labference.msg import BalanceReading, GripperCommand
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
-from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
+from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
