@@ -27,6 +27,11 @@ class ServiceFailure:
         return self.detail
 
 
+def reply_lost(answer) -> bool:
+    """A call whose server is there but whose reply never came (not a refusal)."""
+    return isinstance(answer, ServiceFailure) and answer.reason == "timeout"
+
+
 class Wait:
     def poll(self, now: float) -> tuple[bool, object]:
         raise NotImplementedError

@@ -74,9 +74,9 @@ def test_advance_waits_for_a_command_that_arrives_after_the_request(graph):
 
 def test_each_frame_shows_the_reading_owed_to_it_however_late_the_balance_answers(tmp_path):
     """Sync mode: the display in a frame at t shows the reading stamped t - 20 ms
-    (lab_sim.DISPLAY_LAG_S), even from a balance that answers 50 ms of wall time
+    (sync_protocol.DISPLAY_LAG_S), even from a balance that answers 50 ms of wall time
     late, so the same seeds render the same frames in every run."""
-    from labference_ros.nodes.lab_sim import DISPLAY_LAG_S
+    from labference_ros.sim.sync_protocol import DISPLAY_LAG_S
 
     sys.path.insert(0, str(REPO / "test" / "peers"))
     from display_lag_probe import value_at

@@ -51,11 +51,11 @@ def main() -> int:
 
     def observe() -> dict | None:
         ep = bridge.ep
-        ep["state"], ep["since"] = "observe", time.monotonic()
-        bridge._state_observe(ep)
-        if ep["state"] == "observe":
+        ep.state, ep.since = "observe", time.monotonic()
+        ep._state_observe()
+        if ep.state == "observe":
             return None
-        return dict(ep["loop"].obs.image_stamps)
+        return dict(ep.loop.obs.image_stamps)
 
     joints_at(10.4)
     frames_at(10.3)  # the tick's frames are still on their way

@@ -21,7 +21,7 @@ def main() -> int:
     from rclpy.task import Future
 
     from labference.srv import Advance, StartEpisode
-    from labference_ros.nodes.advance_protocol import ADVANCE_RUNNING
+    from labference_ros.core.advance_protocol import ADVANCE_RUNNING
     from labference_ros.tasks.weighing.instances import generate
 
     mode = sys.argv[1]

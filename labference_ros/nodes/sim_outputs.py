@@ -1,0 +1,150 @@
+"""What lab_sim publishes: clock, joints, the load-cell wrench and its tare, evaluator
+world state, camera frames and the static frames, each sync-mode advance's
+measurements held while physics runs and then written a topic at a time."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped, WrenchStamped
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from tf2_msgs.msg import TFMessage
+
+from labference.msg import ObjectState, WorldState
+from labference_ros.cdr_views import WorldStateEncoder
+from labference_ros.msgconv import fill_world_msg, image_data, s_to_stamp
+from labference_ros.nodes.matching import measurement_qos
+from labference_ros.sim.frames import camera_frame_id
+from labference_ros.sim.sync_protocol import DisplayReadings, stamp_ns
+
+
+def wrench_msg(w, stamp) -> WrenchStamped:
+    msg = WrenchStamped()
+    msg.header.stamp, msg.header.frame_id = stamp, w.frame_id
+    (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z) = w.force
+    (msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = w.torque
+    return msg
+
+
+class SimOutputs:
+    def __init__(self, node, backend, family, display: DisplayReadings):
+        self.backend, self.family, self.display = backend, family, display
+        self.environment = None  # the family's environment behaviour this episode (TaskFamily.make_environment)
+        # This timeline's last measurement, as published: an advance's answer carries it.
+        self.last_joints: JointState | None = None
+        self.last_world = b""
+        # Sync mode: an advance's measurements, held until a frame is due or the advance
+        # ends and then written a topic at a time (publisher -> messages, in order), so that
+        # a reader can take several in one wake-up.
+        self.holding = False
+        self.held: dict[object, list] = {}
+        qos = QoSProfile(depth=10)
+        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_clock = node.create_publisher(Clock, "/clock", qos)
+        self.pub_joints = node.create_publisher(JointState, "/joint_states", qos)
+        self.pub_wrench = node.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
+        self.pub_tare = node.create_publisher(
+            WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.pub_world = node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+        # Serialized by rclpy once per shape of world state, then packed (cdr_views).
+        self.world_encoder = WorldStateEncoder(
+            lambda m, supports: serialize_message(fill_world_msg(WorldState(), m, ObjectState, supports)))
+        # Fixtures at this layout's poses and the cameras' optical frames (sim/frames.py).
+        self.pub_tf_static = node.create_publisher(
+            TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.cameras = backend.cameras
+        self.pub_images = {c: node.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in self.cameras}
+        self.pub_info = {c: node.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in self.cameras}
+
+    def forget_last(self) -> None:
+        """A new timeline: nothing measured in it yet."""
+        self.last_joints, self.last_world = None, b""
+
+    def measurements(self, t: float, environment_may_act: bool = True) -> None:
+        m = self.backend.measure()
+        # The environment acts only at a camera tick, so that the frame of this tick (taken
+        # after it) is the first the cameras deliver from then on: no observation after it
+        # can carry an older image (the policy bridge takes the frame of the last tick).
+        # It acts before anything of this instant is published.
+        if self.environment is not None and environment_may_act:
+            happened = self.environment.update(m, self.backend.model, self.backend.data)
+            if happened:  # the state changed at this instant: publish it after the change, saying why
+                m = dataclasses.replace(self.backend.measure(), environment=happened)
+        stamp = s_to_stamp(t, Time())
+        # Volatile topics go out only while someone reads them: a sample no reader has
+        # matched is dropped anyway, and each write costs the middleware tens of us.
+        if self.pub_clock.get_subscription_count():
+            self._publish(self.pub_clock, Clock(clock=stamp))
+        js = self.backend.joint_state()
+        jmsg = JointState(name=list(js.names), position=list(js.position), velocity=list(js.velocity),
+                          effort=list(js.effort))
+        jmsg.header.stamp = stamp
+        if self.pub_joints.get_subscription_count():  # none in sync mode: the advance's answer carries it
+            self._publish(self.pub_joints, jmsg)
+        self.last_joints = jmsg
+        if self.backend.has_load_cell:
+            self._publish(self.pub_wrench, wrench_msg(self.backend.pan_wrench(), stamp))
+        self.last_world = self.world_encoder(m, self.family.support_labels(m))
+        self._publish(self.pub_world, self.last_world)
+
+    def _publish(self, publisher, msg) -> None:
+        if self.holding:
+            self.held.setdefault(publisher, []).append(msg)
+        else:
+            self._write(publisher, msg)
+
+    def release_held(self) -> None:
+        """Publish the measurements held so far, each topic's in order."""
+        held, self.held = self.held, {}
+        for publisher, messages in held.items():
+            for msg in messages:
+                self._write(publisher, msg)
+
+    def _write(self, publisher, msg) -> None:
+        if publisher is not self.pub_wrench:
+            publisher.publish(msg)
+            return
+        stamp = stamp_ns(msg.header.stamp)
+        self.display.sending_wrench(stamp, time.time_ns())
+        publisher.publish(msg)
+        self.display.wrench_sent(stamp)
+
+    def frames(self, t: float) -> None:
+        stamp = s_to_stamp(t, Time())
+        for cam in self.cameras:
+            if self.pub_images[cam].get_subscription_count() == 0:
+                continue
+            pixels = self.backend.render(cam)
+            if self.environment is not None and self.environment.occluded(t):
+                pixels = np.zeros_like(pixels)  # the occluder: nothing useful, same size and encoding
+            img = Image(height=pixels.shape[0], width=pixels.shape[1], encoding="rgb8", is_bigendian=0,
+                        step=pixels.shape[1] * 3)
+            img.data = image_data(pixels)  # one copy of the frame, not two (msgconv.image_data)
+            img.header.stamp, img.header.frame_id = stamp, camera_frame_id(cam)
+            self.pub_images[cam].publish(img)
+            if self.pub_info[cam].get_subscription_count():
+                info = CameraInfo(height=img.height, width=img.width)
+                info.header = img.header
+                self.pub_info[cam].publish(info)
+
+    def tare(self) -> None:
+        """The empty pan's wrench at sim time 0, before the first measurement."""
+        self.pub_tare.publish(wrench_msg(self.backend.empty_pan_wrench(), s_to_stamp(0.0, Time())))
+
+    def static_frames(self) -> None:
+        from labference_ros.sim.frames import cell_frames
+
+        transforms = []
+        for f in cell_frames(self.backend.model, self.backend.data, self.family.cell_description()):
+            t = TransformStamped(child_frame_id=f.child)
+            t.header.frame_id = f.parent
+            t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = f.translation
+            q = t.transform.rotation
+            q.w, q.x, q.y, q.z = f.quaternion
+            transforms.append(t)
+        self.pub_tf_static.publish(TFMessage(transforms=transforms))
