@@ -127,3 +127,31 @@ def test_an_unreachable_instance_is_rejected_refused_by_the_lock_and_counted(tmp
     lock = build_lock(spec)
     assert [i["instance_id"] for i in lock["arms"][0]["instances"]] == [good["instance_id"]]
     assert lock["arms"][0]["certificates"][good["instance_id"]]["verdict"] == "certified"
+
+
+@pytest.mark.slow
+def test_an_arm_generated_at_lock_time_is_certified_there(tmp_path):
+    spec = _spec(tmp_path, "unused.json")
+    data = yaml.safe_load(spec.read_text())
+    data["arms"][0].pop("instances")
+    data["arms"][0]["generate"] = {"n": 1, "task_seed": 3, "layout_seed": 3, "policy_seed": 3}
+    spec.write_text(yaml.safe_dump(data))
+    lock = build_lock(spec)
+    (iid,) = [i["instance_id"] for i in lock["arms"][0]["instances"]]
+    cert = lock["arms"][0]["certificates"][iid]
+    assert cert["verdict"] == "certified"
+    assert all(Path(f["file"]).is_file() and str(tmp_path / "spec.certification" / "expert") in f["file"]
+               for f in cert["frames"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task,condition", [("centrifuge_loading", "basic"), ("placement_recall", "extended-distinct")])
+def test_every_family_certifies_its_generated_instances(tmp_path, task, condition):
+    """Through the family interface alone (reference_program, certification_steps)."""
+    from labference_ros.campaign.certify import certify_instance
+
+    fam = family(task)
+    (inst,) = fam.generate(condition, 1, 0, 0, 0)
+    cert = certify_instance(fam, inst, frames_dir=tmp_path)
+    assert cert["verdict"] == "certified", cert["reason"]
+    assert [s["name"] for s in cert["steps"]] == list(fam.contract_for(condition).evaluation_steps)
