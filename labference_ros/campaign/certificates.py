@@ -66,6 +66,8 @@ def summary(certificates: dict[str, dict], instance_ids) -> dict:
 def format_summary(s: dict) -> str:
     lines = [f"{s['certified']}/{s['instances']} instance(s) certified, {s['rejected']} rejected"
              + (f", {s['uncertified']} not certified" if s.get("uncertified") else "")]
+    if s.get("rejected_by_step"):
+        lines.append("  rejected at step: " + ", ".join(f"{k} {v}" for k, v in s["rejected_by_step"].items()))
     for r in s.get("rejections") or []:
         lines.append(f"  rejected {r['instance_id']}: step {r['failing_step']}: {r['reason']}")
     return "\n".join(lines)

@@ -178,6 +178,8 @@ def certify_instance(family, instance, *, frames_dir: Path, frames_rel: str = ""
 
     world = system = None
     frames_dir = Path(frames_dir)
+    for stale in frames_dir.glob("*.png"):  # an earlier certification's frames
+        stale.unlink()
     try:
         try:
             contract = family.contract_for(instance.condition)
