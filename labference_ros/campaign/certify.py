@@ -155,6 +155,7 @@ def certify_instance(family, instance, *, frames_dir: Path, frames_rel: str = ""
     """One instance's certificate (a dict); never raises for the instance's own faults.
     item: the instance as its population file holds it (the hash the certificate names;
     default its own JSON)."""
+    os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede the first mujoco import
     from labference_ros.oracle.continuation import run_in_world
     from labference_ros.oracle.world import World
     from labference_ros.policies import make
