@@ -21,7 +21,7 @@ interval). The instance is certified only if
               and are not blank; they are kept as PNG for a person's visual check.
 
 The first check that fails is the certificate's failing step. Certificates
-go back into the population file (campaign.certificates); a campaign lock
+go back into the population file (core.certificates); a campaign lock
 refuses an instance without a passing one.
 """
 from __future__ import annotations
@@ -34,13 +34,10 @@ import time
 from pathlib import Path
 
 from labference_ros import __version__
+from labference_ros.core.certificates import (CERTIFICATE_SCHEMA, CERTIFIED, REJECTED, certificates_of,
+                                              instance_sha256, summary)
 from labference_ros.tasks import available, family as task_family
 
-from .certificates import (CERTIFICATE_SCHEMA, CERTIFIED, REJECTED, certificates_of, instance_sha256,
-                           summary)
-
-CLEAN_STEPS = ("compile", "execute")  # before the family's chain
-FINAL_STEPS = ("choices", "clean_end", "frames")  # after it
 DEFAULT_DEADLINE_S = 60.0
 
 
@@ -320,9 +317,12 @@ def certify_instances(family, instances, frames_root: Path, frames_rel: str = ""
 
 
 def certify_population(pop, *, task: str = "", system_name: str = "", deadline_s: float | None = None,
-                       cameras=(), frames: str = "certification", progress=None) -> dict:
+                       cameras=(), frames: str = "certification", progress=None, drop_rejected: bool = False) -> dict:
     """Certify every instance of a population file and write the certificates back
-    into it (frames under its folder, in `frames`/<instance id>/). Returns the summary."""
+    into it (frames under its folder, in `frames`/<instance id>/). drop_rejected: the
+    population is fixed without its rejected instances (kept, with their certificates,
+    under certification.rejected_instances, so the summary still counts them).
+    Returns the summary over every instance the population was generated with."""
     path = population_file(pop)
     data = read_population(path)
     family = family_of_population(data, task)
@@ -336,10 +336,18 @@ def certify_population(pop, *, task: str = "", system_name: str = "", deadline_s
     rel = frames.rstrip("/") + "/"
     certs = certify_instances(family, instances, path.parent / frames, rel, system_name, deadline_s, cameras,
                               progress, items=data["instances"])
-    previous = certificates_of(data)
-    previous.update(certs)
-    s = summary(previous, [i.instance_id for i in instances])
-    data["certification"] = {"schema": CERTIFICATE_SCHEMA, "certificates": previous, "summary": s}
+    section = dict(data.get("certification") or {})
+    certificates = certificates_of(data)
+    certificates.update(certs)
+    dropped = list(section.get("rejected_instances") or [])
+    if drop_rejected:
+        dropped += [i for i in data["instances"] if certs[i["instance_id"]]["verdict"] == REJECTED]
+        data["instances"] = [i for i in data["instances"] if certs[i["instance_id"]]["verdict"] != REJECTED]
+    ids = [i["instance_id"] for i in data["instances"]] + [i["instance_id"] for i in dropped]
+    s = summary(certificates, ids)
+    s["dropped"] = len(dropped)
+    data["certification"] = {"schema": CERTIFICATE_SCHEMA, "certificates": certificates, "summary": s,
+                             **({"rejected_instances": dropped} if dropped else {})}
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)

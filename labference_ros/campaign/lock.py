@@ -36,10 +36,10 @@ from pathlib import Path
 
 import yaml
 
+from labference_ros.core.certificates import certificates_of, refusal
 from labference_ros.graphs import graph_for
 from labference_ros.tasks import family as task_family
 
-from .certificates import certificates_of, refusal
 from .sequential import design_of_spec
 
 

@@ -13,6 +13,8 @@ ARGUMENTS = {
     "deadline_s": "Sim seconds of each certification episode (default: the family's graph deadline_s).",
     "cameras": "Cameras whose key frames are kept, comma-separated (default: the family's first camera).",
     "frames": "Folder beside the population file for the key frames (default: certification).",
+    "drop_rejected": "true: fix the population without its rejected instances (kept and counted under "
+                     "certification.rejected_instances; default false).",
 }
 HELP_ARGUMENTS = "\n".join(f"  {name}:=VALUE  {text}" for name, text in ARGUMENTS.items())
 
@@ -41,17 +43,21 @@ def certify(pop: str, arguments) -> None:
     kept beside it for a visual check. The certificates are written back into POP;
     a campaign lock refuses any instance without a passing one.
 
-    Exit 0: every instance certified; 1: some rejected (listed with the failing
-    step and why) or POP cannot be certified."""
+    Exit 0: every instance of the population certified (with drop_rejected:=true,
+    once the rejected ones are left out); 1: some rejected and still in it (listed
+    with the failing step and why), or POP cannot be certified."""
     args = parse_arguments(arguments)
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from labference_ros.campaign.certificates import format_summary
+    from labference_ros.core.certificates import format_summary
     from labference_ros.campaign.certify import CertificationError, certify_population
 
     try:
         deadline = float(args["deadline_s"]) if args.get("deadline_s") else None
     except ValueError:
         raise click.UsageError(f"deadline_s:={args['deadline_s']} is not a number") from None
+    drop = args.get("drop_rejected", "false").lower()
+    if drop not in ("true", "false"):
+        raise click.UsageError(f"drop_rejected:={args['drop_rejected']}: expected true or false")
 
     def progress(cert):
         tail = "" if cert["verdict"] == "certified" else f" at step {cert['failing_step']}: {cert['reason']}"
@@ -61,11 +67,12 @@ def certify(pop: str, arguments) -> None:
         s = certify_population(pop, task=args.get("task", ""), system_name=args.get("system", ""),
                                deadline_s=deadline,
                                cameras=tuple(c for c in args.get("cameras", "").split(",") if c),
-                               frames=args.get("frames") or "certification", progress=progress)
+                               frames=args.get("frames") or "certification", progress=progress,
+                               drop_rejected=drop == "true")
     except CertificationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(format_summary(s))
-    sys.exit(0 if s["certified"] == s["instances"] else 1)
+    sys.exit(0 if s["certified"] == s["instances"] - s["dropped"] else 1)
 
 
 COMMANDS = (certify,)

@@ -1,7 +1,7 @@
 """Instance lists for campaign tests whose instances are stand-ins for the fake
 launcher: each carries a certificate that matches it (a lock refuses an
 uncertified instance; test_certification.py certifies real ones)."""
-from labference_ros.campaign.certificates import CERTIFIED, instance_sha256
+from labference_ros.core.certificates import CERTIFIED, instance_sha256
 
 
 def certified_list(items) -> dict:

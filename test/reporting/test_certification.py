@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from labference_ros.campaign.certificates import certificates_of, refusal, summary
+from labference_ros.core.certificates import certificates_of, refusal, summary
 from labference_ros.campaign.lock import build_lock
 from labference_ros.cli.main import main
 from labference_ros.tasks import family

@@ -8,7 +8,10 @@ family's instance type) never changes:
 
     {"schema": 1, "generator": ..., "meta": {...}, "instances": [...],
      "certification": {"schema": 1, "certificates": {instance_id: certificate},
-                       "summary": {...}}}
+                       "summary": {...}, "rejected_instances": [...]}}
+
+(rejected_instances: those `labference certify POP drop_rejected:=true` left out
+of the population; the summary still counts them.)
 
 A certificate names the instance's content hash; an instance edited after it
 was certified no longer matches and counts as uncertified. Nothing here runs a
@@ -65,7 +68,8 @@ def summary(certificates: dict[str, dict], instance_ids) -> dict:
 
 def format_summary(s: dict) -> str:
     lines = [f"{s['certified']}/{s['instances']} instance(s) certified, {s['rejected']} rejected"
-             + (f", {s['uncertified']} not certified" if s.get("uncertified") else "")]
+             + (f", {s['uncertified']} not certified" if s.get("uncertified") else "")
+             + (f"; {s['dropped']} rejected instance(s) left out of the population" if s.get("dropped") else "")]
     if s.get("rejected_by_step"):
         lines.append("  rejected at step: " + ", ".join(f"{k} {v}" for k, v in s["rejected_by_step"].items()))
     for r in s.get("rejections") or []:
