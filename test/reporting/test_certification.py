@@ -121,12 +121,21 @@ def test_an_unreachable_instance_is_rejected_refused_by_the_lock_and_counted(tmp
     assert f"instance {bad['instance_id']} failed certification at step required_standard_chosen" in lines[0]
     assert not (tmp_path / "spec.lock.json").exists()
 
-    # Without it the population is certified throughout and locks, certificates included.
-    data["instances"] = [good]
-    (pop / "instances.json").write_text(json.dumps(data))
+    # Fixed without it, the population is certified throughout and locks, certificates included;
+    # the population's summary still counts the rejected instance and says why.
+    out = subprocess.run([*LABFERENCE, "certify", str(pop / "instances.json"), "drop_rejected:=true"],
+                         capture_output=True, text=True, timeout=500)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1/2 instance(s) certified, 1 rejected; 1 rejected instance(s) left out of the population" in out.stdout
+    data = json.loads((pop / "instances.json").read_text())
+    assert [i["instance_id"] for i in data["instances"]] == [good["instance_id"]]
+    assert [i["instance_id"] for i in data["certification"]["rejected_instances"]] == [bad["instance_id"]]
     lock = build_lock(spec)
     assert [i["instance_id"] for i in lock["arms"][0]["instances"]] == [good["instance_id"]]
     assert lock["arms"][0]["certificates"][good["instance_id"]]["verdict"] == "certified"
+    population = lock["arms"][0]["population_certification"]
+    assert (population["instances"], population["certified"], population["rejected"]) == (2, 1, 1)
+    assert population["rejections"][0]["failing_step"] == "required_standard_chosen"
 
 
 @pytest.mark.slow
@@ -155,3 +164,32 @@ def test_every_family_certifies_its_generated_instances(tmp_path, task, conditio
     cert = certify_instance(fam, inst, frames_dir=tmp_path)
     assert cert["verdict"] == "certified", cert["reason"]
     assert [s["name"] for s in cert["steps"]] == list(fam.contract_for(condition).evaluation_steps)
+
+
+# -- the report ---------------------------------------------------------------------------
+def test_a_run_of_a_certified_population_reports_what_certification_rejected(tmp_path):
+    """The launcher's plan carries the population's certification summary into the run's
+    instances.json (from a certified list or a campaign chunk); the report states it."""
+    from synthetic import episode, write_output_dir
+
+    from labference_ros.episodes.plan import RunSettings, write_plan
+
+    fam = family("feedback_weighing")
+    insts = fam.generate("basic", 2, 0, 0, 0)
+    items = [json.loads(i.to_json()) for i in insts]
+    listed = certified_list(items[:1])
+    rejected = {**listed["certification"]["certificates"][items[0]["instance_id"]], "verdict": "rejected",
+                "instance_id": items[1]["instance_id"], "failing_step": "transferred", "reason": "no grasp"}
+    listed["certification"]["summary"] = summary({**listed["certification"]["certificates"],
+                                                  items[1]["instance_id"]: rejected},
+                                                 [i["instance_id"] for i in items])
+    (tmp_path / "list.json").write_text(json.dumps(listed))
+    run = tmp_path / "run"
+    settings = RunSettings(episodes=1, system="scripted", condition="basic", seed=0, output_dir=str(run),
+                           instances=str(tmp_path / "list.json"), deadline_s=60, step_mode="sync", camera_rate=10)
+    write_plan(run, settings, insts[:1])
+    write_output_dir(run, [episode("0000_" + items[0]["instance_id"])])
+    res = CliRunner().invoke(main, ["report", str(run), "--no-plots"])
+    assert res.exit_code == 0, res.output
+    assert (f"certification  population: 1/2 generated instance(s) certified, 1 failed certification "
+            f"({items[1]['instance_id']}: step transferred: no grasp)") in res.output
