@@ -38,7 +38,16 @@ def _lock(tmp: Path, episodes: int, chunk_size: int, real: bool) -> dict:
                                                              policy_seed=0)]
     else:
         items = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(episodes)]
-    (tmp / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
+    if real:  # a lock takes certified instances only: the reference program solves each first
+        from labference_ros.campaign.certify import certify_population
+
+        (tmp / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
+        certify_population(tmp / "list.json", task="feedback_weighing")
+    else:  # the fake launcher's stand-ins, with matching stand-in certificates
+        sys.path.insert(0, str(REPO / "test" / "reporting"))
+        from certified import certified_list
+
+        (tmp / "list.json").write_text(json.dumps(certified_list(items)))
     arm = {"id": "00-scripted_expert-basic", "system": "scripted_expert", "condition": "basic",
            "instances": "list.json"}
     if real:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import yaml
 
+from labference_ros.core.certificates import certificates_of, refusal, summary
 from labference_ros.graphs import graph_for
 from labference_ros.tasks import family as task_family
 
@@ -114,12 +115,18 @@ def machine_info() -> dict:
 
 
 # -- task pack -------------------------------------------------------------------------
-def _instances_of(family, arm: dict, base: Path) -> tuple[list[dict], dict]:
+def _instances_of(family, arm: dict, base: Path, certify_dir: Path) -> tuple[list[dict], dict, dict, dict]:
+    """The arm's instances as JSON dicts, their source, their certificates (those its list
+    file carries, or, for instances generated here, made here: campaign.certify) and the
+    certification summary of the population they were fixed from."""
     if arm.get("instances"):
         path = (base / arm["instances"]).resolve()
         data = json.loads(path.read_text(encoding="utf-8"))
         items = data["instances"] if isinstance(data, dict) else data
-        return items, {"path": str(path), "sha256": sha256_file(path)}
+        certs = certificates_of(data)
+        population = ((data.get("certification") or {}).get("summary") if isinstance(data, dict) else None) \
+            or summary(certs, [i.get("instance_id") for i in items])
+        return items, {"path": str(path), "sha256": sha256_file(path)}, certs, population
     gen = dict(arm.get("generate") or {})
     if not gen:
         raise ValueError(f"arm {arm.get('system')}/{arm.get('condition')} has neither instances nor generate")
@@ -128,7 +135,21 @@ def _instances_of(family, arm: dict, base: Path) -> tuple[list[dict], dict]:
         made = [i for pair in family.generate_pairs(arm["condition"], int(gen["n"]), **seeds) for i in pair]
     else:
         made = family.generate(arm["condition"], int(gen["n"]), **seeds)
-    return [json.loads(i.to_json()) for i in made], {"generate": gen, "generator": family.generator_version}
+    from .certify import certify_instances  # runs the simulator: only for instances generated here
+
+    certs = certify_instances(family, made, certify_dir, f"{certify_dir}/")
+    return ([json.loads(i.to_json()) for i in made], {"generate": gen, "generator": family.generator_version},
+            certs, summary(certs, [i.instance_id for i in made]))
+
+
+def check_certified(arm_name: str, items: list[dict], certificates: dict) -> dict:
+    """The arm's certificates, one per instance; ValueError (one line) naming the first
+    instance that is uncertified, rejected or changed since, and how many others are."""
+    refused = [r for r in (refusal(i, certificates.get(i.get("instance_id"))) for i in items) if r]
+    if refused:
+        more = f" ({len(refused) - 1} more instance(s) refused)" if len(refused) > 1 else ""
+        raise ValueError(f"arm {arm_name}: {refused[0]}{more}; an uncertified instance never enters a lock")
+    return {i["instance_id"]: certificates[i["instance_id"]] for i in items}
 
 
 CAMPAIGN_ARGS = ("episodes", "system", "condition", "seed", "output_dir", "instances")
@@ -190,14 +211,17 @@ def build_lock(spec_path: Path) -> dict:
     family = family_of_launch_file(launch_file)
     for k, arm in enumerate(spec["arms"]):
         check_arm_args(arm, launch_file)
-        items, source = _instances_of(family, arm, base)
+        items, source, certificates, population = _instances_of(family, arm, base,
+                                                    base / f"{spec_path.stem}.certification" / arm_id(arm, k))
         ids = [i["instance_id"] for i in items]
         if len(set(ids)) != len(ids):
             raise ValueError(f"arm {arm_id(arm, k)}: duplicated instance ids in the locked list")
+        certificates = check_certified(arm_id(arm, k), items, certificates)
         contracts[arm["condition"]] = family.contract_for(arm["condition"]).content_hash
         arms.append({"arm_id": arm_id(arm, k), "system": arm["system"], "condition": arm["condition"],
                      "args": dict(arm.get("args") or {}), "instances_source": source,
-                     "instances_sha256": canonical_sha256(items), "instances": items})
+                     "instances_sha256": canonical_sha256(items), "instances": items,
+                     "certificates": certificates, "population_certification": population})
     design = design_of_spec(spec, arms)  # fixed, or the pre-registered sequential test
     code_root = (base / spec["code_root"]).resolve() if spec.get("code_root") else PACKAGE_ROOT
     body = {

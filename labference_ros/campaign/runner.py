@@ -392,7 +392,9 @@ def _start_attempt(lock: dict, chunk: Chunk, launcher, out_dir: Path, domain: in
     chunk_file = attempt / "instances.locked.json"
     chunk_file.write_text(json.dumps({"schema": LIST_SCHEMA, "meta": {"campaign": lock["name"],
                                       "arm": arm["arm_id"], "lock_sha256": lock["lock_sha256"],
-                                      "design": lock.get("design") or {"kind": "fixed"}},
+                                      "design": lock.get("design") or {"kind": "fixed"},
+                                      # how many instances the arm's population lost at certification
+                                      "population_certification": arm.get("population_certification")},
                                       "instances": list(chunk.instances)}, sort_keys=True, indent=1) + "\n")
     cmd = launch_command(launcher, lock, arm, str(chunk_file), len(chunk.instances), str(attempt))
     info = {"arm": arm["arm_id"], "identity_hint": hint, "instances": chunk.instance_ids, "command": cmd,

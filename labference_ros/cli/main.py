@@ -99,6 +99,16 @@ def _add_simulator_commands() -> None:
 _add_simulator_commands()
 
 
+def _add_certify_command() -> None:
+    from labference_ros.cli.certify import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_add_certify_command()
+
+
 def _check_records(run_dirs, allow_incomplete: bool) -> None:
     """List every unreadable or inconsistent record file; stop (exit 1) unless --allow-incomplete.
     An input without run records is always an error."""

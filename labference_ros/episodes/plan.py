@@ -59,11 +59,26 @@ def plan_instances(settings: RunSettings) -> list:
                            layout_seed=settings.seed, policy_seed=settings.seed)
 
 
+def population_certification(path: str) -> dict | None:
+    """The certification summary of the population an instance list was fixed from
+    (core.certificates): its own, or the one a campaign chunk carries; None without."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8")) if path else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return (data.get("certification") or {}).get("summary") or (data.get("meta") or {}).get("population_certification")
+
+
 def write_plan(run_dir: Path, settings: RunSettings, instances: list) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "instances.json"
-    task_family(settings.task).write_instances(path, instances, meta={"source": settings.instances or "generated",
-                                               "system": settings.system, "seed": settings.seed})
+    meta = {"source": settings.instances or "generated", "system": settings.system, "seed": settings.seed}
+    certification = population_certification(settings.instances)
+    if certification:  # the report states how many instances the population lost at certification
+        meta["population_certification"] = certification
+    task_family(settings.task).write_instances(path, instances, meta=meta)
     return path
 
 

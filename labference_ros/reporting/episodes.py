@@ -71,6 +71,19 @@ def registered_instances(out_dir: Path) -> list[dict]:
     return [i for i in items if isinstance(i, dict) and i.get("instance_id")]
 
 
+def population_certification(out_dir: Path) -> dict | None:
+    """The certification summary of the population a run's instances were fixed from
+    (written by `labference certify`, carried by the lock and the launcher's plan)."""
+    for name in ("instances.json", "instances.locked.json"):
+        data = _read(Path(out_dir) / name)
+        if isinstance(data, dict):
+            found = (data.get("certification") or {}).get("summary") \
+                or (data.get("meta") or {}).get("population_certification")
+            if found:
+                return found
+    return None
+
+
 def output_dirs(root: Path) -> list[Path]:
     root = Path(root)
     found = {p.parent for p in root.rglob("episodes") if p.is_dir()}

@@ -19,7 +19,7 @@ from . import design
 from . import oracle_gains
 from .bootstrap import DRAWS, SEED, Resampler
 from .diagnose import attribution_counts
-from .episodes import load, registered_instances, resolve
+from .episodes import load, population_certification, registered_instances, resolve
 from .identity import CELL, cell_name, group_checked
 from .relative import compare_cells, select_pair
 from .runtime import runtime, wall_latencies
@@ -245,6 +245,7 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
         out.append({"cell": dict(zip(CELL, key)), "output_dirs": dirs, "design": design.cell_kind(eps),
                     **cell_report(eps, list(registered.values()), level, draws, seed),
                     "runtime": runtime(eps), "attribution": attribution_counts(eps),
+                    "certification": _certification(dirs),
                     "partial_evidence": sorted(e["episode_id"] for e in eps if e.get("evidence") == "partial")})
     return {"report_schema": REPORT_SCHEMA, "roots": [str(r) for r in roots],
             "bootstrap": {"level": level, "draws": draws, "seed": seed, "ci": "percentile 95%"},
@@ -253,6 +254,17 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
             "sr_steps": _shared_steps(out), "cells": out,
             "comparisons": [_comparison(cells, c, r, draws, seed, test) for c, r in comparisons],
             "oracle_gains": oracle_gains.find(roots)}
+
+
+def _certification(dirs) -> list[dict]:
+    """The distinct certification summaries of the populations the cell's runs were
+    fixed from (core.certificates.summary), without the per-instance list."""
+    found = []
+    for d in dirs:
+        s = population_certification(Path(d))
+        if s and s not in found:
+            found.append(s)
+    return found
 
 
 # -- text ----------------------------------------------------------------------------
@@ -354,12 +366,22 @@ def format_cell(c: dict) -> str:
               f"(unknown {a['rejections_unknown']})  cost/success at ${a['rejection_sensitivity_usd']:g}/rejection "
               f"{num(a['cost_per_success_usd_rejection_sensitivity'], ' USD')}"]
     lines += [f"{label:<15}{text}" for label, text in (c.get("family") or {}).items()]
+    lines += [f"certification  population: {_certification_text(s)}" for s in c.get("certification") or []]
     partial = c.get("partial_evidence") or []
     if partial:
         lines.append(f"evidence       partial bag for {len(partial)} episode(s): {', '.join(partial)} (the bag ends "
                      f"before the episode did; `labference audit` compares it only that far, exit 3)")
     lines.append(format_confusion(m["confusion"]))
     return "\n".join(lines)
+
+
+def _certification_text(s: dict) -> str:
+    """How many generated instances the reference program certified, and why the others failed."""
+    why = "; ".join(f"{r.get('instance_id')}: step {r.get('failing_step')}: {r.get('reason')}"
+                    for r in s.get("rejections") or [])
+    return (f"{s.get('certified')}/{s.get('instances')} generated instance(s) certified, {s.get('rejected')} "
+            f"failed certification" + (f" ({why})" if why else "")
+            + (f", {s['uncertified']} not certified" if s.get("uncertified") else ""))
 
 
 def format_confusion(cm: dict) -> str:

@@ -218,6 +218,16 @@ class TaskFamily:
         """Oracle geometry site: the frames a geometry report may name."""
         raise NotImplementedError
 
+    # Certification before inclusion (SciHorizon-eLab 3.4, eq. 5; campaign.certify): the
+    # reference program (a reference_systems name) that must solve every generated
+    # instance in one in-process episode before a population is fixed.
+    reference_program: str = "scripted_expert"
+
+    def certification_steps(self, condition: str) -> tuple:
+        """The ordered step predicates a certified instance's reference episode satisfies:
+        ((name, predicate on scores.json), ...). Default: the contract's SR/SSR chain."""
+        return self.evaluation_chain(self.contract_for(condition).evaluation_steps)
+
     def evaluation_chain(self, step_names) -> tuple:
         """SR/SSR: ((name, predicate on scores.json), ...) for the step names a
         contract declares (TaskContract.evaluation_steps, run.json

@@ -12,6 +12,7 @@ from labference_ros.campaign.lock import LockMismatch, build_lock, read_lock, ve
 from labference_ros.campaign.runner import coverage, run_campaign
 from labference_ros.reporting.accounting import accounting
 from labference_ros.reporting.episodes import load, resolve
+from certified import certified_list
 
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
@@ -35,7 +36,7 @@ def locked_campaign(tmp_path, items, chunk_size=2, arm=None) -> Path:
     subprocess.run([*GIT, "init", "-q"], cwd=code, check=True)
     subprocess.run([*GIT, "add", "."], cwd=code, check=True)
     subprocess.run([*GIT, "commit", "-qm", "init"], cwd=code, check=True)
-    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
+    (tmp_path / "list.json").write_text(json.dumps(certified_list(items)))
     spec = {"name": "t", "output_dir": "runs", "chunk_size": chunk_size, "code_root": "code", "code_paths": ["pkg"],
             "dependencies": ["numpy"],
             "arms": [{"id": "00-fake-basic", "system": "scripted_expert", "condition": "basic",
@@ -136,7 +137,7 @@ def test_launcher_crash_counts_missing_episodes_as_error_attempts(campaign, monk
 
 @pytest.mark.parametrize("args,word", [({"observation": "full"}, "not arguments"), ({"seed": 3}, "set by the campaign")])
 def test_lock_refuses_arm_args_the_launcher_or_campaign_owns(tmp_path, args, word):
-    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": [{"instance_id": "i0"}]}))
+    (tmp_path / "list.json").write_text(json.dumps(certified_list([{"instance_id": "i0"}])))
     spec = {"arms": [{"system": "scripted_expert", "condition": "basic", "instances": "list.json", "args": args}]}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     with pytest.raises(ValueError, match=word):

@@ -20,6 +20,7 @@ import yaml
 from labference_ros.campaign import chunk
 from labference_ros.campaign.lock import build_lock, read_lock, write_lock
 from labference_ros.campaign.runner import coverage, final_scores, run_campaign
+from certified import certified_list
 from test_campaign import FAKE, GIT, campaign_domain  # noqa: F401 (campaign_domain: autouse fixture)
 from test_campaign_workers import _launched, _poll, _quiet, _set_aside, needs_netns
 
@@ -75,7 +76,7 @@ def _two_arm_lock(tmp: Path) -> Path:
     arms = []
     for arm_id, ids in ARMS.items():
         (tmp / f"{arm_id}.json").write_text(json.dumps(
-            {"schema": 1, "instances": [{"instance_id": i, "condition": "basic"} for i in ids]}))
+            certified_list([{"instance_id": i, "condition": "basic"} for i in ids])))
         arms.append({"id": arm_id, "system": "scripted_expert", "condition": "basic", "instances": f"{arm_id}.json"})
     spec = {"name": "hosts", "output_dir": "runs", "chunk_size": 1, "code_root": "code", "code_paths": ["pkg"],
             "dependencies": ["numpy"], "arms": arms}

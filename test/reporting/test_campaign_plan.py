@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from labference_ros.campaign.lock import build_lock
 from labference_ros.cli.main import main
+from certified import certified_list
 
 GIT = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
 
@@ -20,7 +21,7 @@ def spec_file(tmp_path, n) -> "Path":  # noqa: F821
     subprocess.run([*GIT, "add", "."], cwd=code, check=True)
     subprocess.run([*GIT, "commit", "-qm", "init"], cwd=code, check=True)
     items = [{"instance_id": f"i{k}", "condition": "basic"} for k in range(n)]
-    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
+    (tmp_path / "list.json").write_text(json.dumps(certified_list(items)))
     path = tmp_path / "spec.yaml"
     path.write_text("# pilot comparison\nname: p\noutput_dir: runs\ncode_root: code\ncode_paths: [pkg]\n"
                     "dependencies: [numpy]\narms:\n  - {system: scripted_expert, condition: basic, instances: list.json}\n")

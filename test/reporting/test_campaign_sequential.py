@@ -16,6 +16,7 @@ from labference_ros.campaign import sequential
 from labference_ros.campaign.lock import build_lock, read_lock, verify, write_lock
 from labference_ros.campaign.runner import ledger_records, run_campaign
 from labference_ros.cli.main import main
+from certified import certified_list
 
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "fake_launcher.py")]
@@ -36,8 +37,8 @@ def write_spec(tmp_path, n=20, max_episodes=16, sequential_block=None, reference
     subprocess.run([*GIT, "add", "."], cwd=code, check=True)
     subprocess.run([*GIT, "commit", "-qm", "init"], cwd=code, check=True)
     items = [{"instance_id": f"i{k:02d}", "condition": "basic"} for k in range(n)]
-    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": items}))
-    (tmp_path / "other.json").write_text(json.dumps({"schema": 1, "instances": items[::-1]}))
+    (tmp_path / "list.json").write_text(json.dumps(certified_list(items)))
+    (tmp_path / "other.json").write_text(json.dumps(certified_list(items[::-1])))
     arm = {"condition": "basic"}
     spec = {"name": "seq", "output_dir": "runs", "chunk_size": 2, "code_root": "code", "code_paths": ["pkg"],
             "dependencies": ["numpy"],

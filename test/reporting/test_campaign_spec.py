@@ -8,10 +8,11 @@ import yaml
 from click.testing import CliRunner
 
 from labference_ros.cli.main import main
+from certified import certified_list
 
 
 def lock(tmp_path, spec):
-    (tmp_path / "list.json").write_text(json.dumps({"schema": 1, "instances": [{"instance_id": "i0"}]}))
+    (tmp_path / "list.json").write_text(json.dumps(certified_list([{"instance_id": "i0"}])))
     path = tmp_path / "spec.yaml"
     path.write_text(spec if isinstance(spec, str) else yaml.safe_dump(spec))
     return CliRunner().invoke(main, ["campaign", "lock", str(path)])
