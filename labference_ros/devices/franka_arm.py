@@ -221,7 +221,8 @@ class CommandGate:
     """Rows to trajectory messages the arm never answers with a reflex (see the module
     docstring). `holding`: late rows stopped the stream; the arm comes to rest on the last
     message's tail and stays there. Rows that go on from the refused ones (the next stamps
-    of the late schedule) are refused too; any other row is tried from where the arm is
+    of the late schedule) are refused too while they are still late; any other row, or one
+    of that schedule once the system has caught up, is tried from where the arm is
     commanded, and the first whose message passes the check resumes the stream."""
 
     def __init__(self, robot: RobotModel, interval_s: float, latency_s: float):
@@ -235,8 +236,9 @@ class CommandGate:
         arm measured at `measured`."""
         rows = np.atleast_2d(np.asarray(rows, float))
         T = self.stream.interval
-        if self.holding and self.late_next is not None and abs(stamp - self.late_next) < 0.25 * T:
-            self.late_next = stamp + len(rows) * T  # the late rows go on: they stay refused
+        if self.holding and self.late_next is not None and abs(stamp - self.late_next) < 0.25 * T \
+                and self._late(now, stamp):
+            self.late_next = stamp + len(rows) * T  # the late rows go on, still late: they stay refused
             return Gated(None)
         before = copy.deepcopy(self.stream)
         command = self.stream.send(now, stamp, rows, measured)
@@ -261,3 +263,9 @@ class CommandGate:
             which = "the stream's first row cannot be followed from where the arm stands"
         return Gated(None, late=f"{which} within the {self.robot.name}'s limits ({problems[0]}): the arm "
                                 f"stops and holds until rows come on time")
+
+    def _late(self, now: float, stamp: float) -> bool:
+        """A row stamped `stamp` received at `now` would land at or before now on the stream's
+        clock: the system has not caught up (one that has is tried from where the arm is)."""
+        offset = self.stream.offset
+        return offset is None or stamp + self.stream.interval + offset - now <= 1e-3

@@ -23,7 +23,6 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from rclpy.task import Future
 
 from labference.msg import RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
@@ -89,11 +88,9 @@ class Recorder(Node):
         self.episode_id = ""
         self.output_dir: pathlib.Path | None = None
         # Start and finish are idempotent (a reply Fast DDS dropped is asked for again): the
-        # request that started the bag under way, the last finish's answer, and the finish
-        # under way (done once it answered).
+        # request that started the bag under way, and the last finish's answer.
         self.started: tuple | None = None
         self.finish_answer: tuple | None = None
-        self.finishing: Future | None = None
         self.types: dict[str, str] = {}
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
@@ -260,6 +257,7 @@ class Recorder(Node):
                 self._write(topic, data)
         except OSError as exc:
             self.bag_error = exc
+            self.started = None  # asked again, this start must not pass for a good one
             response.success, response.message = False, f"cannot record {request.episode_id}: {exc.strerror or exc}"
             return response
         response.success, response.message = True, f"recording {request.episode_id} to {out / 'bag'}"
@@ -273,19 +271,12 @@ class Recorder(Node):
         if self.bag is None or request.episode_id != self.episode_id:
             response.success, response.message = False, "no such episode is being recorded"
             return response
+        # A finish asked again while the first waits is served after it (the finish service's
+        # callback group is exclusive): it gets the answer above.
         if self.catch_up.busy:
-            if self.finishing is not None and not self.finishing.done():
-                await self.finishing  # the same finish asked again while the first waits
-                if self.finish_answer and self.finish_answer[0] == request.episode_id:
-                    response.success, response.message, response.scores_json = self.finish_answer[1:]
-                    return response
             response.success, response.message = False, f"{request.episode_id} is already being finished"
             return response
-        self.finishing = Future()
-        try:
-            await self._finish(request, response)
-        finally:
-            self.finishing.set_result(True)
+        await self._finish(request, response)
         self.finish_answer = (request.episode_id, response.success, response.message, response.scores_json)
         return response
 

@@ -8,7 +8,6 @@ import os
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from rclpy.task import Future
 
 from labference.msg import (BalanceReading, DecisionOpportunity, DeliveryReceipt, LegalSet, Operation,
                             RefereeEvent, ScoreSnapshot, WorldState)
@@ -87,7 +86,6 @@ class RefereeNode(Node):
         # when the same call is repeated.
         self.started: tuple | None = None
         self.finish_answer: tuple | None = None
-        self.finishing: Future | None = None  # done when the finish under way has answered
         self.newest: dict[str, float] = {}  # topic -> newest stamp (sim s) received this episode
 
     # episode lifecycle --------------------------------------------------------
@@ -97,10 +95,15 @@ class RefereeNode(Node):
             response.success, response.message = False, f"cannot start episode: {refused}"
             return response
         request_key = (request.episode_id, request.instance_json, request.output_dir, request.run_json)
-        if self.referee is not None and self.started == request_key:
+        if self.started == request_key:
             # The same start asked again (its reply was lost, docs/pitfalls.md): the episode
-            # being scored is that one; starting it anew would drop what it has scored.
-            response.success, response.message = True, f"already scoring {request.episode_id}"
+            # being scored is that one; starting it anew would drop what it has scored, and a
+            # copy arriving after the finish would write over the finished episode's records.
+            if self.referee is not None:
+                response.success, response.message = True, f"already scoring {request.episode_id}"
+            else:
+                response.success = False
+                response.message = f"{request.episode_id} was already scored; its records stay as they are"
             return response
         self.catch_up.cancel()  # a finish still waiting for the old episode's measurements gives up
         self._close_records("superseded")
@@ -134,22 +137,11 @@ class RefereeNode(Node):
         if self.referee is None or request.episode_id != self.referee.episode_id:
             response.success, response.message = False, "no such episode is being scored"
             return response
+        # A finish asked again while the first waits is served after it (the finish service's
+        # callback group is exclusive): it gets the answer above.
         if self.catch_up.busy:
-            if self.finishing is not None and not self.finishing.done():
-                # The same finish asked again while the first waits: the first's answer.
-                await self.finishing
-                if self.finish_answer and self.finish_answer[0] == request.episode_id:
-                    response.success, response.message, response.scores_json = self.finish_answer[1:]
-                    return response
             response.success, response.message = False, f"{request.episode_id} is already being finished"
             return response
-        self.finishing = Future()
-        try:
-            return await self._finish(request, response)
-        finally:
-            self.finishing.set_result(True)
-
-    async def _finish(self, request, response):
         # The runner's finish time: in simulation a measurement instant (its clock is lab_sim's
         # /clock, published with each measurement); 0 when it had none.
         target = max([request.sim_time - 1e-6, *self.newest.values()])

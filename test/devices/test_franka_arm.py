@@ -169,3 +169,24 @@ def test_rows_that_go_on_at_speed_after_a_gap_are_the_tested_systems_lateness_to
     assert gated.late.startswith("rows since a row came late or after a gap cannot be followed")
     rig.run_until(2.0)
     assert rig.arm.error == "" and np.allclose(rig.arm.dq, 0.0)
+
+
+def test_rows_of_the_late_schedule_are_tried_again_once_the_system_has_caught_up():
+    rig = GatedArm()
+    for k in range(5):  # standing at home, on time
+        assert rig.deliver(k * T, k * T, HOME).command is not None
+    # A chunk of 20 rows arrives 0.15 s late and jumps 0.3 rad: nothing is sent, the arm holds.
+    jump = np.tile(HOME + np.array([0.3, 0, 0, 0, 0, 0, 0]), (20, 1))
+    late = rig.deliver(5 * T + 0.15, 5 * T, jump)
+    assert late.command is None and late.late and rig.gate.holding
+    # The system's next chunk goes on from its old schedule (stamped 25 T) but arrives ahead of
+    # its time, and the arm can follow it: the stream resumes.
+    caught_up = rig.deliver(0.3, 25 * T, np.tile(HOME, (5, 1)))
+    assert caught_up.command is not None and caught_up.resumed and not rig.gate.holding
+    # Still late, the same schedule's rows stay refused without a word.
+    rig2 = GatedArm()
+    for k in range(5):
+        rig2.deliver(k * T, k * T, HOME)
+    rig2.deliver(5 * T + 0.15, 5 * T, jump)
+    still_late = rig2.deliver(25 * T + 0.1, 25 * T, np.tile(HOME, (5, 1)))
+    assert still_late.command is None and not still_late.late and rig2.gate.holding

@@ -15,7 +15,8 @@ from labference_ros.rosenv import loopback_environ
 PEERS = pathlib.Path(__file__).resolve().parents[1] / "peers"
 
 # Starts ep1 twice, sends world states and readings at 0..40 ms, finishes twice at once (the
-# second while the first may still be waiting), then once more after both answered.
+# second while the first may still be waiting), then once more after both answered, and
+# starts it once more after the finish.
 PROBE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
@@ -50,6 +51,8 @@ for f in (first, second):
     answers["finish"].append([a.success, a.message, a.scores_json])
 a = peer.wait(finish(), 30.0)
 answers["finish"].append([a.success, a.message, a.scores_json])
+a = start("ep1", instance)  # a copy of the start that arrives after the finish
+answers["late_start"] = [a.success, a.message]
 print("PROBE " + json.dumps(answers), flush=True)
 """
 
@@ -79,5 +82,7 @@ def test_a_repeated_start_or_finish_gets_the_first_answer_and_scores_once(tmp_pa
     assert categories.count("episode_start") == 1 and categories.count("episode_end") == 1, categories
     start = next(e for e in events if e.get("category") == "episode_start")
     assert start["t"] == 0.0  # the repeated start did not open the episode again after its first measurements
+    # A start repeated after the finish reopens nothing: the finished episode's records stay.
+    assert answers["late_start"] == [False, "ep1 was already scored; its records stay as they are"]
     scores = json.loads((tmp_path / "ep1" / "scores.json").read_text())
-    assert scores.get("status") != "superseded" and json.loads(finishes[0][2])["episode_id"] == "ep1"
+    assert scores.get("status") == "timeout" and json.loads(finishes[0][2])["episode_id"] == "ep1"  # the finish reason

@@ -206,7 +206,8 @@ def late_world(out_dir: str) -> None:
 
 def repeated(out_dir: str) -> None:
     """Start and finish each asked twice, as a caller whose reply was lost asks again: prints
-    "ANSWERS <json>" (both starts' and the three finishes' success, message) and "FINISHED <all same>"."""
+    OUTPUT_DIR/answers.json (the second start's and the three finishes' answers) and
+    "FINISHED <all same>"."""
     from labference.msg import WorldState
     from labference.srv import FinishEpisode, StartEpisode
 
@@ -231,8 +232,8 @@ def repeated(out_dir: str) -> None:
     finishes.append(client.call_async(request))
     rclpy.spin_until_future_complete(node, finishes[-1], timeout_sec=60)
     answers = [[f.result().success, f.result().message, f.result().scores_json] if f.done() else None for f in finishes]
-    print("ANSWERS " + json.dumps({"start": [again.success, again.message] if again else None,
-                                   "finish": answers}), flush=True)
+    with open(f"{out_dir}/answers.json", "w", encoding="utf-8") as f:
+        json.dump({"start": [again.success, again.message] if again else None, "finish": answers}, f)
     print(f"FINISHED {all(a == answers[0] for a in answers)}", flush=True)
     rclpy.shutdown()
 

@@ -454,6 +454,10 @@ def test_a_repeated_start_or_finish_gets_the_first_answer_and_one_bag(tmp_path, 
 
     topics, log = record_probe_episode(tmp_path, ros_env, "repeated")
     assert topics.count("/evaluator/world_state") == 1, topics
+    answers = json.loads((tmp_path / "ep" / "answers.json").read_text())
+    assert answers["start"] == [True, "already recording ep_repeat"]
+    first = answers["finish"][0]
+    assert first[0] is True and first[1].startswith("bag ") and answers["finish"] == [first] * 3
     reader = EpisodeBagReader(tmp_path / "ep" / "bag")
     assert json.loads(reader.custom["finish"])["status"] == "finished"
 
