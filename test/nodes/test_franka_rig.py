@@ -16,34 +16,43 @@ from labference_ros.rosenv import loopback_environ
 PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "franka_rig_probe.py"
 
 
-@pytest.mark.slow
-def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faults():
-    # The robot PC's clock 0.7 s ahead of this one's: the arm bridge stamps by the robot's.
-    standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin", "--ros-args",
-                    "-p", "clock_offset_s:=0.7", "-p", "start_width:=0.05"])
-    # This shared test machine stalls processes for up to seconds under load: a latency and a
-    # joint-state timeout that absorb that (the stall below is indefinite; the 35 ms jitter the
-    # default latency absorbs is tested in test/core/test_trajectory_commands.py).
-    bridge = Proc([sys.executable, "-m", "labference_ros.nodes.franka_arm_bridge", "--ros-args",
-                   "-p", "command_latency_s:=0.3", "-p", "joint_state_timeout_s:=2.0"])
-    hand = Proc([sys.executable, "-m", "labference_ros.nodes.franka_gripper_bridge"])
+# This shared test machine stalls processes for up to seconds under load: a latency and a
+# joint-state timeout that absorb that (the stall in the tests is indefinite; the 35 ms jitter
+# the default latency absorbs is tested in test/core/test_trajectory_commands.py).
+ARM_BRIDGE = [sys.executable, "-m", "labference_ros.nodes.franka_arm_bridge", "--ros-args",
+              "-p", "command_latency_s:=0.3", "-p", "joint_state_timeout_s:=2.0"]
+
+
+def run_rig(standin_args=(), probe_args=(), hand=False, env=None) -> tuple[dict, list[str]]:
+    """franka_standin, the arm bridge (and the hand's, with `hand`) and the probe until its
+    RESULT: (the result, what the bridge and the stand-in said)."""
+    nodes = [Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin", *standin_args], env=env),
+             Proc(ARM_BRIDGE, env=env)]
+    if hand:
+        nodes.append(Proc([sys.executable, "-m", "labference_ros.nodes.franka_gripper_bridge"], env=env))
     probe = None
     try:
-        probe = Proc([sys.executable, str(PROBE)])
+        probe = Proc([sys.executable, str(PROBE), *probe_args], env=env)
         lines = probe.wait_for("RESULT", timeout=120)
-        assert lines, probe.seen + bridge.seen + standin.seen
-        result = json.loads(lines[0][len("RESULT "):])
+        said = nodes[1].seen + nodes[0].seen
+        assert lines, probe.seen + said
+        return json.loads(lines[0][len("RESULT "):]), said
     finally:
         if probe is not None:
             probe.stop()
-        hand.stop()
-        bridge.stop()
-        standin.stop()
+        for node in reversed(nodes):
+            node.stop()
+
+
+@pytest.mark.slow
+def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faults():
+    # The robot PC's clock 0.7 s ahead of this one's: the arm bridge stamps by the robot's.
+    result, said = run_rig(("--ros-args", "-p", "clock_offset_s:=0.7", "-p", "start_width:=0.05"), hand=True)
     # The robot's joint states under the graph's names.
     assert result["names"] == [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
     # Smooth rows sent as franka_ros2 commands: the arm got there, no reflex, no fault.
     moved = result["moved"]
-    assert moved["faults"] == [] and not moved["reflex"], (moved, bridge.seen, standin.seen)
+    assert moved["faults"] == [] and not moved["reflex"], (moved, said)
     assert moved["error"] < 1e-3
     # An injected reflex: a hardware fault of e1 naming the robot's error; the bridge is paused.
     assert [f["episode_id"] for f in result["reflex"]["faults"]] == ["e1"]
@@ -69,25 +78,11 @@ def test_late_rows_stop_the_fr3_smoothly_as_the_tested_systems_lateness_and_a_re
     with own_domain() as domain:
         env = loopback_environ()
         env["ROS_DOMAIN_ID"] = domain
-        standin = Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin"], env=env)
-        # The latency and joint-state timeout this shared machine needs (above).
-        bridge = Proc([sys.executable, "-m", "labference_ros.nodes.franka_arm_bridge", "--ros-args",
-                       "-p", "command_latency_s:=0.3", "-p", "joint_state_timeout_s:=2.0"], env=env)
-        probe = None
-        try:
-            probe = Proc([sys.executable, str(PROBE), "late"], env=env)
-            lines = probe.wait_for("RESULT", timeout=120)
-            assert lines, probe.seen + bridge.seen + standin.seen
-            result = json.loads(lines[0][len("RESULT "):])
-        finally:
-            if probe is not None:
-                probe.stop()
-            bridge.stop()
-            standin.stop()
+        result, said = run_rig(probe_args=("late",), env=env)
     late = result["late"]
     # Rows 0.6 s late mid-motion: no hardware fault and no reflex (the stand-in checks the FR3's
     # acceleration and jerk limits every 1 kHz cycle); the arm stopped short of the rows and holds.
-    assert late["faults"] == [] and not late["reflex"], (late, bridge.seen, standin.seen)
+    assert late["faults"] == [] and not late["reflex"], (late, said)
     assert late["speed"] < 1e-6 and late["held"] < 1e-6 and late["short_of"] > 0.05, late
     # Said once, as the tested system's lateness of the running episode.
     assert [e["episode_id"] for e in late["late_rows"]] == ["e1"], late
