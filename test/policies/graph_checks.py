@@ -45,3 +45,10 @@ def assert_records_parse(run_dir: Path) -> list[dict]:
 
 def tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def assert_one_chunk_per_request(requests, chunks) -> None:
+    """Every recorded chunk answers one request, in order. The server may have answered one
+    more: the request in flight when the episode ended (the bridge waits for its reply, charged
+    to the system, but executes and records no chunk of it)."""
+    assert len(chunks) <= len(requests) <= len(chunks) + 1, (len(requests), len(chunks))

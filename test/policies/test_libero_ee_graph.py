@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fake_libero import FakeLiberoServer
-from graph_checks import FAST, assert_records_parse, console, launch
+from graph_checks import FAST, assert_one_chunk_per_request, assert_records_parse, console, launch
 from labference_ros.skills.kinematics import FingertipKinematics
 
 LIBERO_HZ, BRIDGE_HZ, HORIZON, RISE_M = 20.0, 50.0, 5, 0.05
@@ -30,7 +30,7 @@ def test_libero_end_effector_deltas_become_joint_targets(tmp_path):
            .read_text().splitlines()]
     chunks = [r for r in log if r["record"] == "chunk"]
     assert chunks and all(c["status"] == "accepted" for c in chunks), [c["reasons"] for c in chunks]
-    assert len(chunks) == len(server.decoded)
+    assert_one_chunk_per_request(server.decoded, chunks)
     fk = FingertipKinematics()
     rows_per_chunk = int(np.ceil(HORIZON / LIBERO_HZ * BRIDGE_HZ - 1e-6))  # 5 steps of 50 ms in 20 ms rows: 13
     for req, chunk, sent in zip(server.decoded, chunks, server.replies):

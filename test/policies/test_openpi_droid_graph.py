@@ -19,6 +19,7 @@ from labference_ros.tasks.weighing.contract import weighing_basic
 from labference_ros.tasks.weighing.instances import generate, write_instance_list
 from labference_ros.core.observation import EvaluatorSecrets, find_leaks
 from fake_droid import FakeDroidServer
+from graph_checks import assert_one_chunk_per_request
 
 LABFERENCE = os.path.join(os.path.dirname(sys.executable), "labference")
 INSTANCE = generate("basic", 3, task_seed=1, layout_seed=100, policy_seed=0)[2]
@@ -59,7 +60,7 @@ def test_droid_server_runs_with_droids_step_semantics(tmp_path):
     chunks = [r for r in log if r["record"] == "chunk"]
     assert chunks and all(c["status"] == "accepted" for c in chunks), [c["reasons"] for c in chunks]
     # One request per chunk, in order: the state each chunk was integrated from is what the server received.
-    assert len(server.decoded) == len(chunks)
+    assert_one_chunk_per_request(server.decoded, chunks)
     rows_per_chunk = int(np.ceil(HORIZON / DROID_HZ * BRIDGE_HZ - 1e-6))  # 8 steps of 1/15 s in 20 ms rows: 27
     scaled = 0
     for req, chunk, sent in zip(server.decoded, chunks, server.replies):
