@@ -234,6 +234,11 @@ class RowStream:
             return StreamState.at_rest(measured)
         return state_during(self.sent_from, self.sent, t - self.sent_at, self.interval)
 
+    def late(self, now: float, stamp: float) -> bool:
+        """A row stamped `stamp` received at `now` would land at or before now on this
+        stream's clock (or no stream has begun): it cannot go on the path as planned."""
+        return self.offset is None or stamp + self.interval + self.offset - now <= 1e-3
+
     def send(self, now: float, stamp: float, rows, measured=None) -> TrajectoryCommand:
         """The message for rows (L x 7, one interval apart, the first stamped `stamp`)
         received at `now` (the same clock)."""
@@ -243,7 +248,7 @@ class RowStream:
         continues = (first is not None and self.path and first - now > 1e-3
                      and abs(first - (self.path[-1][0] + T)) < 0.25 * T)
         if not continues:
-            if first is None or first - now <= 1e-3:
+            if self.late(now, stamp):
                 self.offset = now + self.latency - (stamp + T)  # a new stream, or a row too late
                 first = stamp + T + self.offset
             start = first - T

@@ -237,7 +237,7 @@ class CommandGate:
         rows = np.atleast_2d(np.asarray(rows, float))
         T = self.stream.interval
         if self.holding and self.late_next is not None and abs(stamp - self.late_next) < 0.25 * T \
-                and self._late(now, stamp):
+                and self.stream.late(now, stamp):
             self.late_next = stamp + len(rows) * T  # the late rows go on, still late: they stay refused
             return Gated(None)
         before = copy.deepcopy(self.stream)
@@ -263,9 +263,3 @@ class CommandGate:
             which = "the stream's first row cannot be followed from where the arm stands"
         return Gated(None, late=f"{which} within the {self.robot.name}'s limits ({problems[0]}): the arm "
                                 f"stops and holds until rows come on time")
-
-    def _late(self, now: float, stamp: float) -> bool:
-        """A row stamped `stamp` received at `now` would land at or before now on the stream's
-        clock: the system has not caught up (one that has is tried from where the arm is)."""
-        offset = self.stream.offset
-        return offset is None or stamp + self.stream.interval + offset - now <= 1e-3
