@@ -35,23 +35,26 @@ def test_the_simulated_load_reaches_the_graph_through_the_serial_driver(tmp_path
         os.replace(partial, load)
 
     set_load("52.34")
-    procs = [Proc([sys.executable, str(SIM_PEER), str(load)], env=env),
-             Proc([sys.executable, "-m", "labference_ros.nodes.sics_emulator", "--ros-args",
+    procs = [Proc([sys.executable, "-m", "labference_ros.nodes.sics_emulator", "--ros-args",
                    "-p", f"port:={port}", "-p", "settle_s:=0.2"], env=env)]
     try:
         deadline = time.monotonic() + 60
         while not port.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert port.is_symlink(), procs[1].seen
+        assert port.is_symlink(), procs[0].seen
         procs.append(Proc([sys.executable, "-m", "labference_ros.nodes.balance_sics", "--ros-args",
                            "-p", f"port:={port}", "-p", "poll_hz:=20.0", "-p", "reply_timeout_s:=0.5"], env=env))
         probe = peer("balance", env=env)
         procs.append(probe)
-        # Until the emulator hears the simulated balance it is a balance with an empty pan
-        # (0.0 g, settled): the driver may poll it before the two ROS nodes have matched.
-        first = probe.next_json("READING ", lambda r: r["valid"] and r["stable"] and r["displayed_g"] != 0.0,
-                                timeout=40.0)
+        # Before the simulated load cell is heard the load is unknown: the balance is busy, never a
+        # settled 0.0 g that a referee would take as the pan's load (seen as a 340 g disagreement
+        # when the simulated balance's first reading came late).
+        unheard = probe.next_json("READING ", lambda r: True, timeout=40.0)
+        assert not unheard["valid"] and "busy" in unheard["invalid_reason"], unheard
+        procs.append(Proc([sys.executable, str(SIM_PEER), str(load)], env=env))
+        first = probe.next_json("READING ", lambda r: r["valid"], timeout=40.0)
         assert first["displayed_g"] == 52.34 and first["source"] == f"mt_sics:{port}"
+        assert probe.next_json("READING ", lambda r: r["valid"] and r["stable"], timeout=40.0)["displayed_g"] == 52.34
         set_load("120.5")
         # The balance sees the load change (unstable, as MT-SICS says "D") before it settles.
         assert probe.next_json("READING ", lambda r: r["valid"] and not r["stable"], timeout=40.0)["displayed_g"] == 120.5
