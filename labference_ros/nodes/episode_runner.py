@@ -180,8 +180,8 @@ class EpisodeRunner(Node):
         return None if self.graph_missing() else True
 
     def call(self, client, request, idempotent: bool = False):
-        """A service call; an idempotent one (the referees' and the recorder's start and finish)
-        is asked again every RESEND_AFTER_S without an answer, as its reply may be dropped."""
+        """A service call; an idempotent one (the referees' and the recorder's start and finish,
+        lab_sim's reset, the scene check) is asked again every RESEND_AFTER_S without an answer, as its reply may be dropped."""
         return ServiceCall(client, request, self.service_timeout_s, RESEND_AFTER_S if idempotent else None)
 
     # --------------------------------------------------------- procedure
@@ -322,7 +322,8 @@ class EpisodeRunner(Node):
         lab_sim's reset) is checked again every SETUP_RETRY_S until the scene matches or
         setup_timeout_s passes; each new refusal is said once."""
         request = ResetEpisode.Request(episode_id=eid, instance_json=instance_json)
-        answer = yield self.call(self.reset, request)
+        # lab_sim answers a repeated reset without doing it again (nodes/repeated_reset.py).
+        answer = yield self.call(self.reset, request, idempotent=True)
         if self.setup == "sim":
             return answer
         check = self.reset if self.setup == "operator" else self.scene_check

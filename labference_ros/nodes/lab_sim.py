@@ -17,7 +17,9 @@ from labference.msg import BalanceReading, GripperCommand
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
+from labference_ros.nodes.repeated_reset import RepeatedReset
 from labference_ros.nodes.runtime import run_node
+from labference_ros.nodes.sim_checkpoints import restore_checkpoint, save_checkpoint
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.nodes.sim_interfaces import SimulationInterfaces
 from labference_ros.nodes.sim_outputs import SimOutputs
@@ -25,17 +27,15 @@ from labference_ros.nodes.steady_waits import CommandWait, SteadyWaits
 from labference_ros.sim.checkpoint_store import CheckpointStore
 from labference_ros.sim.command_validation import check_ordered_arm_targets
 from labference_ros.sim.sync_protocol import DisplayReadings, HeldCommands, MeasurementGrid, advance_wants, time_ns
-from labference_ros.sim.trajectory import TrajectoryFollower, pack_checkpoint, unpack_checkpoint
+from labference_ros.sim.trajectory import TrajectoryFollower
 from labference_ros.tasks import family as task_family
 
-# A balance that answers none within this (gone, or one that is polled on its own
-# clock): the frame shows what has arrived, and lab_sim stops waiting until the next
-# reset or restore.
+# A balance that answers none within this (gone, or polled on its own clock): the frame shows
+# what has arrived, and lab_sim stops waiting until the next reset or restore.
 DISPLAY_WAIT_S = 5.0
 # A frame whose reading has not arrived looks again this often (sim time stands still).
 READING_POLL_S = 0.001
-# An advance whose control boundary's commands have not come within this is refused
-# (parameter command_wait_s).
+# An advance whose boundary's commands have not come within this is refused (command_wait_s).
 COMMAND_WAIT_S = 10.0
 
 
@@ -69,6 +69,7 @@ class LabSim(Node):
         self.command_wait_s = float(v["command_wait_s"])
         self.follower = TrajectoryFollower()
         self.loaded = False
+        self.resets = RepeatedReset()  # a reset asked again after a lost reply is answered, not done again
         # Sync mode: the arm and gripper commands stamped after the current sim time, each
         # applied when sim time reaches its stamp, and the boundaries commanded (an advance
         # that names its boundary waits until that boundary's commands are here).
@@ -112,11 +113,13 @@ class LabSim(Node):
     # commands ---------------------------------------------------------------
     def on_trajectory(self, msg: JointTrajectory):
         if self.loaded:
+            self.resets.moved()
             self.commands.take_arm(msg, self.backend.sim_time)
             self.command_wait.wake()
 
     def on_gripper(self, msg: GripperCommand):
         if self.loaded:
+            self.resets.moved()
             self.commands.take_gripper(msg, self.backend.sim_time)
             self.command_wait.wake()
 
@@ -144,11 +147,12 @@ class LabSim(Node):
         if self.loaded:
             self.display.note(msg, published_ns, time_ns(self.backend.sim_time))
 
-    def _new_timeline(self):
+    def new_timeline(self):
         """At a reset or restore: sim time starts again, the readings owed with it; an
         advance still waiting for a reading or for commands of the old timeline gives up,
         and commands held for a boundary of the old timeline are dropped."""
         self.timeline += 1
+        self.resets.moved()
         self.out.forget_last()
         self.commands.clear()
         self.reading_input.take_all()  # all of the old timeline: nothing of the new one is out yet
@@ -263,6 +267,10 @@ class LabSim(Node):
 
     # services ---------------------------------------------------------------
     def on_reset(self, request, response):
+        if self.resets.repeat(request, response):
+            self.get_logger().info(f"reset of {request.episode_id} asked again before anything moved: answered again")
+            return response
+        self.resets.moved()  # a reset that fails leaves no scene to answer for
         self.command_wait.end()  # now, not after the load: the advance answers once this returns
         await_matched(self, self.inputs, float(self.get_parameter("match_timeout_s").value))
         try:
@@ -275,7 +283,7 @@ class LabSim(Node):
             return response
         self.loaded = True
         self.follower.clear()
-        self._new_timeline()
+        self.new_timeline()
         self.grid.restart(0.0)
         if self.step_mode == "realtime":
             self._wall_anchor = None
@@ -286,6 +294,7 @@ class LabSim(Node):
         response.success, response.message = True, f"loaded {instance.instance_id}"
         response.layout_hash, response.sim_time = instance.layout_hash, self.backend.sim_time
         response.scene_hash = self.backend.scene_hash()
+        self.resets.answered(request, response)
         return response
 
     async def on_advance(self, request, response):
@@ -307,6 +316,7 @@ class LabSim(Node):
             response.success, response.message = False, ADVANCE_RUNNING
             return response
         self.advance_done = Future()
+        self.resets.moved()
         try:
             return await self._serve_advance(request, response)
         finally:
@@ -350,33 +360,10 @@ class LabSim(Node):
         return response
 
     def on_save(self, request, response):
-        held = bool(self.commands)
-        if not self.loaded or self.advancing or held:
-            response.success = False
-            response.message = ("no scene loaded" if not self.loaded else "an advance is running" if self.advancing
-                                else "a command for a later boundary is held")
-            return response
-        cid, path = self.checkpoints.save(pack_checkpoint(self.backend.save_state(), self.follower), request.label)
-        response.success, response.checkpoint_id, response.path = True, cid, str(path)
-        response.sim_time = self.backend.sim_time
-        return response
+        return save_checkpoint(self, request, response)
 
     def on_restore(self, request, response):
-        blob = self.checkpoints.load(request.checkpoint_id)
-        if blob is None:
-            response.success, response.message = False, f"unknown checkpoint {request.checkpoint_id!r}"
-            return response
-        try:
-            sim_blob, follower = unpack_checkpoint(blob)
-            self.backend.restore_state(sim_blob)
-            self.follower = follower
-            self._new_timeline()  # the display the checkpoint saved stays until new readings
-        except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        self.grid.restart(self.backend.sim_time)
-        response.success, response.sim_time = True, self.backend.sim_time
-        return response
+        return restore_checkpoint(self, request, response)
 
     def close(self):
         self.backend.close()

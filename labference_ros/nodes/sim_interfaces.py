@@ -334,6 +334,7 @@ class SimulationInterfaces:
 
     def _set(self, request) -> Result:
         state = request.state
+        self.sim.resets.moved()  # the scene is no longer the reset's
         if request.set_pose:
             p, q = state.pose.position, state.pose.orientation
             quat = (q.w, q.x, q.y, q.z)
