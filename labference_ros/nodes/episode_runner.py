@@ -180,8 +180,8 @@ class EpisodeRunner(Node):
         return None if self.graph_missing() else True
 
     def call(self, client, request, idempotent: bool = False):
-        """A service call; an idempotent one (the referees' and the recorder's start and finish,
-        lab_sim's reset, the scene check) is asked again every RESEND_AFTER_S without an answer, as its reply may be dropped."""
+        """A service call; an idempotent one (the referees', the recorder's and the bridge's start and
+        finish, lab_sim's reset, the scene check) is asked again every RESEND_AFTER_S without an answer, as its reply may be dropped."""
         return ServiceCall(client, request, self.service_timeout_s, RESEND_AFTER_S if idempotent else None)
 
     # --------------------------------------------------------- procedure
@@ -265,8 +265,8 @@ class EpisodeRunner(Node):
             answer = yield self.call(self.shadow_start, start_request(), idempotent=True)
             started = not failed(answer, "shadow_referee", "shadow referee start")
         if started:
-            answer = yield ServiceCall(self.bridge_start, start_request(),
-                                       self.service_timeout_s + BRIDGE_START_EXTRA_S)
+            answer = yield ServiceCall(self.bridge_start, start_request(),  # a repeat gets the first answer
+                                       self.service_timeout_s + BRIDGE_START_EXTRA_S, RESEND_AFTER_S)
             started = not failed(answer, "policy_bridge", "policy_bridge start")
             if started:
                 try:
@@ -290,7 +290,7 @@ class EpisodeRunner(Node):
             return FinishEpisode.Request(episode_id=eid, reason=attempt.reason, sim_time=sim_end or 0.0)
 
         if "policy_bridge" not in unreachable:
-            answer = yield self.call(self.bridge_finish, finish_request())
+            answer = yield self.call(self.bridge_finish, finish_request(), idempotent=True)
             if not failed(answer, "policy_bridge", "policy_bridge finish"):
                 try:
                     record_system_usage(out_dir, answer.message)

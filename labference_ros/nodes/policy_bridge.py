@@ -126,6 +126,7 @@ class PolicyBridge(Node):
         self.world_decoder = WorldStateDecoder()
         self.echoes: dict[str, DeliveryReceipt] = {}  # referee receipts by observation id
         self.ep: BridgeEpisode | None = None
+        self.answers: dict[str, tuple[str, bool, str]] = {}  # "start"/"finish": (episode id, success, message)
 
         qos = QoSProfile(depth=10)
         img_qos = image_qos(str(v["image_reliability"]))
@@ -208,6 +209,23 @@ class PolicyBridge(Node):
 
     # episode lifecycle --------------------------------------------------------
     def on_start(self, request, response):
+        return self._answer_once("start", request, response, self._start)
+
+    def on_finish(self, request, response):
+        return self._answer_once("finish", request, response, self._finish)
+
+    def _answer_once(self, kind: str, request, response, serve):
+        """A start or finish asked again for the same episode (the runner's resend after a lost
+        reply) gets the first answer: never a second reset of the system, nor a second end."""
+        last = self.answers.get(kind)
+        if last is not None and last[0] == request.episode_id:
+            response.success, response.message = last[1], last[2]
+            return response
+        serve(request, response)
+        self.answers[kind] = (request.episode_id, response.success, response.message)
+        return response
+
+    def _start(self, request, response):
         refused = outside_run_dir(request.output_dir)
         if refused:
             response.success, response.message = False, f"cannot start: {refused}"
@@ -262,7 +280,7 @@ class PolicyBridge(Node):
         self.tick()  # prime: the first advance goes out now
         return response
 
-    def on_finish(self, request, response):
+    def _finish(self, request, response):
         if self.ep is None or request.episode_id != self.ep.id:
             response.success, response.message = False, "no such episode"
             return response

@@ -168,3 +168,34 @@ def test_a_first_advance_whose_reply_is_lost_is_asked_again(domain, mode):
     assert "no complete observation at sim time 0.000" in out["status"]["reason"], out
     asked_again = "the first advance of episode ep0 has no answer after 1.0 s: asking again"
     assert any(asked_again in line for line in bridge.seen), bridge.seen[-20:]
+
+
+def test_a_start_or_finish_asked_again_gets_the_first_answer_and_resets_the_server_once(tmp_path, domain):
+    """The runner asks again when a reply is lost: the bridge never resets the tested system a
+    second time, nor ends its episode twice (nodes/policy_bridge.py, _answer_once)."""
+    from fake_servers import FakeHttpPolicy
+    env = loopback_environ()
+    env["ROS_DOMAIN_ID"] = domain
+    with FakeHttpPolicy() as server:
+        out = _start_and_finish_twice(server, env, tmp_path)
+    assert out["start"][0] is True and out["start_again"] == out["start"], out
+    assert out["finish"][0] is True and out["finish_again"] == out["finish"], out
+    assert server.resets == 1
+
+
+def _start_and_finish_twice(server, env, tmp_path) -> dict:
+    params = json.dumps({"url": server.url, "timeout_s": 5.0})
+    bridge = Proc([sys.executable, "-m", "labference_ros.nodes.policy_bridge", "--ros-args",
+                   "-p", "system:=http", "-p", f"system_params_json:='{params}'", "-p", "match_timeout_s:=0.5"],
+                  env=env)
+    run_dir = tmp_path / "run" / "episodes" / "0000_repeat"
+    try:
+        probe = Proc([sys.executable, str(REPO / "test" / "peers" / "bridge_repeat_probe.py"), str(run_dir)],
+                     env=env)
+        lines = probe.wait_for("PROBE", timeout=120)
+        probe.stop()
+        assert lines, probe.seen[-20:] + bridge.seen[-20:]
+        assert bridge.popen.poll() is None, bridge.seen[-20:]
+    finally:
+        bridge.stop()
+    return json.loads(lines[0][len("PROBE "):])
