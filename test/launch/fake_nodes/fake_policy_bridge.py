@@ -24,6 +24,7 @@ def make():
             occupy_topics(self, "policy_bridge")
             self.declare_parameter("system", "")
             self.now, self.episode, self.started_at, self.state = None, None, None, "idle"
+            self.last_start = None
             self.create_subscription(Clock, "/clock", self.on_clock, best_effort())
             self.pub = self.create_publisher(String, "/policy_bridge/status", 10)
             self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
@@ -35,6 +36,10 @@ def make():
             self.now = sim_seconds(msg)
 
         def on_start(self, request, response):
+            if request.episode_id == self.last_start:  # asked again: answered at once, as the bridge does
+                response.success = True
+                return response
+            self.last_start = request.episode_id
             if index_of(request.episode_id) in indices("FAKE_BRIDGE_HANG"):
                 time.sleep(float(os.environ.get("FAKE_HANG_S", "4")))  # a stuck tested system
             self.episode, self.started_at, self.state = request.episode_id, self.now, "running"
