@@ -140,9 +140,11 @@ class WeighingFamily(TaskFamily):
         # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
         if not instance.external_event:
             return None
-        from labference_ros.tasks.weighing.environment import ReadyLampEnvironment
+        from labference_ros.cell.display_layout import READY_ON_RGBA
+        from labference_ros.tasks.indicator_lamp import IndicatorLampEnvironment
+        from labference_ros.tasks.weighing.scene import READY_LAMP_GEOM
 
-        return ReadyLampEnvironment(instance)
+        return IndicatorLampEnvironment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
 
     def support_labels(self, measurement) -> dict[str, str]:
         from labference_ros.tasks.weighing.recognisers import support_classes

@@ -49,12 +49,7 @@ class PickPlaceSystem(PlannedMotionSystem):
         super().reset(session_id, policy_seed)
         self.ready_lamp_seen = False
 
-    def act(self, obs, evaluator=None):
-        if self.cursor is None and self._awaiting_ready_lamp(obs):
-            return self._emit(self._hold(obs, 0.5))  # look again in half a second
-        return super().act(obs, evaluator)
-
-    def _awaiting_ready_lamp(self, obs) -> bool:
+    def awaiting_cue(self, obs) -> bool:
         """The instruction asks to wait for the ready lamp and the display camera has not
         shown it lit yet (a system that cannot see the display keeps waiting)."""
         if not self.waits_for_ready_lamp or self.ready_lamp_seen or READY_LAMP_RULE not in obs.instruction:
