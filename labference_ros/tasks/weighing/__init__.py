@@ -136,6 +136,14 @@ class WeighingFamily(TaskFamily):
 
         return weighing_cell()
 
+    def environment_profile(self, condition: str | None = None) -> dict:
+        # The hidden-event condition's lamp, its window and what it shows (the time is the instance's).
+        spec = self.contract_for(condition).external_event if condition in self.conditions else None
+        if spec is None:
+            return {}
+        return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
+                "affected": list(spec.affected)}
+
     def make_environment(self, instance):
         # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
         if not instance.external_event:
