@@ -42,6 +42,8 @@ def _episodes(out: pathlib.Path) -> list[tuple[dict, list[dict]]]:
     for episode in sorted((out / "episodes").iterdir()):
         scores = json.loads((episode / "scores.json").read_text())
         records = [json.loads(line) for line in (episode / "events.jsonl").read_text().splitlines() if line.strip()]
+        run = json.loads((episode / "run.json").read_text())
+        assert run["observation"]["environment"]["external_event"] == "ready_lamp"  # declared in the record
         found.append((scores, [r for r in records if r.get("record") == "event"]))
     return found
 

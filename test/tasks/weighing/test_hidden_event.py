@@ -31,6 +31,12 @@ def test_instances_record_a_trigger_time_drawn_with_their_task_seed():
     assert "external_event" not in json.loads(basic.to_json()) and READY_LAMP_RULE not in basic.public_instruction()
     assert "external_event" not in contract_for("basic").to_dict()
     assert contract_for("hidden_event").to_dict()["external_event"]["name"] == "ready_lamp"
+    # run.json's observation.environment declares the event for this condition alone.
+    from labference_ros.tasks import family
+
+    weighing = family("feedback_weighing")
+    assert weighing.environment_profile("hidden_event")["external_event"] == "ready_lamp"
+    assert weighing.environment_profile("basic") == {} and weighing.environment_profile() == {}
 
 
 def test_a_referee_refuses_an_instance_without_its_trigger_time():
