@@ -71,3 +71,16 @@ def test_population_metrics_count_only_episodes_that_reached_the_event():
     assert 0 < m["completion"]["lo"] < 2 / 3 < m["completion"]["hi"] < 1
     empty = population_metrics([record(False, 0, None, False)])
     assert empty["reached"] == 0 and empty["premature_violation"]["estimate"] is None
+
+
+def test_the_report_shows_the_metrics_in_text_and_html():
+    from labference_ros.reporting.html_report import coordination_table
+    from labference_ros.reporting.report import _coordination_lines
+
+    m = population_metrics([{"reached": True, "premature": True, "premature_interactions": 2, "response_latency_s": 1.5,
+                             "completed": True}, {"reached": False}])
+    text = "\n".join(_coordination_lines(m))
+    assert "reached 1/2" in text and "premature violation (PVR) 100.0% 1/1" in text and "median 1.5 s" in text
+    html = coordination_table(m)
+    assert "premature violation rate (PVR)" in html and "1 / 1" in html
+    assert _coordination_lines(None) == [] and coordination_table(None) == ""

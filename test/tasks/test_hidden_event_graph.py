@@ -85,3 +85,4 @@ def test_waiting_and_impatient_systems_in_the_hidden_event_condition(tmp_path, t
     assert ok["response"]["n"] == 3 and ok["response"]["mean_latency_s"] > 0
     assert early["reached"] == 1 and early["premature_violation"]["k"] == 1
     assert "hidden event" in report.stdout and "premature violation (PVR)" in report.stdout
+    assert "hidden event (coordination)" in (tmp_path / "report" / "report.html").read_text()
