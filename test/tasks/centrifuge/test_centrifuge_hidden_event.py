@@ -73,3 +73,12 @@ def test_the_expert_waits_for_the_lamp_and_the_impatient_one_does_not():
     assert e["premature"] and e["premature_interactions"] == len(premature) >= 1, e
     assert all(ev["t"] < trigger for ev in premature) and premature[0]["object"] == "tube_b"
     assert scores["completion_class"] != "clean"
+
+
+@pytest.mark.slow
+def test_the_pixel_system_waits_for_the_lamp_too():
+    instance = generate("hidden_event", 3, 0, 0, 0)[2]
+    end, scores, events = _episode("opposite_from_pixels", instance)
+    e = scores["external_event"]
+    assert end == "completed" and e["premature_interactions"] == 0 and e["response"]["correct"] is True, e
+    assert scores["completion_class"] == "clean"

@@ -111,3 +111,20 @@ def test_the_simulated_lamp_lights_at_the_trigger_tick_and_the_display_shows_it(
         assert reading.ready_lamp and reading.ok
     finally:
         world.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system, certified", [("display_reader", True), ("scripted_expert", True),
+                                               ("impatient_expert", False)])
+def test_certification_passes_the_systems_that_wait_and_rejects_the_impatient_one(tmp_path, system, certified):
+    # Certification's in-process episode (campaign/certify.py) demands a clean completion:
+    # no premature interaction, every native first choice correct and executed.
+    from labference_ros.campaign.certify import certify_instance
+    from labference_ros.tasks import family
+
+    weighing = family("feedback_weighing")
+    instance = generate("hidden_event", 3, 0, 0, 0)[2]  # the lamp at 6.6 s
+    cert = certify_instance(weighing, instance, frames_dir=tmp_path, system_name=system)
+    assert (cert["verdict"] == "certified") is certified, (cert["failing_step"], cert["reason"])
+    if not certified:
+        assert cert["scores"]["completion_class"] != "clean"
