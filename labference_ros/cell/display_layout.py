@@ -20,6 +20,9 @@ SEG_T = 0.0024  # segment thickness
 DIGIT_X0 = -0.040
 LIGHT_XY = (0.0375, 0.006)
 LIGHT_HALF = 0.003
+# The ready lamp below it (only on a balance whose condition declares one: the
+# hidden-event condition's cue, core.external_events).
+READY_LAMP_XY = (0.0375, -0.006)
 
 SEGMENT_NAMES = "abcdefg"
 DIGIT_SEGMENTS = {
@@ -33,6 +36,8 @@ SEG_ON_RGBA = (1.0, 0.12, 0.08, 1.0)
 SEG_OFF_RGBA = (0.16, 0.07, 0.07, 1.0)
 LIGHT_ON_RGBA = (0.1, 1.0, 0.15, 1.0)
 LIGHT_OFF_RGBA = (0.06, 0.16, 0.07, 1.0)
+READY_ON_RGBA = (0.1, 0.3, 1.0, 1.0)
+READY_OFF_RGBA = (0.05, 0.06, 0.16, 1.0)
 PANEL_RGBA = (0.02, 0.02, 0.02, 1.0)
 BEZEL_RGBA = (0.85, 0.86, 0.88, 1.0)
 

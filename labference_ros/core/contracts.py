@@ -13,6 +13,9 @@ from dataclasses import asdict
 from functools import cached_property
 
 CONTRACT_SCHEMA = 1
+# Fields added after contracts were first hashed: left out of the record (and the hash)
+# while unset, so the contracts that do not declare them keep their identity.
+OPTIONAL_FIELDS = ("external_event",)
 
 
 class HashedContract:
@@ -20,6 +23,9 @@ class HashedContract:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        for key in OPTIONAL_FIELDS:
+            if key in d and d[key] is None:
+                del d[key]
         d["schema"] = CONTRACT_SCHEMA
         return d
 

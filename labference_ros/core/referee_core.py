@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from labference_ros.core.operations import STOP, Operation, as_operation
+from labference_ros.core.external_events import PREMATURE_INTERACTION, ExternalEventWatch
+from labference_ros.core.operations import STOP, WAIT_OP, Operation, as_operation
 from labference_ros.core.opportunities import Evidence, Opportunity, OpportunityBook
 from labference_ros.core.oracle_scope import check_scope, intervention_payload_id
 from labference_ros.core.protocol import ProtocolRules
@@ -49,6 +50,8 @@ class RefereeCore(ProtocolRules):
         self._seq = 0
         self._last_t: float | None = None
         self._out: list[dict] = []
+        # A declared external event at a hidden time (core.external_events), or None.
+        self.external: ExternalEventWatch | None = None
         self._protocol_init()
 
     # what a family provides -----------------------------------------------------
@@ -265,6 +268,42 @@ class RefereeCore(ProtocolRules):
         self._out.append(receipt)
         return self._flush(t)
 
+    # external events at hidden times (core.external_events) -----------------------
+    def _declare_external_event(self, spec, trigger_t: float) -> None:
+        """This episode's condition declares an event the environment causes at trigger_t."""
+        self.external = ExternalEventWatch(spec, trigger_t)
+        self.counts[PREMATURE_INTERACTION] += 0  # counted (and listed in scores) even when none occur
+
+    @property
+    def awaiting_external_event(self) -> bool:
+        return self.external is not None and self.external.pending
+
+    def _gated(self, ops: tuple[Operation, ...]) -> tuple[Operation, ...]:
+        """The legal set while a declared event is pending is Wait alone; after it, `ops`."""
+        return (WAIT_OP,) if self.awaiting_external_event else ops
+
+    def _external_event(self, t: float, detail: dict) -> bool:
+        """The environment announced the declared event at t (the first world state after
+        it carries its record). True the first time: the family then opens new evidence."""
+        if self.external is None:
+            self._event("validity", t, detail={"reason": "undeclared external event", "environment": detail})
+            return False
+        if not self.external.happened(t):
+            return False
+        self._event("external_event", t, detail={**detail, "trigger_t": self.external.trigger_t})
+        return True
+
+    def _watch_premature(self, t: float, touched) -> None:
+        """Robot contact with an affected object while the declared event is pending: each
+        onset of contact is a premature interaction, a recoverable error."""
+        if self.external is None:
+            return
+        for obj in self.external.contacts(t, touched):
+            opp = self.book.current
+            self._event(PREMATURE_INTERACTION, t, obj=obj, opportunity_id=opp.id if opp else -1,
+                        detail={"event": self.external.spec.name})
+            self._error()
+
     # queries --------------------------------------------------------------------
     @property
     def opportunities(self) -> list[Opportunity]:
@@ -280,6 +319,8 @@ class RefereeCore(ProtocolRules):
             counts=self.counts, violations=self.violations, errors_outstanding=self.errors_outstanding,
             finished=self.finished,
         )
+        if self.external is not None:
+            s["external_event"] = self.external.scores(completed=bool(self.z.physically_complete))
         self._scores_extra(s)
         s["opportunity_records"] = [o.to_dict() for o in self.book.all]
         return s
@@ -321,6 +362,8 @@ class RefereeCore(ProtocolRules):
         }
         self.events.append(ev)
         self.counts[category] += 1
+        if category == "choice" and self.external is not None:  # the first after the event is the response
+            self.external.choice(t, ev["operation"], ev["detail"].get("correct"), opportunity_id)
         self._out.append(ev)
         return ev
 

@@ -12,8 +12,12 @@ from .metrics import choice_rates, rate
 
 # Event categories that are recoverable errors or operation failures (7.2).
 ERROR_CATEGORIES = ("execution_failure", "premature_advancement", "unnecessary_repetition",
-                    "incorrect_choice", "regression", "early_termination")
+                    "incorrect_choice", "regression", "early_termination", "premature_interaction")
 EXPLICIT_CATEGORIES = ("premature_advancement", "unnecessary_repetition", "early_termination", "recovery")
+# Categories only a condition that declares them counts (an external event's premature
+# interactions): listed in `categories` where the referee counts them, so the records of
+# the conditions without them keep their form.
+DECLARED_CATEGORIES = ("premature_interaction",)
 
 
 def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict, state, opportunities,
@@ -81,7 +85,8 @@ def episode_scores(*, episode_id: str, t: float | None, contract_identity: dict,
         "violations": list(violations),
         "errors": errors,
         "errors_outstanding": errors_outstanding,
-        "categories": {c: counts.get(c, 0) for c in sorted(set(ERROR_CATEGORIES) | set(EXPLICIT_CATEGORIES))},
+        "categories": {c: counts.get(c, 0) for c in sorted(set(ERROR_CATEGORIES) | set(EXPLICIT_CATEGORIES))
+                       if c not in DECLARED_CATEGORIES or c in counts},
         "obligations": {k: v["status"] for k, v in sorted(getattr(state, "obligations", {}).items())},
         # Weighing's standards on the pan; a family without standards has none.
         "supported_standards": sorted(getattr(state, "supported_standards", ())),

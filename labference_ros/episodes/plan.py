@@ -110,8 +110,9 @@ def run_json(settings: RunSettings, instance, assets: dict | None = None) -> str
                    "image_width": settings.image_width, "image_height": settings.image_height,
                    "cameras": list(family.cameras), "condition": observation_condition(settings),
                    "history_protocol": history_protocol(family)}
-    if family.environment_profile():  # what the scene does to the cameras on its own (an occluder)
-        observation["environment"] = family.environment_profile()
+    environment = family.environment_profile(instance.condition)
+    if environment:  # what the scene does on its own (an occluder, a hidden-event condition's lamp)
+        observation["environment"] = environment
     return json.dumps({
         "policy": {"system": settings.system, "seed": instance.policy_seed},
         "observation": observation,

@@ -15,9 +15,13 @@ from . import weighing_sim
 from .graph import Graph, LaunchArgument, for_task
 
 TASK = "centrifuge_loading"
-SYSTEMS = "scripted_expert, plan_follower, dropper, hurried, second_guess, opposite_from_pixels, http, openpi, agent"
+SYSTEMS = ("scripted_expert, plan_follower, dropper, hurried, second_guess, impatient_expert, opposite_from_pixels, "
+           "http, openpi, agent")
 ARGUMENTS = tuple(
     dataclasses.replace(a, description=f"Tested system (policy registry name): {SYSTEMS}") if a.name == "system"
+    else dataclasses.replace(a, description="Task condition of generated instances (hidden_event: basic, started "
+                                            "only once the centrifuge's ready lamp lights at a hidden time)",
+                             choices=(*a.choices, "hidden_event")) if a.name == "condition"
     else a for a in weighing_sim.ARGUMENTS if a.name != "monitor")
 
 

@@ -6,6 +6,8 @@ launch/weighing_sim.launch.py is generated from this file
 """
 from __future__ import annotations
 
+import dataclasses
+
 from labference_ros.skills.safety_modes import SAFETY_MODES
 
 from .graph import Graph, LaunchArgument, NodeSpec, Param
@@ -96,6 +98,13 @@ NODES = (
              ends_graph=True),
 )
 
+# The simulator alone runs the hidden-event condition: its ready lamp is lab_sim's environment
+# transition (the other graphs share ARGUMENTS as they are).
+SIM_ARGUMENTS = tuple(dataclasses.replace(
+    a, description="Task condition of generated instances (hidden_event: basic, started only once the "
+                   "balance's ready lamp lights at a hidden time)", choices=(*a.choices, "hidden_event"))
+    if a.name == "condition" else a for a in ARGUMENTS)
+
 GRAPH = Graph(name="weighing_sim", package="labference",
               description="Feedback weighing in simulation: simulator, balance, referee, policy bridge, episode runner",
-              arguments=ARGUMENTS, nodes=NODES, task=TASK)
+              arguments=SIM_ARGUMENTS, nodes=NODES, task=TASK)

@@ -79,8 +79,9 @@ class World:
                "history_protocol": f"{self.family.history_protocol}+last_{OBSERVATION_HISTORY_STEPS}_steps"
                                    "+checkpoint_prefix",
                "step_mode": "sync"}
-        if self.family.environment_profile():  # what the cell does to the cameras on its own
-            out["environment"] = self.family.environment_profile()
+        environment = self.family.environment_profile(self.instance.condition)
+        if environment:  # what the cell does on its own (an occluder, a hidden-event condition's lamp)
+            out["environment"] = environment
         return out
 
     @property

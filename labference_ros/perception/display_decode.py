@@ -22,6 +22,7 @@ class DisplayReading:
     stable: bool
     ok: bool
     reason: str = ""
+    ready_lamp: bool = False  # the blue ready lamp below the stability light is lit
 
 
 def find_panel(image: np.ndarray) -> tuple[int, int, int, int] | None:
@@ -66,6 +67,8 @@ def _lit(image, box, panel, colour: str) -> bool:
     r, g, b = patch[..., 0], patch[..., 1], patch[..., 2]
     if colour == "red":
         on = (r > 120) & (r > 2 * g) & (r > 2 * b)
+    elif colour == "blue":
+        on = (b > 120) & (b > 2 * r) & (b > 1.5 * g)
     else:
         on = (g > 120) & (g > 2 * r) & (g > 2 * b)
     return bool(on.mean() >= 0.5)
@@ -85,7 +88,9 @@ def decode_display(image: np.ndarray) -> DisplayReading:
     text = "".join(chars)
     lx, ly = dl.LIGHT_XY
     stable = _lit(image, (lx, ly, dl.LIGHT_HALF, dl.LIGHT_HALF), panel, "green")
+    rx, ry = dl.READY_LAMP_XY
+    ready = _lit(image, (rx, ry, dl.LIGHT_HALF, dl.LIGHT_HALF), panel, "blue")
     if "?" in text:
-        return DisplayReading(text, None, stable, False, "unknown segment pattern")
+        return DisplayReading(text, None, stable, False, "unknown segment pattern", ready)
     value = dl.text_value(text)
-    return DisplayReading(text, value, stable, True, "" if value is not None else "error display")
+    return DisplayReading(text, value, stable, True, "" if value is not None else "error display", ready)

@@ -246,12 +246,28 @@ def family_table(lines: dict | None) -> str:
     return table(["task family", ""], [[esc(label), esc(text)] for label, text in lines.items()])
 
 
+def coordination_table(co: dict | None) -> str:
+    """A hidden-event condition's metrics over the episodes that reached the event (report.py)."""
+    if not co:
+        return ""
+    r = co["response"]
+    rows = [[esc("episodes reaching the event"), esc(f"{co['reached']} / {co['episodes']}"), "&ndash;"],
+            [esc("premature violation rate (PVR)"), ratio(co["premature_violation"]["k"], co["premature_violation"]["n"]),
+             interval(co["premature_violation"])],
+            [esc("premature interactions (contact onsets)"), num(co["premature_interactions"]), "&ndash;"],
+            [esc(f"response latency, event to first identified choice (n={r['n']})"),
+             f"median {num(r['median_latency_s'], ' s')}, mean {num(r['mean_latency_s'], ' s')}", "&ndash;"],
+            [esc("completion"), ratio(co["completion"]["k"], co["completion"]["n"]), interval(co["completion"])]]
+    return table(["hidden event (coordination)", "value", "95% CI"], rows)
+
+
 def cell_section(i: int, c: dict, images: dict) -> str:
     name = cell_name(c["cell"])
     parts = [f'<h2 id="cell-{i}">{esc(name)}</h2>',
              f'<p class="muted">run directories: {esc(", ".join(c.get("output_dirs", [])))}</p>',
              "<h3>Coverage</h3>", coverage_table(c["coverage"], c.get("partial_evidence") or ()),
-             "<h3>Metrics and populations</h3>", metrics_table(c), family_table(c.get("family")),
+             "<h3>Metrics and populations</h3>", metrics_table(c), coordination_table(c.get("coordination")),
+             family_table(c.get("family")),
              "<h3>Accounting</h3>", accounting_table(c["accounting"], c["intervals"]),
              "<h3>Runtime</h3>", runtime_table(c.get("runtime")),
              "<h3>Confusion (required vs chosen standard)</h3>", confusion_table(c["metrics"]["confusion"])]

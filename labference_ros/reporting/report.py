@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from labference_ros.core import populations as pop
+from labference_ros.core.external_events import population_metrics
 from labference_ros.core.proportions import format_count
 from labference_ros.core.records import write_json_atomic, write_text_atomic
 from labference_ros.tasks import available, family_of_contract_id
@@ -196,7 +197,12 @@ def cell_report(attempts: list[dict], registered: list[dict], level: str, draws:
                       **{f"step_{name}": _step(chain, i) for i, (name, _) in enumerate(chain)}}
     metrics = pop.all_metrics(results, n_registered, reg_pairs, chain, wall_latencies=wall_latencies)
     rates = {**RESULT_INTERVALS, **step_intervals, **reach_intervals(len(metrics["reach"]))}
+    # A condition with an external event at a hidden time: its coordination metrics apart.
+    external = [(e.get("scores") or {}).get("external_event") for e in results]
+    coordination = ({"coordination": population_metrics([r for r in external if r])}
+                    if any(external) else {})
     return {
+        **coordination,
         "coverage": coverage,
         "metrics": metrics,
         "accounting": acc.accounting(attempts),
@@ -365,6 +371,7 @@ def format_cell(c: dict) -> str:
               f"(unknown {a['cost_unknown']})  overload rejections {num(a['overload_rejections'])} "
               f"(unknown {a['rejections_unknown']})  cost/success at ${a['rejection_sensitivity_usd']:g}/rejection "
               f"{num(a['cost_per_success_usd_rejection_sensitivity'], ' USD')}"]
+    lines += _coordination_lines(c.get("coordination"))
     lines += [f"{label:<15}{text}" for label, text in (c.get("family") or {}).items()]
     lines += [f"certification  population: {_certification_text(s)}" for s in c.get("certification") or []]
     partial = c.get("partial_evidence") or []
@@ -373,6 +380,21 @@ def format_cell(c: dict) -> str:
                      f"before the episode did; `labference audit` compares it only that far, exit 3)")
     lines.append(format_confusion(m["confusion"]))
     return "\n".join(lines)
+
+
+def _coordination_lines(co: dict | None) -> list[str]:
+    """The external event's metrics (SciHorizon-eLab eqs. 8-9) over the episodes that reached it."""
+    if not co:
+        return []
+    r = co["response"]
+    return [f"hidden event   reached {co['reached']}/{co['episodes']} episodes (ended before it: {co['not_reached']}); "
+            f"over those: premature violation (PVR) {rate_text(co['premature_violation'])}  "
+            f"premature interactions {co['premature_interactions']} "
+            f"({num(co['premature_interactions_per_episode'])} per episode)",
+            f"               response latency, event to first identified choice (sim): median "
+            f"{num(r['median_latency_s'], ' s')} mean {num(r['mean_latency_s'], ' s')} "
+            f"[{num(r['min_latency_s'], ' s')}, {num(r['max_latency_s'], ' s')}] (n={r['n']})  "
+            f"completion {rate_text(co['completion'])}"]
 
 
 def _certification_text(s: dict) -> str:

@@ -167,9 +167,10 @@ class TaskFamily:
         renders blanked frames while ``occluded(t)``."""
         return None
 
-    def environment_profile(self) -> dict:
+    def environment_profile(self, condition: str | None = None) -> dict:
         """run.json's `observation.environment`: what the environment does on its own in an
-        episode (placement recall's occluder and its trigger). Default: nothing."""
+        episode of `condition` (placement recall's occluder and its trigger; a hidden-event
+        condition's lamp); None: what it does in every condition. Default: nothing."""
         return {}
 
     def report_lines(self, scores: list[dict]) -> dict[str, str]:

@@ -66,6 +66,8 @@ class PlannedMotionSystem(TestedSystem):
             self.hold_until = t + self.params["settle_s"]
         if self.finished or t < self.hold_until - 1e-9:
             return self._emit(self._hold(obs, None if self.finished else self.hold_until - t))
+        if self.awaiting_cue(obs):
+            return self._emit(self._hold(obs, 0.5))  # look again in half a second
         move = self.decide(obs, evaluator)
         if move is None:
             return self._emit(self._hold(obs, 0.5))
@@ -79,6 +81,11 @@ class PlannedMotionSystem(TestedSystem):
         self.moved.append(name)
         self.cursor = PlanCursor(plan_rows(plan, self.spec), t, self.spec.hold_interval_s)
         return self._emit(self.cursor.chunk(t, self.spec.max_chunk_length))
+
+    def awaiting_cue(self, obs: PolicyObservation) -> bool:
+        """The instruction asks to wait for a cue the cameras will show (a hidden-event
+        condition's lamp) and it has not been seen yet: hold still. Default: never."""
+        return False
 
     def decide(self, obs, evaluator):
         """-> a move (a tuple whose first item names the object moved) or None to wait."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from labference_ros.core.contracts import HashedContract
+from labference_ros.core.external_events import ExternalEventSpec
 from labference_ros.tasks.centrifuge.rotor import RotorGeometry
 
 TASK = "centrifuge_loading"
@@ -80,7 +81,7 @@ class DiagnosticInterfaces:
 @dataclass(frozen=True)
 class CentrifugeContract(HashedContract):
     task: str
-    condition: str  # "basic" | "extended"
+    condition: str  # "basic" | "extended" | "hidden_event"
     version: str
     state_variables: tuple[str, ...]
     authorized_evidence: tuple[str, ...]
@@ -97,6 +98,9 @@ class CentrifugeContract(HashedContract):
     diagnostics: DiagnosticInterfaces
     tubes: tuple[str, ...] = field(default=TUBES)
     initially_seated: int = 0  # tubes already stably seated at the start (basic: 1)
+    # An external event at a hidden time (core.external_events): until it happens the
+    # legal set is Wait and touching an affected object is a premature interaction.
+    external_event: ExternalEventSpec | None = None
 
     @property
     def clearance_m(self) -> float:
@@ -116,14 +120,23 @@ _STATE_VARIABLES = ("seated", "held", "unfinished", "attempts", "first_intended_
 _EVIDENCE = ("camera:front", "camera:wrist", "robot_state", "public_instruction", "authorized_history")
 
 
-def _centrifuge(condition: str, seated: int) -> CentrifugeContract:
+# The hidden-event condition's event: the centrifuge's green ready lamp (beside the rotor,
+# towards the front camera) lights once it may be loaded. Neither tube nor the rotor is to
+# be touched before. The window opens after a system that starts at once has reached the
+# free tube (the scripted expert grasps it about 4 s in), so one that does not wait shows it.
+READY_LAMP = ExternalEventSpec(
+    name="ready_lamp", window_s=(6.0, 12.0), affected=(*TUBES, "rotor"),
+    cue="the green ready lamp beside the rotor lights (front camera)")
+
+
+def _centrifuge(condition: str, seated: int, external_event: ExternalEventSpec | None = None) -> CentrifugeContract:
     contract = CentrifugeContract(
         task=TASK, condition=condition, version="0.1.0", state_variables=_STATE_VARIABLES,
         authorized_evidence=_EVIDENCE, operation_types=("pick", "insert", "wait", "stop"),
         exposes_wait=True, exposes_stop=True, stop_requires_completion=True,
         rotor=RotorGeometry(), tube=TubeGeometry(), insertion=InsertionThresholds(),
         approach=ApproachThresholds(), terminal=TerminalConditions(), opportunities=OpportunityRules(),
-        diagnostics=DiagnosticInterfaces(), initially_seated=seated)
+        diagnostics=DiagnosticInterfaces(), initially_seated=seated, external_event=external_event)
     if contract.clearance_m <= 0:
         raise ValueError("the tube does not fit the socket bore")
     return contract
@@ -135,4 +148,6 @@ def contract_for(condition: str) -> CentrifugeContract:
         return _centrifuge("basic", 1)
     if condition == "extended":
         return _centrifuge("extended", 0)
+    if condition == "hidden_event":  # basic, started only once the ready lamp lights (SciHorizon-eLab 4)
+        return _centrifuge("hidden_event", 1, READY_LAMP)
     raise ValueError(f"unknown centrifuge condition {condition!r}")

@@ -11,13 +11,14 @@ from labference_ros.tasks.base import TaskFamily
 
 class CentrifugeFamily(TaskFamily):
     name = "centrifuge_loading"
-    conditions = ("basic", "extended")
+    conditions = ("basic", "extended", "hidden_event")
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.centrifuge.systems:ScriptedExpert",
         "plan_follower": "labference_ros.tasks.centrifuge.systems:PlanFollower",
         "dropper": "labference_ros.tasks.centrifuge.systems:Dropper",
         "hurried": "labference_ros.tasks.centrifuge.systems:Hurried",
         "second_guess": "labference_ros.tasks.centrifuge.systems:SecondGuess",
+        "impatient_expert": "labference_ros.tasks.centrifuge.systems:ImpatientExpert",
         "opposite_from_pixels": "labference_ros.tasks.centrifuge.systems:OppositeFromPixels",
     }
     graphs = ("labference_ros.graphs.centrifuge_sim",)
@@ -130,6 +131,23 @@ class CentrifugeFamily(TaskFamily):
         from labference_ros.tasks.centrifuge.scene import sim_scene
 
         return sim_scene(instance, fiducials)
+
+    def environment_profile(self, condition: str | None = None) -> dict:
+        # The hidden-event condition's lamp, its window and what it shows (the time is the instance's).
+        spec = self.contract_for(condition).external_event if condition in self.conditions else None
+        if spec is None:
+            return {}
+        return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
+                "affected": list(spec.affected)}
+
+    def make_environment(self, instance):
+        # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
+        if not instance.external_event:
+            return None
+        from labference_ros.tasks.centrifuge.scene import READY_LAMP_GEOM, READY_ON_RGBA
+        from labference_ros.tasks.indicator_lamp import IndicatorLampEnvironment
+
+        return IndicatorLampEnvironment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
 
     def evaluator_view(self, instance, measurement):
         # The occupancy the rotor shows now: the insertion predicate on the measured tubes.

@@ -21,6 +21,7 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from labference_ros.core import instance_lists
+from labference_ros.core.external_events import instance_record
 from labference_ros.tasks.centrifuge.contract import TUBES, contract_for
 from labference_ros.tasks.centrifuge.rotor import RotorPose, opposite
 
@@ -34,7 +35,7 @@ STAND_XY = (0.45, 0.25)  # nominal tube stand for tubes outside the rotor
 @dataclass(frozen=True)
 class CentrifugeInstance:
     instance_id: str
-    condition: str  # "basic" | "extended"
+    condition: str  # "basic" | "extended" | "hidden_event"
     task_seed: int
     layout_seed: int
     policy_seed: int
@@ -46,9 +47,15 @@ class CentrifugeInstance:
     stratum: str = ""
     pair_id: str = ""
     pair_role: str = ""
+    # The condition's external event (core.external_events.instance_record: name, window,
+    # trigger_t drawn with the task seed); empty where the condition declares none.
+    external_event: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        if not data["external_event"]:
+            del data["external_event"]  # the instances of conditions without one keep their form
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "CentrifugeInstance":
@@ -70,9 +77,14 @@ class CentrifugeInstance:
 
     def public_instruction(self) -> str:
         """What a policy may read: the rule, never a slot number."""
-        return ("Load the two equal-mass tubes into opposite slots of the centrifuge rotor. "
+        text = ("Load the two equal-mass tubes into opposite slots of the centrifuge rotor. "
                 "Insert each tube fully and release it; the second tube goes opposite the slot "
                 "the first one actually occupies.")
+        return f"{text} {READY_LAMP_RULE}" if self.external_event else text
+
+
+# The hidden-event condition's public rule (systems recognise it in the instruction).
+READY_LAMP_RULE = "Do not touch the tubes or the rotor until the green ready lamp beside the centrifuge is lit."
 
 
 def _layout(layout_seed: int, yaw_bin: int, tubes_outside) -> dict:
@@ -90,7 +102,7 @@ def _layout(layout_seed: int, yaw_bin: int, tubes_outside) -> dict:
 def strata(condition: str) -> list[tuple[int | None, int]]:
     """(occupied slot or None, rotor-angle bin) in canonical order."""
     n = contract_for(condition).rotor.n_slots
-    if condition == "basic":
+    if contract_for(condition).initially_seated:  # basic, hidden_event: one tube seated
         return [(j, b) for j in range(n) for b in range(YAW_BINS)]
     return [(None, b) for b in range(YAW_BINS)]
 
@@ -98,6 +110,7 @@ def strata(condition: str) -> list[tuple[int | None, int]]:
 def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list[CentrifugeInstance]:
     """n instances; every stratum once per len(strata) instances, in a task-seed order."""
     plan = strata(condition)
+    spec = contract_for(condition).external_event
     order = list(plan)
     random.Random(f"{GENERATOR_VERSION}:task:{condition}:{task_seed}").shuffle(order)
     out = []
@@ -105,10 +118,12 @@ def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_se
         occupied, yaw_bin = order[i % len(order)]
         seated = {TUBES[0]: occupied} if occupied is not None else {}
         outside = [t for t in TUBES if t not in seated]
+        seed = task_seed * 1_000_003 + i
         out.append(CentrifugeInstance(
             instance_id=f"{condition}-{task_seed}-{i:04d}", condition=condition,
-            task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
+            task_seed=seed, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
             seated=seated, stratum=f"slot:{'-' if occupied is None else occupied}:yaw_bin:{yaw_bin}",
+            external_event=instance_record(spec, seed) if spec is not None else {},
             **_layout(layout_seed + i, yaw_bin, outside)))
     return out
 

@@ -112,3 +112,16 @@ def slot_at(sighting: RotorSighting, angle: float, contract: CentrifugeContract)
     tilt = math.radians(rotor.tilt_deg)
     mouth = np.asarray(sighting.centre) + rotor.mouth_radius_m * np.array([c, s, 0.0])
     return mouth, np.array([math.sin(tilt) * c, math.sin(tilt) * s, -math.cos(tilt)])
+
+
+# The hidden-event condition's ready lamp (scene.READY_LAMP_*): a bright green disc beside
+# the rotor, the only saturated green in the cell. Lit: this many such pixels or more in
+# the front image (about 40 at 320x240; the dark lamp and everything else give none).
+LAMP_MIN_PIXELS = 6
+
+
+def ready_lamp_lit(image: np.ndarray) -> bool:
+    """The front camera shows the ready lamp lit (pixels alone)."""
+    px = np.asarray(image, dtype=np.int32)
+    r, g, b = px[..., 0], px[..., 1], px[..., 2]
+    return int(((g > 170) & (r < 100) & (b < 100)).sum()) >= LAMP_MIN_PIXELS

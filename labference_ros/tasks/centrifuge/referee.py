@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from labference_ros.core.external_events import ENVIRONMENT_KEY, EVIDENCE_TRIGGER
 from labference_ros.core.measurements import WorldMeasurement
 from labference_ros.core.operations import INSERT, PICK, Operation, insert, pick
 from labference_ros.core.protocol import DROP, OTHER_DESTINATION, SLIP, UNFINISHED
@@ -49,6 +50,11 @@ class Referee(RefereeCore):
         self._unfinished_noted: set[str] = set()
         self._removals: dict[str, dict] = {}  # tube -> its confirmed Pick, until it is inserted again
         self._trigger = "confirmed_change"  # what the next new evidence is
+        if contract.external_event is not None:  # the hidden-event condition (core.external_events)
+            if not instance.external_event:
+                raise ValueError(f"instance {instance.instance_id} lacks the trigger time of its condition's "
+                                 f"external event {contract.external_event.name!r}")
+            self._declare_external_event(contract.external_event, instance.external_event["trigger_t"])
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -62,6 +68,14 @@ class Referee(RefereeCore):
                                                         "seated": self.z.to_dict()["seated"]})
             self._new_evidence(m.t, "initial_readiness")
             z0 = self.z
+        if m.environment and ENVIRONMENT_KEY in m.environment \
+                and self._external_event(m.t, m.environment[ENVIRONMENT_KEY]):
+            # The lamp lit just before this state: new evidence, on which the normal legal set applies.
+            self.z = replace(self.z, evidence_version=self.z.evidence_version + 1)
+            self._new_evidence(m.t, EVIDENCE_TRIGGER)
+            z0 = self.z
+        if self.external is not None:
+            self._watch_premature(m.t, {n for n, o in m.objects.items() if set(o.contacts) & set(ROBOT_CONTACTS)})
         checks = {}
         for tube in self.contract.tubes:
             o = m.objects.get(tube)
@@ -77,7 +91,8 @@ class Referee(RefereeCore):
                     and "deep" not in check.passed:
                 self._removed(tube, m.t)
             self._watch_placement(tube, o, check, m)
-        holds = all(t in checks and checks[t].seated for t in self.contract.tubes)
+        holds = all(t in checks and checks[t].seated for t in self.contract.tubes) \
+            and not self.awaiting_external_event  # the task cannot end before the event
         self.z = ts.terminal_update(self.contract, self.z, m.t, dt, holds)
         if self.z.evidence_version != z0.evidence_version:
             self._new_evidence(m.t, self._trigger)
@@ -101,7 +116,7 @@ class Referee(RefereeCore):
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:
-        return ts.legal_set(self.contract, self.z)
+        return self._gated(ts.legal_set(self.contract, self.z))
 
     def _scores_extra(self, scores: dict) -> None:
         state = self.z.to_dict()

@@ -43,6 +43,15 @@ INDEX = CELL.objects["rotor_index"]  # the mark beside slot 0, as real rotors nu
 TUBE_SOLREF = (0.004, 1.0)
 TUBE_SOLIMP = (0.95, 0.99, 0.0005, 0.5, 2.0)
 LOCAL = RotorPose((0.0, 0.0, 0.0), 0.0)  # the rotor's own frame
+# The hidden-event condition's ready lamp: a green disc on a post beside the rotor (towards
+# the front camera, away from the tube stand), visual only; the environment lights it
+# (tasks/indicator_lamp.py) and perception.ready_lamp_lit sees it.
+READY_LAMP_GEOM = "ready_lamp"
+READY_LAMP_OFFSET_M = (0.13, -0.14)  # from the rotor's centre, world x and y
+READY_LAMP_RADIUS_M = 0.011
+READY_LAMP_HEIGHT_M = 0.05  # the disc's centre above the table
+READY_ON_RGBA = (0.1, 1.0, 0.15, 1.0)
+READY_OFF_RGBA = (0.05, 0.18, 0.06, 1.0)
 
 
 def _quat_from_matrix(r: np.ndarray) -> list[float]:
@@ -127,6 +136,18 @@ def add_rotor(spec: mujoco.MjSpec, contract: CentrifugeContract, pose: RotorPose
                   pos=[0.0, 0.0, low - top_z / 2], rgba=list(HOUSING_RGBA), contype=0, conaffinity=0, group=1)
 
 
+def add_ready_lamp(spec: mujoco.MjSpec, pose: RotorPose) -> None:
+    x, y = pose.center[0] + READY_LAMP_OFFSET_M[0], pose.center[1] + READY_LAMP_OFFSET_M[1]
+    top = CELL.table.top_z
+    post = spec.worldbody.add_body(name="ready_lamp_post", pos=[x, y, top])
+    post.add_geom(name="ready_lamp_post", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+                  size=[0.004, READY_LAMP_HEIGHT_M / 2], pos=[0.0, 0.0, READY_LAMP_HEIGHT_M / 2],
+                  rgba=list(HOUSING_RGBA), contype=0, conaffinity=0, group=1)
+    post.add_geom(name=READY_LAMP_GEOM, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[READY_LAMP_RADIUS_M, 0, 0],
+                  pos=[0.0, 0.0, READY_LAMP_HEIGHT_M], rgba=list(READY_OFF_RGBA), contype=0, conaffinity=0,
+                  group=1)
+
+
 def add_tube(spec: mujoco.MjSpec, contract: CentrifugeContract, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0),
              rgba=(0.85, 0.85, 0.95, 1.0), cap_rgba=None) -> None:
     t = contract.tube
@@ -169,6 +190,8 @@ def build_spec(instance: CentrifugeInstance, fiducials: bool = False) -> mujoco.
     cameras = ("front", MARKER_CAMERA) if fiducials else ("front",)
     spec = cell_spec(CELL, "labference_centrifuge", cameras)
     add_rotor(spec, contract, instance.rotor_pose, housing=True)
+    if instance.external_event:
+        add_ready_lamp(spec, instance.rotor_pose)
     for name in contract.tubes:
         shape = CELL.objects[name]
         if name in instance.seated:

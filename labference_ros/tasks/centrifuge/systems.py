@@ -28,6 +28,13 @@ the expert does):
 - second_guess: where the destination follows from an occupied slot, its held tube
   first descends toward the neighbouring (wrong) slot, then leaves it and is inserted
   opposite: a wrong first choice corrected, a recovered completion.
+- impatient_expert: the expert that ignores an instruction's ready-lamp rule (the
+  hidden-event condition): it takes the free tube at once, a premature interaction.
+
+Where the instruction says to wait for the ready lamp (the hidden-event condition),
+every other system holds still until the front camera's image shows the lamp lit
+(perception.ready_lamp_lit): the privileged ones too read that from the observation
+alone, never from the instance's trigger time.
 
 All expose the Oracle's state and decision sites (paper 6): the state they act on,
 {"occupied_slots": [...]} (the expert's as measured, the plan follower's as planned),
@@ -46,12 +53,36 @@ from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import AcceptsSupports, EvaluatorView
 from labference_ros.tasks.centrifuge.contract import contract_for
+from labference_ros.tasks.centrifuge.instances import READY_LAMP_RULE
 from labference_ros.tasks.centrifuge.moves import open_width, plan_insert, plan_insert_at
 from labference_ros.tasks.centrifuge.rotor import opposite, slot_frames, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
 
-class _Loader(AcceptsSupports, PlannedMotionSystem):
+class _WaitsForReadyLamp:
+    """An instruction's ready-lamp rule kept: no move until the front camera has shown the
+    lamp lit (a system that cannot see the front camera keeps waiting)."""
+
+    waits_for_ready_lamp = True
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.ready_lamp_seen = False
+
+    def awaiting_cue(self, obs: PolicyObservation) -> bool:
+        from labference_ros.tasks.centrifuge.perception import ready_lamp_lit
+
+        if not self.waits_for_ready_lamp or self.ready_lamp_seen or READY_LAMP_RULE not in obs.instruction:
+            return False
+        image = obs.images.get("front")
+        if image is None or not ready_lamp_lit(image):
+            return True
+        self.ready_lamp_seen = True
+        self._note(t=obs.sim_time, ready_lamp_seen=True)
+        return False
+
+
+class _Loader(_WaitsForReadyLamp, AcceptsSupports, PlannedMotionSystem):
     """Shared: the move is (tube, its measured centre, the destination slot)."""
 
     privileged = True
@@ -137,6 +168,11 @@ class ScriptedExpert(_Loader):
     name = "scripted_expert"
 
 
+class ImpatientExpert(ScriptedExpert):
+    name = "impatient_expert"
+    waits_for_ready_lamp = False
+
+
 class Dropper(_Loader):
     """Its first tube is let go back on the table after its approach to the chosen slot;
     then it tries again."""
@@ -220,7 +256,7 @@ class Hurried(PlanFollower):
                            abandon_axis=down)
 
 
-class OppositeFromPixels(PlannedMotionSystem):
+class OppositeFromPixels(_WaitsForReadyLamp, PlannedMotionSystem):
     """Not privileged: finds the rotor, the seated tube and a standing tube in the front
     camera (tasks/centrifuge/perception.py) and inserts the standing tube opposite the
     seated one. The slot's place comes from the seen axis, the orange mark at slot 0 and

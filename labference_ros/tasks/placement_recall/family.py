@@ -153,7 +153,7 @@ class PlacementRecallFamily(TaskFamily):
 
         return PlacementEnvironment(instance, self.contract_for(instance.condition))
 
-    def environment_profile(self) -> dict:
+    def environment_profile(self, condition: str | None = None) -> dict:
         from labference_ros.tasks.placement_recall.environment import OCCLUSION
 
         return dict(OCCLUSION)

@@ -22,7 +22,7 @@ from labference_ros.tasks.base import TaskFamily
 
 class WeighingFamily(TaskFamily):
     name = "feedback_weighing"
-    conditions = ("basic", "extended")
+    conditions = ("basic", "extended", "hidden_event")
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.weighing.systems.scripted:ScriptedExpert",
         "display_reader": "labference_ros.tasks.weighing.systems.scripted:DisplayReader",
@@ -32,6 +32,7 @@ class WeighingFamily(TaskFamily):
         "unsteady_grasp": "labference_ros.tasks.weighing.systems.diagnostic:UnsteadyGrasp",
         "dropping_expert": "labference_ros.tasks.weighing.systems.imperfect:DroppingExpert",
         "hurried_expert": "labference_ros.tasks.weighing.systems.imperfect:HurriedExpert",
+        "impatient_expert": "labference_ros.tasks.weighing.systems.imperfect:ImpatientExpert",
         "wrong_first_expert": "labference_ros.tasks.weighing.systems.imperfect:WrongFirstExpert",
     }
     graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real",
@@ -134,6 +135,24 @@ class WeighingFamily(TaskFamily):
         from labference_ros.cell.description import weighing_cell
 
         return weighing_cell()
+
+    def environment_profile(self, condition: str | None = None) -> dict:
+        # The hidden-event condition's lamp, its window and what it shows (the time is the instance's).
+        spec = self.contract_for(condition).external_event if condition in self.conditions else None
+        if spec is None:
+            return {}
+        return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
+                "affected": list(spec.affected)}
+
+    def make_environment(self, instance):
+        # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
+        if not instance.external_event:
+            return None
+        from labference_ros.cell.display_layout import READY_ON_RGBA
+        from labference_ros.tasks.indicator_lamp import IndicatorLampEnvironment
+        from labference_ros.tasks.weighing.scene import READY_LAMP_GEOM
+
+        return IndicatorLampEnvironment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
 
     def support_labels(self, measurement) -> dict[str, str]:
         from labference_ros.tasks.weighing.recognisers import support_classes

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from labference_ros.core.contracts import HashedContract
+from labference_ros.core.external_events import ExternalEventSpec
+from labference_ros.core.measurements import PAN
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 
 
@@ -83,7 +85,7 @@ class DiagnosticInterfaces:
 @dataclass(frozen=True)
 class TaskContract(HashedContract):
     task: str
-    condition: str  # "basic" | "extended"
+    condition: str  # "basic" | "extended" | "hidden_event"
     version: str
     # 1. decision-relevant state (names of the fields of z_t, see task_state.TaskState)
     state_variables: tuple[str, ...]
@@ -112,6 +114,9 @@ class TaskContract(HashedContract):
     min_sample_g: float = 20.0
     # Irreversible violations: completion stays invalid even if restored.
     irreversible_violations: tuple[str, ...] = ("sample_displaced", "overload")
+    # An external event at a hidden time (core.external_events): until it happens the
+    # legal set is Wait and touching an affected object is a premature interaction.
+    external_event: ExternalEventSpec | None = None
 
 
     @property
@@ -143,7 +148,19 @@ _EVIDENCE = (
 )
 
 
-def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, int], min_edits: int) -> TaskContract:
+# The hidden-event condition's event: a second operator readies the balance, and its blue
+# ready lamp (right of the display, below the stability light) lights. The standards, the
+# sample and the pan are not to be touched before. The window opens after a system that
+# starts at once has reached its first standard (the scripted expert grasps about 5 s in),
+# so a system that does not wait shows it.
+READY_LAMP = ExternalEventSpec(
+    name="ready_lamp", window_s=(6.0, 12.0),
+    affected=(*STANDARD_MASSES_G, "sample", PAN),
+    cue="the blue ready lamp on the balance display lights (display camera)")
+
+
+def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, int], min_edits: int,
+              external_event: ExternalEventSpec | None = None) -> TaskContract:
     return TaskContract(
         task="feedback_weighing",
         condition=condition,
@@ -162,6 +179,7 @@ def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, in
         targets_g=targets,
         goal_size=goal_size,
         min_start_goal_edits=min_edits,
+        external_event=external_event,
     )
 
 
@@ -175,9 +193,17 @@ def weighing_extended() -> TaskContract:
     return _weighing("extended", (200, 220, 240), (2, 3), 2)
 
 
+def weighing_hidden_event() -> TaskContract:
+    """Basic weighing that starts only once the balance's ready lamp lights, at a time
+    drawn from READY_LAMP's window with the instance's task seed (SciHorizon-eLab 4)."""
+    return _weighing("hidden_event", (160, 180, 200), (1, 1), 1, READY_LAMP)
+
+
 def contract_for(condition: str) -> TaskContract:
     if condition == "basic":
         return weighing_basic()
     if condition == "extended":
         return weighing_extended()
+    if condition == "hidden_event":
+        return weighing_hidden_event()
     raise ValueError(f"unknown weighing condition {condition!r}")

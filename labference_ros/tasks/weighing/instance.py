@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 @dataclass(frozen=True)
 class WeighingInstance:
     instance_id: str
-    condition: str  # "basic" | "extended"
+    condition: str  # "basic" | "extended" | "hidden_event"
     task_seed: int
     layout_seed: int
     policy_seed: int
@@ -28,9 +28,15 @@ class WeighingInstance:
     stratum: str = ""
     pair_id: str = ""  # answer-changing pair: both members share the layout draw
     pair_role: str = ""  # "a" | "b"
+    # The condition's external event (core.external_events.instance_record: name, window,
+    # trigger_t drawn with the task seed); empty where the condition declares none.
+    external_event: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        if not data["external_event"]:
+            del data["external_event"]  # the instances of conditions without one keep their form
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "WeighingInstance":
@@ -46,9 +52,18 @@ class WeighingInstance:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def public_instruction(self) -> str:
-        """The instruction a policy may see: target only, never the sample mass or W*."""
-        return (
+        """The instruction a policy may see: target only, never the sample mass or W*
+        (nor when the external event will happen: only that it must be waited for)."""
+        text = (
             f"Bring the balance reading to {self.target_g:.0f} g by adding or removing the "
             "labeled standards (10, 20, 50, 100 g). The unlabeled sample stays on the pan. "
             "Release each standard on the pan or the table and wait for a stable reading."
         )
+        if self.external_event:
+            text += " " + READY_LAMP_RULE
+        return text
+
+
+# The hidden-event condition's public rule (systems recognise it in the instruction).
+READY_LAMP_RULE = ("Do not touch the balance, the sample or the standards until the blue ready lamp "
+                   "on the balance display is lit.")

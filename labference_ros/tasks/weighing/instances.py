@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from labference_ros.core import instance_lists
+from labference_ros.core.external_events import instance_record
 from labference_ros.tasks.weighing.contract import TaskContract, contract_for
 from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G, STANDARDS
@@ -68,7 +69,7 @@ def legal_at_start(contract: TaskContract, target: float, goal_set, start) -> fr
 
 
 def _start_sets(contract: TaskContract, goal_set) -> list[tuple[str, ...]]:
-    if contract.condition == "basic":
+    if contract.goal_size == (1, 1):  # basic, hidden_event: every standard starts on the table
         return [()]
     out = []
     for k in range(1, len(STANDARDS) + 1):
@@ -84,6 +85,12 @@ def _layout(layout_fn: LayoutFn | None, seed: int) -> dict:
     return {k: tuple(v) for k, v in layout_fn(seed).items()}
 
 
+def _external_event(contract: TaskContract, task_seed: int) -> dict:
+    """The instance's event time, drawn from the contract's window with its task seed."""
+    spec = contract.external_event
+    return instance_record(spec, task_seed) if spec is not None else {}
+
+
 def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int,
              layout_fn: LayoutFn | None | str = "default", contract: TaskContract | None = None) -> list[WeighingInstance]:
     """n single instances, balanced over (target, W*) strata."""
@@ -95,12 +102,13 @@ def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_se
     for i in range(n):
         target, goal_set = plan[i % len(plan)]
         start = rng.choice(_start_sets(contract, goal_set))
+        seed = task_seed * 1_000_003 + i
         out.append(WeighingInstance(
             instance_id=f"{condition}-{task_seed}-{i:04d}", condition=condition,
-            task_seed=task_seed * 1_000_003 + i, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
+            task_seed=seed, layout_seed=layout_seed + i, policy_seed=policy_seed + i,
             target_g=float(target), sample_mass_g=float(target - _mass(goal_set)),
             initial_on_pan=start, goal_set=goal_set, layout=_layout(layout_fn, layout_seed + i),
-            stratum=f"{target}:{'+'.join(goal_set)}"))
+            stratum=f"{target}:{'+'.join(goal_set)}", external_event=_external_event(contract, seed)))
     return out
 
 
@@ -142,7 +150,8 @@ def generate_pairs(condition: str, n_pairs: int, task_seed: int, layout_seed: in
                 task_seed=task_seed * 1_000_003 + k, layout_seed=lseed, policy_seed=policy_seed + k,
                 target_g=float(target), sample_mass_g=float(target - _mass(goal_set)),
                 initial_on_pan=start, goal_set=goal_set, layout=dict(layout),
-                stratum=f"{target}:{'+'.join(goal_set)}", pair_id=pair_id, pair_role=role))
+                stratum=f"{target}:{'+'.join(goal_set)}", pair_id=pair_id, pair_role=role,
+                external_event=_external_event(contract, task_seed * 1_000_003 + k)))
         out.append((members[0], members[1]))
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from labference_ros.core.external_events import ENVIRONMENT_KEY, EVIDENCE_TRIGGER
 from labference_ros.core.measurements import PAN, WorldMeasurement
 from labference_ros.core.operations import Operation
 from labference_ros.core.opportunities import Evidence, Opportunity
@@ -58,6 +59,11 @@ class Referee(RefereeCore):
         # hold), so contact flicker shorter than that is the same interval.
         self._pressure_last_contact_t: float | None = None
         self._pressure_onset_in_interval = False
+        if contract.external_event is not None:  # the hidden-event condition (core.external_events)
+            if not instance.external_event:
+                raise ValueError(f"instance {instance.instance_id} lacks the trigger time of its condition's "
+                                 f"external event {contract.external_event.name!r}")
+            self._declare_external_event(contract.external_event, instance.external_event["trigger_t"])
 
     # ------------------------------------------------------------------ inputs
     def step(self, m: WorldMeasurement) -> list[dict]:
@@ -70,6 +76,10 @@ class Referee(RefereeCore):
         if first:
             self._start(v)
         self._validity(v)
+        if m.environment and ENVIRONMENT_KEY in m.environment:
+            self._announced(m.t, m.environment[ENVIRONMENT_KEY])
+        if self.external is not None:
+            self._watch_premature(m.t, v.touched | ({PAN} if m.hand_on_pan else set()))
 
         confirmed: list[ConfirmedEvent] = []
         if not self.z.reading_ready and v.stable_eligible and not v.touched:
@@ -122,7 +132,7 @@ class Referee(RefereeCore):
 
     # ----------------------------------------------------------------- queries
     def legal_set(self) -> tuple[Operation, ...]:
-        return legal_set(self.contract, self.goal, self.z)
+        return self._gated(legal_set(self.contract, self.goal, self.z))
 
     # ---------------------------------------------------------------- internals
     def _start(self, v: MeasurementView) -> None:
@@ -132,6 +142,14 @@ class Referee(RefereeCore):
         self._event("episode_start", v.t, detail={"instance_id": self.instance.instance_id,
                                                     "reading_ready": ready})
         self._new_evidence(v.t)
+
+    def _announced(self, t: float, detail: dict) -> None:
+        """The declared external event happened just before this state: new evidence,
+        on which the normal legal set applies."""
+        if self._external_event(t, detail):
+            self.z = replace(self.z, evidence_version=self.z.evidence_version + 1, evidence_time=t,
+                             evidence_trigger=EVIDENCE_TRIGGER)
+            self._new_evidence(t)
 
     def _validity(self, v: MeasurementView) -> None:
         reason = v.invalid_reason
@@ -186,6 +204,8 @@ class Referee(RefereeCore):
                 fails.append("standard_set")
         if term.require_sample_on_pan and v.support.get(SAMPLE) != S_PAN:
             fails.append("sample_not_on_pan")
+        if self.awaiting_external_event:
+            fails.append("external_event_pending")  # the task cannot end before the event
         if any(not still(o, term.linear_mps, term.angular_rps) for n, o in m.objects.items() if n in scope):
             fails.append("motion")
         return not fails, fails
@@ -390,7 +410,7 @@ class Referee(RefereeCore):
 
     def _new_evidence(self, t: float) -> None:
         z = self.z
-        ops = legal_set(self.contract, self.goal, z)
+        ops = self.legal_set()
         ev = Evidence(version=z.evidence_version, time=z.evidence_time, trigger=z.evidence_trigger,
                       reference_state=z.to_dict(), legal_set=ops)
         for opp in self.book.new_evidence(ev, t):

@@ -98,7 +98,10 @@ def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: fl
                   contype=0, conaffinity=0, density=0, group=1)
 
 
-def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
+READY_LAMP_GEOM = "ready_lamp"
+
+
+def _add_balance(spec: mujoco.MjSpec, bxy, ready_lamp: bool = False) -> None:
     bx, by = bxy
     g = BALANCE
     housing = spec.worldbody.add_body(name="balance_body", pos=[bx, by, 0])
@@ -136,6 +139,11 @@ def _add_balance(spec: mujoco.MjSpec, bxy) -> None:
     panel.add_geom(name="stability_light", type=mujoco.mjtGeom.mjGEOM_BOX,
                    size=[dl.LIGHT_HALF, dl.LIGHT_HALF, 0.0003], pos=[lx, ly, 0.0008],
                    rgba=list(dl.LIGHT_OFF_RGBA), contype=0, conaffinity=0)
+    if ready_lamp:  # the hidden-event condition's cue; the environment lights it (environment.py)
+        rx, ry = dl.READY_LAMP_XY
+        panel.add_geom(name=READY_LAMP_GEOM, type=mujoco.mjtGeom.mjGEOM_BOX,
+                       size=[dl.LIGHT_HALF, dl.LIGHT_HALF, 0.0003], pos=[rx, ry, 0.0008],
+                       rgba=list(dl.READY_OFF_RGBA), contype=0, conaffinity=0)
     display_cam = CELL.cameras["display"]
     panel.add_camera(name="display", pos=list(display_cam.position), quat=camera_quat(display_cam),
                      fovy=display_cam.fovy_deg)
@@ -162,7 +170,7 @@ def build_weighing_spec(instance: WeighingInstance, fiducials: bool = False) -> 
     if missing:
         raise ValueError(f"instance layout lacks {missing}; fill it with tasks.weighing.layout.generate_layout")
     spec = cell_spec(CELL, "labference_weighing", ("front", MARKER_CAMERA) if fiducials else ("front",))
-    _add_balance(spec, instance.layout["balance"])
+    _add_balance(spec, instance.layout["balance"], ready_lamp=bool(instance.external_event))
     places = start_places(instance)
     for name in STANDARDS:
         x, y, surface_z = places[name]

@@ -31,7 +31,10 @@ def _table_slot(name: str) -> tuple[float, float, float]:
 class SyntheticWorld:
     def __init__(self, instance: WeighingInstance, referee=None, dt: float = 0.02, settle_s: float = 1.0,
                  observe_every_s: float | None = 0.1, start_stable: bool = True):
+        """The instance's external event (hidden-event condition), if any, is announced
+        with the first measurement at or after its trigger time, as lab_sim does."""
         self.instance = instance
+        self._event_due = (instance.external_event or {}).get("trigger_t")
         self.referee = referee
         self.dt = dt
         self.settle_s = settle_s
@@ -92,10 +95,15 @@ class SyntheticWorld:
             pan_contacts += (ROBOT,)
         load = self._load
         stable = self.t - self._last_change >= self.settle_s - 1e-9
+        environment = None
+        if self._event_due is not None and self.t >= self._event_due - 1e-9:
+            environment = {"external_event": {"name": self.instance.external_event["name"], "t": round(self.t, 9)}}
+            self._event_due = None
         return WorldMeasurement(
             t=round(self.t, 9), objects=objects, gripper_width=0.02 if self.fingers else 0.08,
             gripper_closing=self.gripper_closing, pan_contacts=pan_contacts,
-            balance=BalanceMeasurement(raw_g=load, filtered_g=load, displayed_g=round(load, 1), stable=stable))
+            balance=BalanceMeasurement(raw_g=load, filtered_g=load, displayed_g=round(load, 1), stable=stable),
+            environment=environment)
 
     def run(self, seconds: float) -> None:
         steps = int(round(seconds / self.dt))

@@ -13,6 +13,9 @@ their records can be checked (paper 4.2, 5.3, 7.2). Each knows the goal
   reading), which the weighing contract makes premature advancement. Needs an
   instance with an addition followed by a removal (the extended condition, e.g.
   extended-0-0005).
+- impatient_expert: the scripted expert that ignores an instruction's ready-lamp
+  rule (the hidden-event condition): it starts at once, so its grasps before the
+  lamp lights are premature interactions; it then completes.
 - wrong_first_expert: first grasps a standard the goal does not call for,
   lifts it and sets it down where it stood, then makes the correct moves. The
   first choice is incorrect and that move fails; the completion is recovered.
@@ -28,6 +31,11 @@ from labference_ros.tasks.weighing.systems.scripted import ScriptedExpert
 
 DROP_LIFT_FRACTION = 0.35  # of the lift's duration: about a quarter of its height (min-jerk)
 DROP_OPEN_S = 0.5  # fingers open, the hand holds still while the standard falls
+
+
+class ImpatientExpert(ScriptedExpert):
+    name = "impatient_expert"
+    waits_for_ready_lamp = False
 
 
 class DroppingExpert(ScriptedExpert):

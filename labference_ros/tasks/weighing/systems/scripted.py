@@ -14,6 +14,11 @@ out in chunks at the spec's control rate; they differ in what they know:
   arrangement is that subset (systems/weighing_plan.py).
 - fixed_preference: same perception, no reasoning: always transfers one
   standard (default std_50).
+
+Where the instruction says to wait for the balance's ready lamp (the hidden-event
+condition), each waits, holding still, until the display camera's image shows
+the lamp lit (perception/display_decode): the privileged expert too reads that
+from the observation alone, never from the instance's trigger time.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from labference_ros.perception.display_decode import decode_display
 from labference_ros.perception.vision import (CameraCalibration, estimate_arrangement, estimate_scene,
                                               quick_standards_on_pan)
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
+from labference_ros.tasks.weighing.instance import READY_LAMP_RULE
 from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G
 from labference_ros.tasks.weighing.systems.weighing_plan import corrections, estimate_goal, free_table_spot
@@ -36,6 +42,24 @@ MAX_LOOKS = 4  # extended: unusable looks (standard unseen, inconsistent reading
 
 class PickPlaceSystem(PlannedMotionSystem):
     """Weighing's moves: a standard to the pan or to the table."""
+
+    waits_for_ready_lamp = True  # an instruction's ready-lamp rule is kept (hidden-event condition)
+
+    def reset(self, session_id: str, policy_seed: int) -> None:
+        super().reset(session_id, policy_seed)
+        self.ready_lamp_seen = False
+
+    def awaiting_cue(self, obs) -> bool:
+        """The instruction asks to wait for the ready lamp and the display camera has not
+        shown it lit yet (a system that cannot see the display keeps waiting)."""
+        if not self.waits_for_ready_lamp or self.ready_lamp_seen or READY_LAMP_RULE not in obs.instruction:
+            return False
+        image = obs.images.get("display")
+        if image is None or not decode_display(image).ready_lamp:
+            return True
+        self.ready_lamp_seen = True
+        self._note(t=obs.sim_time, ready_lamp_seen=True)
+        return False
 
     def receive_prefix(self, prefix: list[dict]) -> None:
         """A checkpoint's earlier transfers count as this system's own: it does
