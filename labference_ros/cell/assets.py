@@ -73,7 +73,7 @@ def asset_revision(files: list[Path], engine: str | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
-def cell_assets(cell_file: Path | None = None) -> dict:
-    """run.json's assets section for a run in the weighing cell (scene_hash is added per episode)."""
-    files = asset_files(cell_file or CELL_DIR / "weighing_cell.yaml")
+def cell_assets(cell_file: Path) -> dict:
+    """run.json's assets section for a run in the cell of `cell_file` (scene_hash is added per episode)."""
+    files = asset_files(cell_file)
     return {"revision": asset_revision(files), "engine": f"mujoco {_engine_version()}", "files": len(files)}

@@ -76,7 +76,7 @@ NODES = (
     NodeSpec("balance", "balance_sics",
              parameters={"port": Param("balance_port"), "poll_hz": Param("balance_poll_hz", float)}),
     NodeSpec("fiducial_tracker", "fiducial_tracker",
-             parameters={"camera": Param("marker_camera"), "markers_json": Param("markers"),
+             parameters={"task": TASK, "camera": Param("marker_camera"), "markers_json": Param("markers"),
                          "image_reliability": Param("camera_reliability")}),
     NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK, "robot_model": Param("robot_model")}),
     NodeSpec("referee", "referee", parameters={"task": TASK},

@@ -38,6 +38,7 @@ from labference_ros.sim.backend import (
     Wrench,
 )
 from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 from labference_ros.tasks.base import Instance
 
@@ -85,7 +86,7 @@ def model_hash(model: mujoco.MjModel) -> str:
 
 
 class MujocoBackend(SimBackend):
-    def __init__(self, render: RenderSettings | None = None, task: str = "feedback_weighing"):
+    def __init__(self, render: RenderSettings | None = None, task: str = DEFAULT_FAMILY):
         self.render_settings = render or RenderSettings()
         self.family = task_family(task)
         # The cameras every scene of the family renders (known before a scene is loaded).

@@ -20,6 +20,9 @@ BUILTIN: dict[str, str] = {
     "centrifuge_loading": "labference_ros.tasks.centrifuge",
     "placement_recall": "labference_ros.tasks.placement_recall",
 }
+# The task a command, a graph description or a node runs when it is given none (the
+# launcher's and the CLI's default task): the one place a shared layer names a family.
+DEFAULT_FAMILY = "feedback_weighing"
 # Short names a user may type (e.g. in campaign specs).
 ALIASES: dict[str, str] = {"weighing": "feedback_weighing", "centrifuge": "centrifuge_loading",
                            "placement": "placement_recall"}
@@ -63,4 +66,4 @@ def family_of_contract_id(contract_id: str) -> TaskFamily:
     return family(contract_id.split(".", 1)[0])
 
 
-__all__ = ["ENTRY_POINT_GROUP", "TaskFamily", "available", "family", "family_of", "family_of_contract_id"]
+__all__ = ["DEFAULT_FAMILY", "ENTRY_POINT_GROUP", "TaskFamily", "available", "family", "family_of", "family_of_contract_id"]
