@@ -17,7 +17,7 @@ from labference_ros.cell.description import CELL_DIR
 
 MENAGERIE_PANDA = ("mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
 # The simulator's cameras draw an arm link's visual mesh of at least SIMPLIFY_MIN_FACES faces
-# with SIMPLIFIED_FACE_SHARE of them (cell/panda_model.py); part of the asset revision.
+# with SIMPLIFIED_FACE_SHARE of them (mujoco_cell/panda_model.py); part of the asset revision.
 SIMPLIFY_MIN_FACES = 2000
 SIMPLIFIED_FACE_SHARE = 0.2
 VISUAL_MESH_RULE = f"link visual meshes >= {SIMPLIFY_MIN_FACES} faces drawn with {SIMPLIFIED_FACE_SHARE} of them"

@@ -406,7 +406,7 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
     """
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
-    from labference_ros.launcher.domains import DomainError
+    from labference_ros.domain_locks import DomainError
     from labference_ros.launcher.launch import launch as run_launch
 
     try:

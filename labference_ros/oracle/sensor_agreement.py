@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from labference_ros.cell.panda_model import ARM_JOINTS
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS
 from labference_ros.core.agreement import differences, event_differences
 from labference_ros.core.episode_loop import STOP_HOLD_S
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, SensorFrame, WorldMeasurement

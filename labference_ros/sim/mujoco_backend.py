@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell import display_layout as dl
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, GRIPPER_CTRL_RANGE, GRIPPER_KP, HOME_ARM_Q, PANDA_PREFIX
+from labference_ros.mujoco_cell.panda_model import CAMERA_MODEL_NAMES, GRIPPER_CTRL_RANGE, GRIPPER_KP, HOME_ARM_Q, PANDA_PREFIX
 from labference_ros.core.measurements import (
     LEFT_FINGER,
     PAN,

@@ -7,7 +7,7 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell.description import CellDescription, common_cell
-from labference_ros.cell.panda_model import ARM_JOINTS, GRIP_SITE
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS, GRIP_SITE
 from labference_ros.core.robots import RobotModel
 from labference_ros.core.safety import SafetyEnvelope
 from labference_ros.skills.motion import robot_model

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell.description import ObjectShape
-from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
 from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY, SafetyEnvelope
 
 TOP_DOWN = np.diag([1.0, -1.0, -1.0])  # TCP z down, fingers close along world y

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from labference_ros.cell.description import weighing_cell
-from labference_ros.cell.panda_model import HOME_ARM_Q
+from labference_ros.mujoco_cell.panda_model import HOME_ARM_Q
 from labference_ros.skills.motion import PickPlacePlanner
 from labference_ros.tasks.weighing.instances import generate, write_instance_list
 from labference_ros.tasks.weighing.systems.imperfect import _drop_after_lift
