@@ -404,9 +404,9 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
          records could not be written, e.g. a full disk)
       128+N  the episode runner itself was killed by signal N
     """
+    from labference_ros.domain_locks import DomainError
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
-    from labference_ros.domain_locks import DomainError
     from labference_ros.launcher.launch import launch as run_launch
 
     try:
