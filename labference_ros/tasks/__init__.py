@@ -56,7 +56,7 @@ def _module_of(target: str) -> str:
         return target
     parent = str(folder.resolve().parent)
     if parent not in sys.path:
-        sys.path.insert(0, parent)
+        sys.path.append(parent)  # after everything installed: its siblings shadow nothing
     return folder.resolve().name
 
 
