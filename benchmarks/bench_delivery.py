@@ -195,7 +195,7 @@ def main() -> int:
         print(json.dumps(subscriber(a.messages, deadline_s, image=a.image)))
         return 0
 
-    from labference_ros.launcher.domains import claim_domain
+    from labference_ros.domain_locks import claim_domain
     from labference_ros.rosenv import loopback_environ
 
     claim = claim_domain(None)

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from labference_ros.sim.mujoco_backend import MujocoBackend  # noqa: E402
 from labference_ros.skills.motion import PickPlacePlanner, PlanningError, execute_plan  # noqa: E402
 from labference_ros.tasks.weighing.moves import plan_to_pan, plan_to_table  # noqa: E402
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters  # noqa: E402
+from labference_ros.core.balance import BalanceModel, BalanceParameters  # noqa: E402
 from labference_ros.tasks.weighing.instance import WeighingInstance  # noqa: E402
 from labference_ros.tasks.weighing.layout import generate_layout, pan_slot  # noqa: E402
 from labference_ros.tasks.weighing.objects import STANDARD_MASSES_G, STANDARDS  # noqa: E402

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
-from labference_ros.cell.panda_model import HOME_ARM_Q, panda_spec  # noqa: E402
+from labference_ros.mujoco_cell.panda_model import HOME_ARM_Q, panda_spec  # noqa: E402
 from labference_ros.sim.backend import CAMERA_NAMES  # noqa: E402
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings  # noqa: E402
 from labference_ros.tasks.weighing import scene  # noqa: E402

@@ -93,6 +93,7 @@ def generate_launch_description():
     fiducial_tracker = Node(
         package='labference', executable='fiducial_tracker', name='fiducial_tracker', output='screen',
         parameters=[{
+            'task': 'feedback_weighing',
             'camera': ParameterValue(LaunchConfiguration('marker_camera'), value_type=str),
             'markers_json': ParameterValue(LaunchConfiguration('markers'), value_type=str),
             'image_reliability': ParameterValue(LaunchConfiguration('camera_reliability'), value_type=str),

@@ -117,6 +117,7 @@ def generate_launch_description():
     fiducial_tracker = Node(
         package='labference', executable='fiducial_tracker', name='fiducial_tracker', output='screen',
         parameters=[{
+            'task': 'feedback_weighing',
             'camera': 'overhead',
             'markers_json': '{"std_10": {"id": 1, "length_m": 0.01518, "offset_m": [0.0, 0.0, -0.0158]}, "std_20": {"id": 2, "length_m": 0.01794, "offset_m": [0.0, 0.0, -0.0178]}, "std_50": {"id": 3, "length_m": 0.02208, "offset_m": [0.0, 0.0, -0.0208]}, "std_100": {"id": 4, "length_m": 0.02622, "offset_m": [0.0, 0.0, -0.0238]}, "sample": {"id": 5, "length_m": 0.03036, "offset_m": [0.0, 0.0, -0.0168]}}',
         }],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from labference_ros.launcher.domains import claim_domain
+from labference_ros.domain_locks import claim_domain
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ does not run (protocol: do not modify a frozen campaign; make a new version).
 Spec (YAML):
     name: pilot-01
     output_dir: runs/pilot-01        # relative to the spec file
-    launch_file: weighing_sim.launch.py
+    launch_file: weighing_sim.launch.py  # optional (default: the default family's graph)
     chunk_size: 10                   # episodes per launcher call
     seeds: {launch: 0}
     code_root: .                     # optional (default: this checkout)
@@ -38,6 +38,7 @@ import yaml
 
 from labference_ros.core.certificates import certificates_of, refusal, summary
 from labference_ros.graphs import graph_for
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
 from .sequential import design_of_spec
@@ -46,6 +47,13 @@ from .sequential import design_of_spec
 def family_of_launch_file(launch_file: str):
     """The task family whose graph a launch file starts."""
     return task_family(graph_for(launch_file).task)
+
+
+def default_launch_file() -> str:
+    """A spec or lock without `launch_file`: the default family's (first) graph."""
+    import importlib
+
+    return importlib.import_module(task_family(DEFAULT_FAMILY).graphs[0]).GRAPH.launch_file
 
 
 LOCK_SCHEMA = 1
@@ -161,12 +169,9 @@ def check_arm_args(arm: dict, launch_file: str) -> None:
     owned = args & set(CAMPAIGN_ARGS)
     if owned:
         raise ValueError(f"arm args {sorted(owned)} are set by the campaign itself")
-    if launch_file == "weighing_sim.launch.py":
-        from labference_ros.graphs.weighing_sim import ARGUMENTS
-
-        unknown = args - {a.name for a in ARGUMENTS}
-        if unknown:
-            raise ValueError(f"arm args {sorted(unknown)} are not arguments of {launch_file}")
+    unknown = args - {a.name for a in graph_for(launch_file).arguments}
+    if unknown:
+        raise ValueError(f"arm args {sorted(unknown)} are not arguments of {launch_file}")
 
 
 def arm_id(arm: dict, index: int) -> str:
@@ -206,7 +211,7 @@ def build_lock(spec_path: Path) -> dict:
     spec_path = Path(spec_path).resolve()
     spec, base = read_spec(spec_path), spec_path.parent
     arms, contracts = [], {}
-    launch_file = spec.get("launch_file", "weighing_sim.launch.py")
+    launch_file = spec.get("launch_file") or default_launch_file()
     check_runnable(spec, launch_file)
     family = family_of_launch_file(launch_file)
     for k, arm in enumerate(spec["arms"]):
@@ -271,7 +276,7 @@ def verify(lock: dict) -> dict:
             now = sha256_file(Path(src["path"]))
             if now != src["sha256"]:
                 diff[f"instance_list:{src['path']}"] = (src["sha256"], now)
-    family = family_of_launch_file(lock.get("launch_file", "weighing_sim.launch.py"))
+    family = family_of_launch_file(lock.get("launch_file") or default_launch_file())
     for cond, h in lock["contracts"].items():
         now = family.contract_for(cond).content_hash
         if now != h:

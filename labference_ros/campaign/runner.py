@@ -263,7 +263,7 @@ def run_campaign(lock: dict, launcher: list[str] | None = None, log=print,
     # cluster's nannies write OMP_NUM_THREADS, PYTHONHASHSEED, ... into this process too.
     base_env = loopback_environ(os.environ)
     # Without the user's ROS_DOMAIN_ID each launcher claims a free domain itself
-    # (launcher/domains.py, as any `labference launch` does); with it, chunks run
+    # (domain_locks.py, as any `labference launch` does); with it, chunks run
     # on that domain and the next ones, and each launcher locks the one it is given.
     claim_own = os.environ.get("ROS_DOMAIN_ID") is None
     if claim_own:

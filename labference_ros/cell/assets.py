@@ -17,7 +17,7 @@ from labference_ros.cell.description import CELL_DIR
 
 MENAGERIE_PANDA = ("mujoco_pkgs", "mujoco_menagerie", "franka_emika_panda")
 # The simulator's cameras draw an arm link's visual mesh of at least SIMPLIFY_MIN_FACES faces
-# with SIMPLIFIED_FACE_SHARE of them (cell/panda_model.py); part of the asset revision.
+# with SIMPLIFIED_FACE_SHARE of them (mujoco_cell/panda_model.py); part of the asset revision.
 SIMPLIFY_MIN_FACES = 2000
 SIMPLIFIED_FACE_SHARE = 0.2
 VISUAL_MESH_RULE = f"link visual meshes >= {SIMPLIFY_MIN_FACES} faces drawn with {SIMPLIFIED_FACE_SHARE} of them"
@@ -73,7 +73,7 @@ def asset_revision(files: list[Path], engine: str | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
-def cell_assets(cell_file: Path | None = None) -> dict:
-    """run.json's assets section for a run in the weighing cell (scene_hash is added per episode)."""
-    files = asset_files(cell_file or CELL_DIR / "weighing_cell.yaml")
+def cell_assets(cell_file: Path) -> dict:
+    """run.json's assets section for a run in the cell of `cell_file` (scene_hash is added per episode)."""
+    files = asset_files(cell_file)
     return {"revision": asset_revision(files), "engine": f"mujoco {_engine_version()}", "files": len(files)}

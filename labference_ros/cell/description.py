@@ -84,6 +84,11 @@ class BalanceFixture:
         """Extent behind (-x) and in front (+x) of the balance centre."""
         return self.housing_half_x, self.housing_half_x + self.ledge_depth
 
+    def slot_xy(self, index: int, balance_xy) -> tuple[float, float]:
+        """Where the pan's slot `index` is with the balance at balance_xy (world x, y)."""
+        dx, dy = self.slot_offsets[index]
+        return balance_xy[0] + dx, balance_xy[1] + dy
+
     @property
     def display_position(self) -> tuple[float, float, float]:
         """The readout panel's centre in the balance frame."""
@@ -165,6 +170,24 @@ def parse_cell(data: dict) -> CellDescription:
 def load_cell(path: str | Path) -> CellDescription:
     with open(path, encoding="utf-8") as f:
         return parse_cell(yaml.safe_load(f))
+
+
+@lru_cache(maxsize=None)
+def common_cell() -> CellDescription:
+    """What every cell shipped in cell/ has alike: the robot, the table and the cameras
+    mounted the same in each (front, wrist); no fixtures and no objects. What does not
+    depend on a task reads it (the robot's models and kinematics, the workspace box, the
+    arm bridges); a family's own pieces read its cell (TaskFamily.cell_description)."""
+    cells = [load_cell(path) for path in sorted(CELL_DIR.glob("*_cell.yaml"))]
+    first = cells[0]
+    for cell in cells[1:]:
+        if (cell.robot, cell.table) != (first.robot, first.table):
+            raise ValueError(f"cell {cell.name} mounts another robot or table than {first.name}: "
+                             "the shared robot models would not be its own")
+    cameras = {name: mount for name, mount in first.cameras.items()
+               if all(cell.cameras.get(name) == mount for cell in cells[1:])}
+    return CellDescription(name="labference_common_cell", robot=first.robot, table=first.table, cameras=cameras,
+                           balance=None, objects={})
 
 
 @lru_cache(maxsize=None)

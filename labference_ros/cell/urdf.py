@@ -111,8 +111,7 @@ def _camera(name: str, parent: str, mount: CameraMount) -> list[str]:
                      rpy=OPTICAL_FROM_CAMERA_RPY))
 
 
-def generate_urdf(cell: CellDescription | None = None, balance_xy=None) -> str:
-    cell = cell or weighing_cell()
+def generate_urdf(cell: CellDescription, balance_xy=None) -> str:
     b = cell.balance
     bx, by = balance_xy if balance_xy is not None else b.nominal_xy
     t = cell.table
@@ -162,4 +161,4 @@ def generate_urdf(cell: CellDescription | None = None, balance_xy=None) -> str:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(generate_urdf())
+    sys.stdout.write(generate_urdf(weighing_cell()))  # urdf/weighing_cell.urdf

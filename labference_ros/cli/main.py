@@ -8,6 +8,7 @@ import click
 
 from labference_ros import __version__
 from labference_ros.skills.safety_modes import SAFETY_MODES
+from labference_ros.tasks import DEFAULT_FAMILY
 
 # `labference launch` refused its ROS domain (taken by another launch or graph).
 DOMAIN_REFUSED = 1  # the run could not start: its ROS domain is in use
@@ -403,9 +404,9 @@ def launch(launch_file: str, arguments: tuple[str, ...], show_args: bool, substi
          records could not be written, e.g. a full disk)
       128+N  the episode runner itself was killed by signal N
     """
+    from labference_ros.domain_locks import DomainError
     from labference_ros.graphs import graph_for
     from labference_ros.launcher.arguments import LaunchArgumentError, describe_arguments
-    from labference_ros.launcher.domains import DomainError
     from labference_ros.launcher.launch import launch as run_launch
 
     try:
@@ -450,7 +451,7 @@ def _prefix_operation(text: str):
                    "expose: feedback_weighing's diagnostic readers state, decision, geometry, skill; "
                    "centrifuge_loading's and placement_recall's state and decision (placement_recall: the "
                    "target's hole by the rack's labels, the hole to retrieve from). Without any: the base branches alone (a checkpoint population's own scores).")
-@click.option("--task", "task", default="feedback_weighing", show_default=True,
+@click.option("--task", "task", default=DEFAULT_FAMILY, show_default=True,
               help="Task family of the population --new writes (feedback_weighing, centrifuge_loading, "
                    "placement_recall); a population file names its own.")
 @click.option("--new", "new_instances", type=int, default=0, metavar="N",
@@ -522,40 +523,27 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
         raise click.BadParameter(f"{records_dir} is not empty: branch records go to a new or empty directory, "
                                  "never appended to an earlier run's", param_hint="'--records'")
     prefix_ops = [_prefix_operation(text) for text in prefix]
-    if new_instances and task != "placement_recall" and "-" in task_condition:
-        raise click.BadParameter(f"{task_condition!r}: caps are placement_recall's; {task} has basic and extended",
+    fam = family(task)
+    if new_instances and not fam.accepts_condition(task_condition):
+        raise click.BadParameter(f"{task_condition!r} is not a condition of {task} ({', '.join(fam.conditions)})",
                                  param_hint="'--condition'")
     if (prefix_ops or fixed_subgoal) and not new_instances:
         raise click.BadParameter("--prefix and --fixed-subgoal shape the population --new writes; give --new N",
                                  param_hint="'--new'")
-    if new_instances and task == "centrifuge_loading":
-        if prefix_ops or fixed_subgoal:
-            raise click.BadParameter("--prefix and --fixed-subgoal are weighing populations; the centrifuge's "
-                                     "--new writes its controlled destination pairs", param_hint="'--task'")
-        from labference_ros.oracle.checkpoints import CheckpointSpec, write_population
-        from labference_ros.tasks.centrifuge.instances import settled_start_pairs
+    if new_instances:
+        from labference_ros.oracle.checkpoints import CheckpointSpec, population_from_instances, write_population
 
-        write_population(population, [CheckpointSpec(cid, inst, prefix, executed=executed) for cid, inst, prefix,
-                                       executed in settled_start_pairs(new_instances, seed, seed, 0)])
-    elif new_instances and task == "placement_recall":
-        if prefix_ops or fixed_subgoal:
-            raise click.BadParameter("--prefix and --fixed-subgoal are weighing populations; placement recall's "
-                                     "--new writes its balanced placements", param_hint="'--task'")
-        from labference_ros.core.operations import insert
-        from labference_ros.oracle.checkpoints import CheckpointSpec, write_population
-        from labference_ros.tasks.placement_recall.instances import TARGET, checkpoint_starts, split_condition
-
-        setting, caps = split_condition(task_condition)  # a bare setting: same caps
-        starts = checkpoint_starts(setting, caps, seed, seed, blocks=new_instances)
-        write_population(population, [CheckpointSpec(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),))
-                                      for inst, hole in starts])
-    elif new_instances:
-        from labference_ros.oracle.checkpoints import population_from_instances, write_population
-
-        instances = family(task).generate(task_condition, new_instances, task_seed=seed,
-                                          layout_seed=seed, policy_seed=0)
-        write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops),
-                                                               fixed_subgoal=fixed_subgoal))
+        starts = fam.checkpoint_starts(task_condition, new_instances, seed)
+        if starts is not None and (prefix_ops or fixed_subgoal):
+            raise click.BadParameter(f"--prefix and --fixed-subgoal shape populations of generated instances; "
+                                     f"{task}'s --new writes its own registered starts", param_hint="'--task'")
+        if starts is not None:
+            write_population(population, [CheckpointSpec(cid, inst, ops, executed=executed)
+                                          for cid, inst, ops, executed in starts])
+        else:
+            instances = fam.generate(task_condition, new_instances, task_seed=seed, layout_seed=seed, policy_seed=0)
+            write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops),
+                                                                   fixed_subgoal=fixed_subgoal))
     result = diagnose_oracle(population, system, list(supports),
                              budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s, records_dir=records_dir,
                              safety=safety)

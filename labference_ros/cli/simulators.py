@@ -6,9 +6,11 @@ import sys
 
 import click
 
+from labference_ros.tasks import DEFAULT_FAMILY
+
 
 @click.command("sim-check")
-@click.option("--task", default="feedback_weighing", show_default=True,
+@click.option("--task", default=DEFAULT_FAMILY, show_default=True,
               help="Task family whose graph the simulator must serve (its cameras, balance and objects).")
 @click.option("--namespace", default="", help="Namespace of the simulator's simulation_interfaces services "
               "(default: the root, as Isaac Sim and lab_sim offer them).")
@@ -49,7 +51,7 @@ def cell() -> None:
               help="urdf: the cell's fixtures and cameras around the robot (the weighing cell, nominal balance "
               "pose). usd: one instance's scene as a USD stage (robot reference, table, fixtures, the "
               "balance's load-cell joint, objects with masses and friction, cameras, markers).")
-@click.option("--task", default="feedback_weighing", show_default=True, help="Task family whose cell to export.")
+@click.option("--task", default=DEFAULT_FAMILY, show_default=True, help="Task family whose cell to export.")
 @click.option("--instance", "instance_path", type=click.Path(exists=True, dir_okay=False),
               help="usd: instance JSON whose scene to write (default: the family's first generated instance).")
 @click.option("--robot-asset", default=None,

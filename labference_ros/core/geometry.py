@@ -68,3 +68,15 @@ def standard_frames(objects) -> list[dict]:
     return [{"object": n, "position": [float(v) for v in o.position],
              "axis": [float(v) for v in body_axis(o.orientation)]}
             for n, o in sorted(objects.items()) if o.kind == "standard"]
+
+
+def slide_to_height(centre, viewpoint, z: float, marker_above_centre: float) -> tuple[float, float, float]:
+    """The object centre at height z whose top-face marker lies on the viewing ray through the
+    marker of an upright object seen with its centre at `centre` from `viewpoint`."""
+    marker = (centre[0], centre[1], centre[2] + marker_above_centre)
+    span = marker[2] - viewpoint[2]
+    if abs(span) < 1e-9:
+        return centre
+    scale = (z + marker_above_centre - viewpoint[2]) / span
+    moved = tuple(viewpoint[i] + scale * (marker[i] - viewpoint[i]) for i in range(3))
+    return (moved[0], moved[1], moved[2] - marker_above_centre)

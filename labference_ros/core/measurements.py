@@ -83,3 +83,17 @@ class WorldMeasurement:
     @property
     def hand_on_pan(self) -> bool:
         return not ROBOT_PARTS.isdisjoint(self.pan_contacts)
+
+
+@dataclass(frozen=True)
+class SensorFrame:
+    """Everything a real cell measures at one instant: what a sensor estimator
+    (TaskFamily.sensor_estimator) turns into a WorldMeasurement."""
+
+    t: float
+    markers: dict  # objects whose marker is seen now: name -> ((x, y, z) centre, (w, x, y, z))
+    fingertip: tuple[float, float, float]  # centre between the fingertips (forward kinematics)
+    gripper_width: float                    # metres between the fingers
+    gripper_closing: bool                   # the last gripper command closes or grasps
+    balance: BalanceMeasurement | None
+    viewpoint: tuple[float, float, float] | None = None  # the marker camera's centre (None: poses as measured)

@@ -10,6 +10,7 @@ from labference_ros import __version__
 from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS
 from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
 
@@ -29,7 +30,7 @@ class RunSettings:
     step_mode: str
     camera_rate: float
     support: str = "none"  # Oracle support condition for full-rollout runs (launch argument)
-    task: str = "feedback_weighing"  # the task family (fixed by the graph description)
+    task: str = DEFAULT_FAMILY  # the task family (fixed by the graph description)
     image_width: int = 320  # every camera's image size (the observation condition)
     image_height: int = 240
 

@@ -26,7 +26,7 @@ It has never run on hardware (docs/real-rig.md says what is tested where).
 """
 from __future__ import annotations
 
-from labference_ros.cell.description import weighing_cell
+from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import ROBOT_MODELS
 from labference_ros.rosenv import DISCOVERY_SCOPES
 
@@ -54,7 +54,7 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    "rate)"),
     LaunchArgument("setup_timeout_s", "300", "Seconds the operator has to set each episode's scene up before "
                    "the episode is recorded as not started"),
-    LaunchArgument("robot_model", weighing_cell().robot.rig_model, "The arm (core/robots.py): its joint names, "
+    LaunchArgument("robot_model", common_cell().robot.rig_model, "The arm (core/robots.py): its joint names, "
                    "limits (the safety envelope) and franka_ros2's namespaces", choices=tuple(sorted(ROBOT_MODELS))),
     LaunchArgument("gripper_actions", "", "Namespace of franka_gripper's grasp, move and homing actions (default "
                    "the robot's: /fr3_gripper)"),
@@ -76,7 +76,7 @@ NODES = (
     NodeSpec("balance", "balance_sics",
              parameters={"port": Param("balance_port"), "poll_hz": Param("balance_poll_hz", float)}),
     NodeSpec("fiducial_tracker", "fiducial_tracker",
-             parameters={"camera": Param("marker_camera"), "markers_json": Param("markers"),
+             parameters={"task": TASK, "camera": Param("marker_camera"), "markers_json": Param("markers"),
                          "image_reliability": Param("camera_reliability")}),
     NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK, "robot_model": Param("robot_model")}),
     NodeSpec("referee", "referee", parameters={"task": TASK},

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from labference_ros.cell.description import weighing_cell
+from labference_ros.tasks import family as task_family
 
 from . import weighing_sim
 from .graph import Graph, LaunchArgument, NodeSpec, Param
@@ -74,7 +74,8 @@ NODES = (
     NodeSpec("sics_emulator", "sics_emulator", parameters={"port": Param("balance_port")}),
     NodeSpec("balance", "balance_sics", parameters={"port": Param("balance_port"), **SIM_TIME}),
     NodeSpec("fiducial_tracker", "fiducial_tracker",
-             parameters={"camera": MARKER_CAMERA, "markers_json": json.dumps(weighing_cell().marker_table())}),
+             parameters={"task": TASK, "camera": MARKER_CAMERA,
+                         "markers_json": json.dumps(task_family(TASK).cell_description().marker_table())}),
     NodeSpec("world_estimator", "world_estimator",
              parameters={"task": TASK, "marker_camera": MARKER_CAMERA, "marker_timeout_s": MARKER_TIMEOUT_S,
                          **SIM_TIME}),

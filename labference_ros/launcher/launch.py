@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from labference_ros.domain_locks import HELD_ENV, DomainClaim, claim_domain, ephemeral_port_note
 from labference_ros.graphs import graph_for
 from labference_ros.nodes.run_dir import RUN_DIR_ENV
 from labference_ros.rosenv import discovery_environ, loopback_environ
@@ -16,7 +17,6 @@ from labference_ros.tasks import family as task_family
 
 from .arguments import parse_launch_arguments
 from .diskspace import NotEnoughSpace, check_free_space
-from .domains import HELD_ENV, DomainClaim, claim_domain, ephemeral_port_note
 from .plan import node_processes
 from .shm import clean_dead_participants
 from .supervisor import Supervisor
@@ -31,7 +31,7 @@ def launch(launch_file: str, tokens: Sequence[str], substitutes: Mapping[str, st
     """Start the graph, supervise it, clean up after it; the run's exit status.
 
     Raises KeyError (unknown launch file), LaunchArgumentError before anything starts,
-    or launcher.domains.DomainError when the ROS domain is taken; refuses a run that
+    or domain_locks.DomainError when the ROS domain is taken; refuses a run that
     would not fit on its disk (exit status 1).
     """
     out = out or sys.stdout

@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from labference_ros.tasks import DEFAULT_FAMILY
+
 from .arguments import LaunchArgumentError
 
 # argument -> (lowest allowed value, exclusive?, what it accepts)
@@ -78,7 +80,7 @@ def _kind(value) -> str | None:
     return None
 
 
-def check_system(values: dict[str, str], task: str = "feedback_weighing") -> None:
+def check_system(values: dict[str, str], task: str = DEFAULT_FAMILY) -> None:
     """The system is registered (for the graph's task family); its parameters are ones it
     declares, of the declared kind; constructing it (no connection is made) accepts them."""
     from labference_ros.policies import available, make, system_class
@@ -127,7 +129,7 @@ def _check_http(params: dict) -> None:
                                   f"{url.rstrip('/') + act!r}")
 
 
-def check_support(values: dict[str, str], task: str = "feedback_weighing") -> None:
+def check_support(values: dict[str, str], task: str = DEFAULT_FAMILY) -> None:
     """The condition parses, and the tested system exposes every site it names
     (capability negotiation, paper 6.3): a support the system cannot take would
     never reach it, and its episodes would look supported while they are not."""

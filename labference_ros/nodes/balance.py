@@ -13,7 +13,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from labference.msg import BalanceReading
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
+from labference_ros.core.balance import BalanceModel, BalanceParameters
 from labference_ros.msgconv import fill_balance_msg, stamp_to_s
 from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node

@@ -34,7 +34,7 @@ from labference_ros.nodes.runner_graph import graph_missing
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until, reply_lost
-from labference_ros.tasks import family as task_family
+from labference_ros.tasks import DEFAULT_FAMILY, family as task_family
 
 TICK_S = 0.05
 SETUP_RETRY_S = 1.0  # an operator's set-up (a rehearsal's scene check) is checked again this often
@@ -58,7 +58,7 @@ class EpisodeRunner(Node):
             ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
             ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
             ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
-            ("support", "none"), ("task", "feedback_weighing"), ("image_width", 320), ("image_height", 240),
+            ("support", "none"), ("task", DEFAULT_FAMILY), ("image_width", 320), ("image_height", 240),
             ("setup", "sim"), ("setup_timeout_s", 300.0))}
         # sim: lab_sim resets the scene; operator: a person sets it up and the reset
         # service (the world estimator's scene check) says when it matches the instance.

@@ -34,6 +34,8 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.perception.fiducials import detect_markers
 from labference_ros.recording.videos import image_array
+from labference_ros.tasks import DEFAULT_FAMILY
+from labference_ros.tasks import family as task_family
 
 
 # camera_info distortion models whose D OpenCV's pinhole functions take as they are.
@@ -69,11 +71,13 @@ class FiducialTracker(Node):
     def __init__(self):
         super().__init__("fiducial_tracker")
         self.camera = str(self.declare_parameter("camera", "front").value)
+        # The camera's mount: the family's cell says where it is (an overhead camera differs per cell).
+        self.cell = task_family(str(self.declare_parameter("task", DEFAULT_FAMILY).value)).cell_description()
         self.table = parse_marker_table(str(self.declare_parameter("markers_json", "").value))
         self.lengths = {marker_id: length for marker_id, (_name, length, _offset) in self.table.items()}
         # Markers printed on top faces: of a small marker's two near-equal poses, the face-up one.
         self.prefer_normal = (0.0, 0.0, 1.0) if bool(self.declare_parameter("markers_face_up", True).value) else None
-        self.calibration = world_camera_calibration(self.camera, 240, 320)  # a world-fixed camera, or a clear error
+        self.calibration = world_camera_calibration(self.camera, 240, 320, self.cell)  # world-fixed, or a clear error
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
         images = image_qos(str(self.declare_parameter("image_reliability", "reliable").value))
         self.create_subscription(Image, f"/cameras/{self.camera}/image_raw", self.on_image, images)
@@ -104,7 +108,7 @@ class FiducialTracker(Node):
             return
         size = rgb.shape[:2]
         if (self.calibration.height, self.calibration.width) != size:
-            self.calibration = world_camera_calibration(self.camera, *size)
+            self.calibration = world_camera_calibration(self.camera, *size, self.cell)
         out = MarkerDetections(header=msg.header)
         out.header.frame_id = "world"
         found = detect_markers(rgb, self.calibration, self.lengths, intrinsics=self.intrinsics.get(size),

@@ -64,7 +64,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from labference.srv import SetPause
-from labference_ros.cell.description import weighing_cell
+from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import robot_model
 from labference_ros.devices.franka_arm import CommandGate, FaultWatch
 from labference_ros.nodes.runtime import run_node
@@ -89,7 +89,7 @@ class FrankaArmBridge(Node):
             ("control_interval_s", 0.02), ("command_latency_s", 0.06), ("joint_state_timeout_s", 0.25),
             ("watch_robot_state", True))}
         self.robot = robot_model(str(v["robot_model"]))
-        graph_robot = weighing_cell().robot
+        graph_robot = common_cell().robot  # the graph's arm, alike in every cell
         self.graph_arm = graph_robot.arm_joints
         self.graph_names = dict(zip(self.robot.arm_joints + self.robot.finger_joints,
                                     graph_robot.arm_joints + graph_robot.finger_joints))

@@ -40,7 +40,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from labference_ros.cell.description import weighing_cell
+from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import robot_model
 from labference_ros.devices.franka_arm import JOINT_REFLEX, ArmStandIn
 from labference_ros.nodes.runtime import run_node
@@ -58,7 +58,7 @@ class FrankaStandIn(Node):
         self.Grasp, self.Homing, self.Move = Grasp, Homing, Move
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("controller", ""), ("joint_state_rate_hz", 30.0),
-            ("start", list(weighing_cell().robot.home)), ("grasp_succeeds", True), ("clock_offset_s", 0.0),
+            ("start", list(common_cell().robot.home)), ("grasp_succeeds", True), ("clock_offset_s", 0.0),
             ("start_width", 0.08), ("fault_episodes", ""))}
         self.robot = robot_model(str(v["robot_model"]))
         controller = str(v["controller"]) or self.robot.trajectory_controller

@@ -28,7 +28,7 @@ from labference_ros.sim.checkpoint_store import CheckpointStore
 from labference_ros.sim.command_validation import check_ordered_arm_targets
 from labference_ros.sim.sync_protocol import DisplayReadings, HeldCommands, MeasurementGrid, advance_wants, time_ns
 from labference_ros.sim.trajectory import TrajectoryFollower
-from labference_ros.tasks import family as task_family
+from labference_ros.tasks import DEFAULT_FAMILY, family as task_family
 
 # A balance that answers none within this (gone, or polled on its own clock): the frame shows
 # what has arrived, and lab_sim stops waiting until the next reset or restore.
@@ -48,7 +48,7 @@ class LabSim(Node):
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
             ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
             ("match_timeout_s", 5.0), ("fiducials", False), ("marker_camera_width", 1280),
-            ("marker_camera_height", 960), ("task", "feedback_weighing"),
+            ("marker_camera_height", 960), ("task", DEFAULT_FAMILY),
             ("command_wait_s", COMMAND_WAIT_S), ("sim_interfaces_ns", "")])
         v = {x.name: x.value for x in p}
         from labference_ros.sim.mujoco_backend import MARKER_CAMERA, MujocoBackend, RenderSettings

@@ -16,6 +16,7 @@ from labference_ros.core.operations import Operation
 from labference_ros.msgconv import s_to_stamp, stamp_to_s, world_from_msg
 from labference_ros.nodes.runtime import run_node
 from labference_ros.oracle.service import OracleService
+from labference_ros.tasks import DEFAULT_FAMILY
 
 RECEIPT_FIELDS = ("episode_id", "receipt_id", "kind", "payload_id", "opportunity_id", "evidence_version",
                   "status", "original_output_json", "substituted_output_json", "detail_json")
@@ -26,7 +27,7 @@ class Oracle(Node):
         super().__init__("oracle")
         cond = self.declare_parameter("condition", "none").value
         task_condition = self.declare_parameter("task_condition", "basic").value
-        task = self.declare_parameter("task", "feedback_weighing").value
+        task = self.declare_parameter("task", DEFAULT_FAMILY).value
         self.service = OracleService(str(cond), str(task_condition), str(task))
         latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_iv = self.create_publisher(Intervention, "/oracle/interventions", latched)

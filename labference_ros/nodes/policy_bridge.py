@@ -43,6 +43,7 @@ from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_no
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.policies import EvaluationValidityError, make
 from labference_ros.skills.safety_modes import safety_check, safety_record
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
 # How long finish_episode waits for a model request in flight; below the episode
@@ -88,7 +89,7 @@ class PolicyBridge(Node):
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),
-            ("task", "feedback_weighing"), ("match_timeout_s", 5.0), ("safety", "none"),
+            ("task", DEFAULT_FAMILY), ("match_timeout_s", 5.0), ("safety", "none"),
             ("image_reliability", "reliable"), ("report_mirror", ""), ("rows_per_advance", ROWS_PER_ADVANCE)])
         v = {x.name: x.value for x in p}
         self.v = v

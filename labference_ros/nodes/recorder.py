@@ -36,6 +36,7 @@ from labference_ros.recording.completeness import Completeness, periodic
 from labference_ros.recording.episode_meta import episode_custom_data
 from labference_ros.recording.topics import DURABLE_TOPICS, EPISODE_LATCHED_TOPICS, LATCHED_TOPICS, RECORDED_TOPICS, \
     wanted
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
 
@@ -80,7 +81,7 @@ def merge_static_transforms(previous: bytes | None, data: bytes) -> bytes:
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
-        self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
+        self.family = task_family(str(self.declare_parameter("task", DEFAULT_FAMILY).value))
         self.write_videos = bool(self.declare_parameter("videos", True).value)
         self.finish_timeout_s = float(self.declare_parameter("finish_timeout_s", 5.0).value)
         self.bag: EpisodeBag | None = None

@@ -22,6 +22,7 @@ from labference_ros.nodes.catch_up import CatchUp
 from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
 
@@ -38,7 +39,7 @@ class RefereeNode(Node):
     def __init__(self):
         super().__init__("referee")
         # The task family whose referee scores this graph's episodes.
-        self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
+        self.family = task_family(str(self.declare_parameter("task", DEFAULT_FAMILY).value))
         qos = QoSProfile(depth=500)
         # Deliveries and their echoes are latched: one published before the peer's
         # subscription matched (discovery can take seconds) still arrives.

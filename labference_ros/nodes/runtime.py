@@ -71,7 +71,7 @@ def run_node(make_node: Callable[[], object], args: Sequence[str] | None = None,
     rclpy = init_ros(sys.argv if args is None else args)
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
-    from labference_ros.launcher.domains import hold_for_node
+    from labference_ros.domain_locks import hold_for_node
 
     hold_for_node()  # a graph started without our launcher still marks its domain as used
 

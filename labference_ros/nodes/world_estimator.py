@@ -1,7 +1,7 @@
 """world_estimator: the referee's world measurements from what a real cell senses.
 
 A real rig has no /evaluator/world_state from a simulator. This node builds it
-(tasks/weighing/sensor_estimator.py does the estimating) from:
+(the task family's sensor estimator does the estimating) from:
   /markers/poses      labference/MarkerDetections: object poses from fiducial markers
   /joint_states       the arm (fingertip centre by forward kinematics) and the finger joints
   /panda_gripper/command  whether the last gripper command closes or grasps
@@ -34,16 +34,16 @@ from sensor_msgs.msg import JointState
 
 from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
 from labference.srv import ResetEpisode
-from labference_ros.cell.description import LABEL_LIFT_M, weighing_cell
-from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement
+from labference_ros.cell.description import LABEL_LIFT_M
+from labference_ros.core.geometry import slide_to_height
+from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement, SensorFrame
 from labference_ros.core.robots import robot_model
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
 from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
 from labference_ros.skills.kinematics import FingertipKinematics
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
-from labference_ros.tasks.weighing.recognisers import support_classes
-from labference_ros.tasks.weighing.sensor_estimator import EstimatorParameters, SensorFrame, slide_to_height
 
 READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
 SILENT_SOURCE = "world_estimator"
@@ -58,23 +58,25 @@ def _pose_tuple(pose: Pose):
 class WorldEstimatorNode(Node):
     def __init__(self):
         super().__init__("world_estimator")
-        self.family = task_family(str(self.declare_parameter("task", "feedback_weighing").value))
+        self.family = task_family(str(self.declare_parameter("task", DEFAULT_FAMILY).value))
         self.setup_tolerance_m = float(self.declare_parameter("setup_tolerance_m", 0.02).value)
         self.reading_timeout_s = float(self.declare_parameter("reading_timeout_s", 0.5).value)
         if not self.reading_timeout_s > 0:
             raise ValueError(f"reading_timeout_s must be positive, got {self.reading_timeout_s}")
         # The camera the markers are tracked on: its centre is the viewing rays' origin, which puts a
-        # resting object on its surface (sensor_estimator.slide_to_height). "" = poses taken as measured.
+        # resting object on its surface (core.geometry.slide_to_height). "" = poses taken as measured.
         camera = str(self.declare_parameter("marker_camera", "").value)
-        cameras = weighing_cell().cameras
+        self.cell = self.family.cell_description()
+        cameras = self.cell.cameras
         if camera and (camera not in cameras or cameras[camera].parent != "world"):
             fixed = ", ".join(n for n, c in cameras.items() if c.parent == "world")
             raise ValueError(f"marker_camera must be a world-fixed camera of the cell ({fixed}), got {camera!r}")
         self.viewpoint = tuple(float(v) for v in cameras[camera].position) if camera else None
-        timeout = float(self.declare_parameter("marker_timeout_s", EstimatorParameters().marker_timeout_s).value)
+        default_timeout = self.family.estimator_parameters().marker_timeout_s
+        timeout = float(self.declare_parameter("marker_timeout_s", default_timeout).value)
         if not timeout > 0:
             raise ValueError(f"marker_timeout_s must be positive, got {timeout}")
-        self.estimator_params = EstimatorParameters(marker_timeout_s=timeout)
+        self.estimator_params = self.family.estimator_parameters(marker_timeout_s=timeout)
         # Whose joint names /joint_states carries: the simulated Panda's, or a rig's (fr3 under
         # franka_ros2). The FR3 has the Panda's kinematic parameters: the same forward kinematics.
         robot = robot_model(str(self.declare_parameter("robot_model", "panda").value))
@@ -166,7 +168,7 @@ class WorldEstimatorNode(Node):
         self.estimate_s += time.perf_counter() - started
         self.frames += 1
         self.last_world = world
-        self.pub_world.publish(fill_world_msg(WorldState(), world, ObjectState, support_classes(world)))
+        self.pub_world.publish(fill_world_msg(WorldState(), world, ObjectState, self.family.support_labels(world)))
         self.pub_reading.publish(fill_balance_msg(BalanceReading(), world.balance, t, source))
 
     # the operator's set-up ----------------------------------------------------
@@ -192,7 +194,7 @@ class WorldEstimatorNode(Node):
         """How far the seen object is from its place; seen by one camera, along its viewing ray."""
         if self.viewpoint is None:
             return math.dist(seen, place)
-        above = weighing_cell().objects[name].height / 2 + LABEL_LIFT_M
+        above = self.cell.objects[name].height / 2 + LABEL_LIFT_M
         return math.dist(slide_to_height(seen, self.viewpoint, place[2], above), place)
 
     def scene_differences(self, start: dict[str, tuple]) -> list[str]:

@@ -2,13 +2,14 @@
 initialization and an optional operation prefix, verified at the handoff.
 
 A population file is JSON lines, one registered start per line:
-  {"checkpoint_id": ..., "task": "feedback_weighing", "instance": {the family's instance},
+  {"checkpoint_id": ..., "task": FAMILY, "instance": {the family's instance},
    "prefix": [{"type", "object", "destination"}],
    "executed": [...],       (optional: what the robot physically did instead, e.g. a tube meant
                              for one slot that went into the next: the prefix is the history a
                              system is handed, the executed operations make the state)
    "fixed_subgoal": true}   (optional: a start of the fixed-subgoal population K)
-A line without "task" is a feedback-weighing start. Preparation failures stay in
+A line without "task" is a start of tasks.DEFAULT_FAMILY (feedback weighing, whose
+populations came first). Preparation failures stay in
 the population with their reason: they are unresolved pairs, never silently dropped.
 
 A prefix leaves an authorized action-observation record: before each prefix
@@ -26,12 +27,13 @@ from pathlib import Path
 from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER
 from labference_ros.core.operations import Operation
 from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 from labference_ros.tasks import family_of
 
 from .world import Snapshot, World
 
-DEFAULT_TASK = "feedback_weighing"  # a population line without "task"
+DEFAULT_TASK = DEFAULT_FAMILY  # a population line without "task"
 STILL_SPEED = 1e-3  # m/s: every object at rest at the handoff
 SETTLE_LIMIT_S = 6.0  # at most this long waiting for a stable display
 PREFIX_RATE_HZ = 100.0  # the reference planner's rate for prefix operations

@@ -399,7 +399,8 @@ def run_in_world(system, world, referee, *, session: str, deadline_t: float, sto
             reason = stop
             break
         images, stamps, joints = world.sensors()
-        calib = {"front": world_camera_calibration("front", *images["front"].shape[:2]).to_dict()}
+        calib = {"front": world_camera_calibration("front", *images["front"].shape[:2],
+                                                   world.family.cell_description()).to_dict()}
         obs = loop.observe(t, images, stamps, joints, calib)
         hear(referee.deliver_observation(obs.observation_id, t, session))
         marks = before_act() if before_act else None

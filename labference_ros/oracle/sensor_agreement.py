@@ -19,13 +19,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from labference_ros.cell.panda_model import ARM_JOINTS
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS
 from labference_ros.core.agreement import differences, event_differences
 from labference_ros.core.episode_loop import STOP_HOLD_S
-from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, WorldMeasurement
+from labference_ros.core.measurements import LEFT_FINGER, RIGHT_FINGER, SensorFrame, WorldMeasurement
 from labference_ros.policies import make
 from labference_ros.skills.kinematics import FingertipKinematics
-from labference_ros.tasks.weighing.sensor_estimator import SensorFrame
 
 from .continuation import run_in_world
 from .world import World

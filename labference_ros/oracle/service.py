@@ -23,6 +23,7 @@ import json
 from labference_ros.core.input_merge import key
 from labference_ros.core.operations import Operation
 from labference_ros.core.oracle_scope import check_scope, payload_id
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
 from .supports import condition_name, parse_launch_support
@@ -44,7 +45,7 @@ def topic_supports(condition: str):
 
 
 class OracleService:
-    def __init__(self, condition: str, task_condition: str = "basic", task: str = "feedback_weighing"):
+    def __init__(self, condition: str, task_condition: str = "basic", task: str = DEFAULT_FAMILY):
         self.supports = topic_supports(condition)
         self.name = condition_name(self.supports)
         self.family = task_family(task)

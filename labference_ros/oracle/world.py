@@ -20,7 +20,7 @@ from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS, PolicyObs
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 from labference_ros.tasks import family_of
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
+from labference_ros.core.balance import BalanceModel, BalanceParameters
 
 FRONT_SIZE = (240, 320)  # display_reader localises at 320x240
 BALANCE_PERIOD_S = 0.01

@@ -7,15 +7,14 @@ import math
 
 import numpy as np
 
-from labference_ros.cell.description import CellDescription, weighing_cell
+from labference_ros.cell.description import CellDescription
 from labference_ros.cell.urdf import camera_matrix
 from labference_ros.perception.vision import CameraCalibration
 
 
-def world_camera_calibration(camera: str, height: int, width: int,
-                             cell: CellDescription | None = None) -> CameraCalibration:
-    """Pinhole calibration of a world-fixed camera (e.g. "front")."""
-    cell = cell or weighing_cell()
+def world_camera_calibration(camera: str, height: int, width: int, cell: CellDescription) -> CameraCalibration:
+    """Pinhole calibration of a world-fixed camera (e.g. "front") of `cell` (a family's,
+    TaskFamily.cell_description)."""
     mount = cell.cameras[camera]
     if mount.parent != "world":
         raise ValueError(f"camera {camera!r} is mounted on {mount.parent!r}, not fixed in the world")

@@ -17,6 +17,7 @@ from typing import Callable
 
 from labference_ros.core.action_spec import ActionSpec
 from labference_ros.core.system import EvaluationValidityError, EvaluatorView, TestedSystem
+from labference_ros.tasks import DEFAULT_FAMILY
 
 ENTRY_POINT_GROUP = "labference.systems"
 
@@ -41,7 +42,7 @@ def register(name: str, privileged: bool = False) -> Callable[[type], type]:
     return deco
 
 
-DEFAULT_TASK = "feedback_weighing"
+DEFAULT_TASK = DEFAULT_FAMILY  # a system looked up without a task: its name in that family
 
 
 def entries(task: str = DEFAULT_TASK) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The engine-neutral simulator interface the lab_sim node drives.
 
-A backend owns one physics world for one WeighingInstance. The node calls it
+A backend owns one physics world for one task instance. The node calls it
 in a fixed order each tick: apply commands, advance, measure, render. All
 evaluator data come out of measure()/pan_wrench(); the balance reading is
 computed elsewhere from pan_wrench() only, never from known masses.
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from labference_ros.tasks.weighing.instance import WeighingInstance
 from labference_ros.core.measurements import WorldMeasurement
+from labference_ros.tasks.base import Instance
 
 ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINT_NAMES = ("panda_finger_joint1", "panda_finger_joint2")
@@ -70,10 +70,10 @@ class GripperState:
 
 
 class SimBackend(abc.ABC):
-    """One simulated weighing world. Time only moves inside step()/advance()."""
+    """One simulated world of a task family's scene. Time only moves inside step()/advance()."""
 
     @abc.abstractmethod
-    def load(self, instance: WeighingInstance) -> None:
+    def load(self, instance: Instance) -> None:
         """Build the scene for this instance and reset to its start state."""
 
     @property

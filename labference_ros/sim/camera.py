@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mujoco
 
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES
+from labference_ros.mujoco_cell.panda_model import CAMERA_MODEL_NAMES
 from labference_ros.perception.vision import CameraCalibration
 
 

@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell.description import LOAD_CELL_FRAME, CellDescription
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX, camera_quat
+from labference_ros.mujoco_cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX, camera_quat
 
 # MuJoCo cameras look along -z with +y up; the optical frame is that turned half round x.
 OPTICAL_FROM_CAMERA = (0.0, 1.0, 0.0, 0.0)  # w, x, y, z

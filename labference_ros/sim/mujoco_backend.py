@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell import display_layout as dl
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, GRIPPER_CTRL_RANGE, GRIPPER_KP, HOME_ARM_Q, PANDA_PREFIX
+from labference_ros.mujoco_cell.panda_model import CAMERA_MODEL_NAMES, GRIPPER_CTRL_RANGE, GRIPPER_KP, HOME_ARM_Q, PANDA_PREFIX
 from labference_ros.core.measurements import (
     LEFT_FINGER,
     PAN,
@@ -38,6 +38,7 @@ from labference_ros.sim.backend import (
     Wrench,
 )
 from labference_ros.sim.command_validation import validate_arm_command, validate_gripper_command
+from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 from labference_ros.tasks.base import Instance
 
@@ -85,7 +86,7 @@ def model_hash(model: mujoco.MjModel) -> str:
 
 
 class MujocoBackend(SimBackend):
-    def __init__(self, render: RenderSettings | None = None, task: str = "feedback_weighing"):
+    def __init__(self, render: RenderSettings | None = None, task: str = DEFAULT_FAMILY):
         self.render_settings = render or RenderSettings()
         self.family = task_family(task)
         # The cameras every scene of the family renders (known before a scene is loaded).

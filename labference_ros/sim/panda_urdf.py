@@ -1,5 +1,5 @@
 """Write urdf/panda.urdf from the simulator's own Panda (the Menagerie model as
-cell.panda_model.panda_spec() prepares it), so RViz shows the arm the physics
+mujoco_cell.panda_model.panda_spec() prepares it), so RViz shows the arm the physics
 moves: same link frames, joint axes and limits, same visual meshes.
 
 The meshes are referenced as package://labference/meshes/panda/<file>; the
@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 
-from labference_ros.cell.panda_model import PANDA_PREFIX, panda_spec
+from labference_ros.mujoco_cell.panda_model import PANDA_PREFIX, panda_spec
 
 OUT = pathlib.Path(__file__).resolve().parents[2] / "urdf" / "panda.urdf"
 MESH_URI = "package://labference/meshes/panda/"

@@ -29,7 +29,7 @@ import math
 import mujoco
 import numpy as np
 
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX
+from labference_ros.mujoco_cell.panda_model import CAMERA_MODEL_NAMES, PANDA_PREFIX
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 
 # Isaac Sim's Franka asset, relative to its assets root (Isaac Sim 5/6 layout).

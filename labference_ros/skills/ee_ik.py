@@ -6,7 +6,7 @@ from __future__ import annotations
 import mink
 import numpy as np
 
-from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE
 from labference_ros.skills.motion import robot_model
 
 IK_ITERATIONS = 30

@@ -6,8 +6,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from labference_ros.cell.description import CellDescription, weighing_cell
-from labference_ros.cell.panda_model import ARM_JOINTS, GRIP_SITE
+from labference_ros.cell.description import CellDescription, common_cell
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS, GRIP_SITE
 from labference_ros.core.robots import RobotModel
 from labference_ros.core.safety import SafetyEnvelope
 from labference_ros.skills.motion import robot_model
@@ -38,7 +38,7 @@ def cell_envelope(cell: CellDescription | None = None, robot: RobotModel | None 
     """The Panda's joint limits and the cell's workspace box: over the table top,
     fingertips at least 5 mm above it and at most 0.8 m. With a robot model
     (core.robots): that robot's limits, checked on the rows and between them."""
-    cell = cell or weighing_cell()
+    cell = cell or common_cell()  # the table is the same in every cell
     (cx, cy, _), (hx, hy, _) = cell.table.centre, cell.table.half_size
     top = cell.table.top_z
     low, high = (cx - hx, cy - hy, top + 0.005), (cx + hx, cy + hy, top + 0.8)

@@ -14,11 +14,20 @@ import mink
 import mujoco
 import numpy as np
 
-from labference_ros.cell.description import weighing_cell
-from labference_ros.cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
+from labference_ros.cell.description import ObjectShape
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS, FINGER_JOINTS, GRIP_SITE, PANDA_PREFIX, panda_spec
 from labference_ros.core.safety import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY, SafetyEnvelope
 
 TOP_DOWN = np.diag([1.0, -1.0, -1.0])  # TCP z down, fingers close along world y
+
+
+TUBE_OPEN_WIDTH_M = 0.05  # the fingers open this wide around a tube (wider than any grasp command)
+
+
+def tube_open_width(gripper) -> float:
+    """The fingers' open width around a tube for a tested system's gripper convention
+    (core.action_spec): wider than its grasp threshold (a narrower value would read as a grasp)."""
+    return min(gripper.open_width_m, max(TUBE_OPEN_WIDTH_M, gripper.grasp_below_m + 0.002))
 
 
 class PlanningError(RuntimeError):
@@ -205,11 +214,10 @@ class PickPlacePlanner:
         rows.append(np.repeat(q[None, :], int(round(hold_s * self.settings.rate_hz)), axis=0))
         return MotionPlan(dt=dt, arm_q=np.concatenate(rows))
 
-    def plan_pick_place(self, arm_q, object_name: str, object_xyz, dest_xy,
+    def plan_pick_place(self, arm_q, shape: ObjectShape, object_xyz, dest_xy,
                         dest_surface_z: float) -> MotionPlan:
-        """Pick `object_name` whose body centre is at object_xyz and set it
-        down standing at dest_xy on a surface at height dest_surface_z."""
-        shape = weighing_cell().objects[object_name]
+        """Pick the object of this shape (its cell's ObjectShape) whose body centre is at
+        object_xyz and set it down standing at dest_xy on a surface at height dest_surface_z."""
         return self.plan_pick_set_down(arm_q, object_xyz, shape.radius, shape.height, dest_xy, dest_surface_z)
 
     def plan_pick_set_down(self, arm_q, object_xyz, radius: float, length: float, dest_xy,

@@ -192,6 +192,11 @@ class TaskFamily:
         (None: its defaults)."""
         raise NotImplementedError
 
+    def estimator_parameters(self, **overrides):
+        """The parameters of its sensor estimator: its defaults with `overrides` (e.g.
+        marker_timeout_s, which every family's parameters carry)."""
+        raise NotImplementedError
+
     def evaluator_view(self, instance: Instance, measurement):
         """What a privileged tested system may read at one measurement (core.system.EvaluatorView)."""
         raise NotImplementedError
@@ -199,6 +204,18 @@ class TaskFamily:
     def state_payload(self, world) -> dict:
         """Oracle state site: the decision-relevant observable state, as seen."""
         raise NotImplementedError
+
+    def accepts_condition(self, condition: str) -> bool:
+        """`condition` names one of its conditions (as a user may type it)."""
+        return condition in self.conditions
+
+    def checkpoint_starts(self, condition: str, n: int, seed: int) -> list | None:
+        """The registered starts of a population `diagnose-oracle --new n` writes, where the
+        family registers its own (controlled pairs, balanced blocks): one
+        (checkpoint_id, instance, prefix operations, executed operations or None) per start,
+        task and layout seed `seed`. None (the default): n generated instances of `condition`,
+        each a start from its initialization, shaped by --prefix and --fixed-subgoal."""
+        return None
 
     def checkpoint_opportunity(self, opportunities):
         """The opportunity a checkpoint continuation is scored at (its first choice, the

@@ -20,7 +20,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 def test_the_committed_urdf_is_the_generated_one():
     committed = (REPO / "urdf" / "weighing_cell.urdf").read_text()
-    assert committed == generate_urdf(), "regenerate: python -m labference_ros.cell.urdf > urdf/weighing_cell.urdf"
+    assert committed == generate_urdf(weighing_cell()), "regenerate: python -m labference_ros.cell.urdf > urdf/weighing_cell.urdf"
 
 
 def _sim_frames(instance) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -43,7 +43,7 @@ def test_fixture_and_camera_frames_match_the_simulator_to_a_millimetre(seed, tmp
     weighing = family("feedback_weighing")
     instance = weighing.generate("basic", 1, task_seed=seed, layout_seed=seed, policy_seed=0)[0]
     path = tmp_path / "cell.urdf"
-    path.write_text(generate_urdf(balance_xy=instance.layout["balance"]))
+    path.write_text(generate_urdf(weighing_cell(), balance_xy=instance.layout["balance"]))
     urdf = yourdfpy.URDF.load(str(path), load_meshes=False, build_collision_scene_graph=False)
     sim = _sim_frames(instance)
     assert set(sim) <= set(urdf.link_map)
@@ -56,7 +56,7 @@ def test_fixture_and_camera_frames_match_the_simulator_to_a_millimetre(seed, tmp
 
 def test_optical_frames_follow_the_ros_convention(tmp_path):
     path = tmp_path / "cell.urdf"
-    path.write_text(generate_urdf())
+    path.write_text(generate_urdf(weighing_cell()))
     urdf = yourdfpy.URDF.load(str(path), load_meshes=False, build_collision_scene_graph=False)
     cam = urdf.get_transform("front_camera", "world")
     optical = urdf.get_transform("front_camera_optical_frame", "world")

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters, quantize
+from labference_ros.core.balance import BalanceModel, BalanceParameters, quantize
 
 G0 = 9.81
 DT = 0.01

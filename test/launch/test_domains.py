@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from labference_ros.launcher.domains import DomainError, claim_domain
+from labference_ros.domain_locks import DomainError, claim_domain
 from labference_ros.rosenv import loopback_environ
 from launch_helpers import FAKES, LABFERENCE, STAND_INS
 from rosproc import Proc
@@ -109,7 +109,7 @@ def test_a_graph_started_without_the_launcher_also_holds_its_domain(tmp_path):
 def test_a_node_that_finds_its_domain_taken_marks_it_once_the_launch_lets_go(tmp_path):
     """A node started while a launch holds (or only tries) its domain: once that lock
     goes, the node's own mark keeps later launches off the domain it still runs on."""
-    from labference_ros.launcher.domains import lock_path
+    from labference_ros.domain_locks import lock_path
 
     domain = other_test_domain()
     launch = claim_domain(domain, busy_wait_s=5.0)
@@ -137,7 +137,7 @@ def test_a_node_that_finds_its_domain_taken_marks_it_once_the_launch_lets_go(tmp
 def test_a_claimed_domain_is_freed_when_its_holder_is_killed(tmp_path):
     domain = other_test_domain()
     code = ("import sys, time\n"
-            "from labference_ros.launcher.domains import claim_domain\n"
+            "from labference_ros.domain_locks import claim_domain\n"
             f"claim_domain({domain!r}, busy_wait_s=0)\n"
             "print('HELD', flush=True)\n"
             "time.sleep(600)\n")
@@ -172,7 +172,7 @@ def test_an_invalid_ros_domain_id_is_refused():
 
 
 def test_a_ros_domain_id_over_101_is_accepted_with_a_note_on_ephemeral_ports():
-    from labference_ros.launcher.domains import ephemeral_port_note
+    from labference_ros.domain_locks import ephemeral_port_note
 
     claim = claim_domain("232")
     try:

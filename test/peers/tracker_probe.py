@@ -24,6 +24,7 @@ def main() -> int:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import CameraInfo, Image
 
+    from labference_ros.cell.description import weighing_cell
     from labference_ros.perception.camera import world_camera_calibration
 
     from labference.msg import MarkerDetections
@@ -68,7 +69,7 @@ def main() -> int:
               "truncated": send("rgb8", rgb, 13, truncate=True, attempts=6)}
     result["after_truncated"] = send("rgb8", rgb, 14)
     cropped = rgb[:, 160:].copy()
-    f = world_camera_calibration("front", 960, 1280).focal_px
+    f = world_camera_calibration("front", 960, 1280, weighing_cell()).focal_px
     info = CameraInfo(height=960, width=1120, distortion_model="plumb_bob", d=[0.0] * 5,
                       k=[f, 0.0, 640.0 - 160.0, 0.0, f, 480.0, 0.0, 0.0, 1.0])
     result["cropped_with_info"] = send("rgb8", cropped, 15, info=info)

@@ -10,6 +10,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 
+from labference_ros.cell.description import weighing_cell  # noqa: E402
 from labference_ros.perception.camera import world_camera_calibration  # noqa: E402
 from labference_ros.sim.camera import calibration_from_model  # noqa: E402
 from labference_ros.tasks import family  # noqa: E402
@@ -22,7 +23,7 @@ def test_front_calibration_from_the_cell_equals_the_simulators_camera():
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
     sim = calibration_from_model(model, data, "front", 240, 320)
-    cell = world_camera_calibration("front", 240, 320)
+    cell = world_camera_calibration("front", 240, 320, weighing_cell())
     assert (cell.width, cell.height, cell.fovy_deg) == (sim.width, sim.height, sim.fovy_deg)
     assert np.allclose(cell.position, sim.position, atol=1e-12)
     assert np.allclose(cell.rotation, sim.rotation, atol=1e-9)

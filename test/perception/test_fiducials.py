@@ -12,6 +12,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import cv2  # noqa: E402
 import mujoco  # noqa: E402
 
+from labference_ros.cell.description import weighing_cell  # noqa: E402
 from labference_ros.perception.camera import world_camera_calibration  # noqa: E402
 from labference_ros.perception.fiducials import detect_markers, marker_image  # noqa: E402
 from labference_ros.tasks import family  # noqa: E402
@@ -48,7 +49,7 @@ def render_front(height: int, width: int, marker_id: int = 7) -> np.ndarray:
 
 def test_a_marker_on_the_table_is_found_with_its_pose():
     image = render_front(960, 1280)
-    found = detect_markers(image, world_camera_calibration("front", 960, 1280), MARKER_M)
+    found = detect_markers(image, world_camera_calibration("front", 960, 1280, weighing_cell()), MARKER_M)
     assert set(found) == {7}
     pose = found[7]
     assert np.linalg.norm(np.subtract(pose.position, CENTRE)) < 0.01  # metres
@@ -59,12 +60,12 @@ def test_a_marker_on_the_table_is_found_with_its_pose():
 def test_at_the_default_camera_size_a_4_cm_marker_is_too_small_to_read():
     """Why the rehearsal needs larger images or markers: nothing is found, nothing is guessed."""
     image = render_front(240, 320)
-    assert detect_markers(image, world_camera_calibration("front", 240, 320), MARKER_M) == {}
+    assert detect_markers(image, world_camera_calibration("front", 240, 320, weighing_cell()), MARKER_M) == {}
 
 
 def test_a_marker_seen_twice_is_not_reported():
     image = render_front(960, 1280)
-    calib = world_camera_calibration("front", 960, 1280)
+    calib = world_camera_calibration("front", 960, 1280, weighing_cell())
     u, v = (int(round(c)) for c in calib.project(CENTRE))
     patch = image[v - 60:v + 60, u - 60:u + 60].copy()
     doubled = image.copy()
@@ -78,7 +79,7 @@ def test_a_cropped_image_is_read_with_the_cameras_own_matrix():
     cropped away) gives a biased pose under the centred pinhole; with its camera_info
     matrix the pose is right again."""
     image = render_front(960, 1280)[:, 160:]
-    calib = world_camera_calibration("front", 960, 1120)
+    calib = world_camera_calibration("front", 960, 1120, weighing_cell())
     f = calib.focal_px
     k = np.array([[f, 0.0, 640.0 - 160.0], [0.0, f, 480.0], [0.0, 0.0, 1.0]])
     centred = detect_markers(image, calib, MARKER_M)[7]

@@ -45,7 +45,7 @@ def tracked(image, prefer_normal=(0.0, 0.0, 1.0)):
     from labference_ros.monitoring.kinematics import matrix_to_quaternion
 
     lengths = {e["id"]: e["length_m"] for e in TABLE.values()}
-    found = detect_markers(image, world_camera_calibration(MARKER_CAMERA, *SIZE), lengths,
+    found = detect_markers(image, world_camera_calibration(MARKER_CAMERA, *SIZE, weighing_cell()), lengths,
                            prefer_normal=prefer_normal)
     out = {}
     for name, entry in TABLE.items():
@@ -99,7 +99,7 @@ def test_of_the_two_fitting_poses_the_face_up_one_is_taken(backend):
 def test_the_label_colours_still_locate_the_standards_on_the_front_camera(backend):
     instance = instances()[1]
     backend.load(instance)
-    seen = estimate_scene(backend.render("front"), world_camera_calibration("front", 240, 320))
+    seen = estimate_scene(backend.render("front"), world_camera_calibration("front", 240, 320, weighing_cell()))
     for name in ("std_10", "std_20", "std_50", "std_100"):
         assert name in seen.standards, f"{name} not found by its label colour"
         error = np.linalg.norm(np.asarray(seen.standards[name][:2]) - backend.data.body(name).xpos[:2])

@@ -29,6 +29,7 @@ import numpy as np
 from openpi_client import msgpack_numpy as openpi_msgpack
 from websockets.sync.server import serve
 
+from labference_ros.cell.description import weighing_cell
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.policies import make
@@ -110,7 +111,7 @@ class FakeDroidServer:
         front, display = composite[:, :half], composite[:, half:]
         q = np.asarray(req["observation/joint_position"], dtype=np.float64)
         closure = float(req["observation/gripper_position"][0])
-        calib = world_camera_calibration("front", front.shape[0], front.shape[1]).to_dict()
+        calib = world_camera_calibration("front", front.shape[0], front.shape[1], weighing_cell()).to_dict()
         obs = PolicyObservation(
             observation_id=f"droid-{len(self.requests)}", episode_id="", sim_time=float(req[TIME_KEY][0]),
             evidence_version=0, images={"front": front, "display": display,

@@ -19,6 +19,7 @@ import msgpack
 import numpy as np
 import zmq
 
+from labference_ros.cell.description import weighing_cell
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.perception.camera import world_camera_calibration
@@ -97,7 +98,7 @@ class FakeGrootServer:
         front, display = composite[:, :half], composite[:, half:]
         q = obs["state"]["joint_position"][0, 0].astype(np.float64)
         closure = float(obs["state"]["gripper_position"][0, 0, 0])
-        calib = world_camera_calibration("front", front.shape[0], front.shape[1]).to_dict()
+        calib = world_camera_calibration("front", front.shape[0], front.shape[1], weighing_cell()).to_dict()
         observation = PolicyObservation(
             observation_id=f"groot-{len(self.observations)}", episode_id="",
             sim_time=float(obs["state"]["timestamp"][0, 0, 0]), evidence_version=0,

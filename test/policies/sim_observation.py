@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from closed_loop import FRONT_SIZE, make_backend
 
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
+from labference_ros.core.balance import BalanceModel, BalanceParameters
 from labference_ros.tasks.weighing.instances import generate
 from labference_ros.core.observation import project_observation
 from labference_ros.sim.camera import calibration_from_model

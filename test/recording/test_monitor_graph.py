@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from labference_ros.launcher.domains import claim_domain
+from labference_ros.domain_locks import claim_domain
 from labference_ros.monitoring import description
 from labference_ros.recording.bag_reader import EpisodeBagReader
 from labference_ros.rosenv import loopback_environ

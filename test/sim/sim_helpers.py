@@ -1,5 +1,5 @@
 """Drive the balance model from the simulated load cell, as the balance node does."""
-from labference_ros.tasks.weighing.balance import BalanceModel, BalanceParameters
+from labference_ros.core.balance import BalanceModel, BalanceParameters
 
 BALANCE_PERIOD_S = 0.01  # the node's wrench rate in these tests
 

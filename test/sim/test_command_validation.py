@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sim_helpers import make_instance
 
-from labference_ros.cell.panda_model import HOME_ARM_Q
+from labference_ros.mujoco_cell.panda_model import HOME_ARM_Q
 from labference_ros.sim.backend import ARM_JOINT_NAMES
 from labference_ros.sim.command_validation import (check_ordered_arm_targets, validate_arm_command,
                                                    validate_gripper_command)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from labference_ros.cell.description import weighing_cell
 from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.safety import SafetyEnvelope
 from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings
 from labference_ros.skills.plan_replay import PlanCursor, plan_rows
+
+STD_10 = weighing_cell().objects["std_10"]
 
 READY = np.array([0.0, 0.0, 0.0, -1.571, 0.0, 1.571, -0.785])  # the cell's start: hand not top-down
 SPEC = reference_joint_spec(50.0, 50)
@@ -20,7 +23,7 @@ def tips(arm):
 
 def pick_place_rows():
     planner = PickPlacePlanner(PickPlaceSettings(rate_hz=50.0))
-    plan = planner.plan_pick_place(READY, "std_10", (0.45, -0.2, 0.015), (0.5, 0.2), 0.065)
+    plan = planner.plan_pick_place(READY, STD_10, (0.45, -0.2, 0.015), (0.5, 0.2), 0.065)
     return planner, plan_rows(plan, SPEC)
 
 
@@ -207,7 +210,7 @@ def test_restarts_after_a_refusal_begin_at_the_setpoint_an_arm_blocked_short_of_
             return None if self.moved else ("std_10",)
 
         def plan_move(self, obs, move):
-            return self.planner.plan_pick_place(obs.joint_positions, "std_10", (0.45, -0.2, 0.015), (0.5, 0.2),
+            return self.planner.plan_pick_place(obs.joint_positions, STD_10, (0.45, -0.2, 0.015), (0.5, 0.2),
                                                 0.065)
 
     class Instance:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 
-from labference_ros.cell.panda_model import CAMERA_MODEL_NAMES
+from labference_ros.mujoco_cell.panda_model import CAMERA_MODEL_NAMES
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 from labference_ros.sim.usd_export import DEFAULT_ROBOT_ASSET, LOAD_CELL_JOINT, export_usd
 from labference_ros.tasks import family

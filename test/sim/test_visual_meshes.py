@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from labference_ros.cell.assets import SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES
-from labference_ros.cell.panda_model import HOME_ARM_Q, panda_spec
+from labference_ros.mujoco_cell.panda_model import HOME_ARM_Q, panda_spec
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
-from labference_ros.cell import scene_base
+from labference_ros.mujoco_cell import scene_base
 from sim_helpers import make_instance
 
 BODY_FIELDS = ("body_mass", "body_inertia", "body_ipos", "body_iquat")
@@ -76,7 +76,7 @@ def test_the_simplified_arm_looks_like_the_full_one(both_renderings, camera):
 
 
 def test_decimated_meshes_come_back_from_the_disk_cache_and_a_torn_entry_is_redone(tmp_path, monkeypatch):
-    from labference_ros.cell import panda_model
+    from labference_ros.mujoco_cell import panda_model
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = next(m.file for m in panda_spec().meshes if m.name == "link1")

@@ -21,7 +21,7 @@ import numpy as np
 
 from labference_ros.core.observation import PolicyObservation, find_leaks
 from labference_ros.core.system import TestedSystem
-from labference_ros.perception.vision import CameraCalibration, estimate_scene
+from labference_ros.perception.vision import BALANCE, STANDARDS, CameraCalibration, estimate_scene
 from labference_ros.policies.agent.accounting import ActionRecord, CallRecord, EpisodeAccount, PriceTable
 from labference_ros.policies.agent.client import ChatClient, ModelCallFailed, usage_of
 from labference_ros.policies.agent.faults import FAULT_MESSAGE, FaultSchedule
@@ -29,7 +29,6 @@ from labference_ros.policies.agent.skills import Skills
 from labference_ros.policies.agent.tools import JSON_CONTRACT, PHYSICAL, TOOLS, check_call, schema_hash
 from labference_ros.skills.motion import PickPlacePlanner, PickPlaceSettings, PlanningError
 from labference_ros.skills.plan_replay import PlanCursor, row_held_after_refusal
-from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
 
 SYSTEM_PROMPT = (
     "You control a Franka Panda arm next to a laboratory balance. Use the tools to look "
@@ -562,7 +561,8 @@ class AgentSystem(TestedSystem):
             centre = scene.pan_centre or self.pan_xy
             if centre is None:
                 raise ValueError("the pan is not visible")
-            dest, z = pan_slot(name, centre), BALANCE.pan_top_z
+            # The standard's own slot, as the reference systems place it (the cell's pan slots, label order).
+            dest, z = BALANCE.slot_xy(STANDARDS.index(name), centre), BALANCE.pan_top_z
         else:
             if "x" not in args or "y" not in args:
                 raise ValueError("place on the table needs x and y")

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from labference_ros.cell.description import weighing_cell
 from labference_ros.core.action_spec import ActionSpec
+from labference_ros.perception.vision import BALANCE, CELL
 from labference_ros.skills.motion import PickPlacePlanner
-from labference_ros.tasks.weighing.layout import BALANCE
 
 TRAVEL_ABOVE_PAN = 0.10  # travel height above the pan top, clears the housing
 
@@ -47,7 +46,7 @@ class Skills:
     def pick(self, q, name: str, xyz) -> tuple[np.ndarray, float]:
         """-> rows, grasp width. Open, approach above, descend, grasp, lift."""
         s = self.planner.settings
-        shape = weighing_cell().objects[name]
+        shape = CELL.objects[name]
         obj = np.asarray(xyz, float)
         grasp = np.array([obj[0], obj[1], obj[2] + shape.height / 2 - s.grasp_below_top])
         above = np.array([grasp[0], grasp[1], max(self.travel_z(), grasp[2] + s.approach_height)])
@@ -62,7 +61,7 @@ class Skills:
     def place(self, q, name: str, dest_xy, surface_z: float, hold_w: float) -> np.ndarray:
         """Carry at travel height, lower, release, retreat up."""
         s = self.planner.settings
-        shape = weighing_cell().objects[name]
+        shape = CELL.objects[name]
         place = np.array([dest_xy[0], dest_xy[1],
                           surface_z + s.release_clearance + shape.height - s.grasp_below_top])
         p, _ = self.planner.tcp_pose(q)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from labference_ros.tasks.weighing.objects import STANDARDS
+from labference_ros.perception.vision import STANDARDS
 
 OBJECTS = list(STANDARDS)
 PHYSICAL = ("move_to_pose", "pick", "place", "open_gripper", "close_gripper", "wait")

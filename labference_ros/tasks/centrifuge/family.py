@@ -111,6 +111,12 @@ class CentrifugeFamily(TaskFamily):
             raise ValueError(f"a start with {sorted(seated)} seated leaves nothing to choose")
         return replace(instance, seated=seated, condition="basic" if seated else "extended")
 
+    def checkpoint_starts(self, condition: str, n: int, seed: int) -> list:
+        # The controlled destination pairs (paper 4.1): tube_a seated as meant or in the next slot.
+        from labference_ros.tasks.centrifuge.instances import settled_start_pairs
+
+        return settled_start_pairs(n, seed, seed, 0)
+
     def plan_operation(self, planner, arm_q, instance, measurement, operation):
         from labference_ros.core.operations import INSERT
         from labference_ros.skills.motion import PlanningError

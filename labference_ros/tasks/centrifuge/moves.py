@@ -3,20 +3,14 @@ picked top-down and inserted bottom first along its slot's axis, released 15 mm
 into the bore (the bore holds it upright while it slides on to the seat)."""
 from __future__ import annotations
 
-from labference_ros.skills.motion import MotionPlan, PickPlacePlanner
+from labference_ros.skills.motion import TUBE_OPEN_WIDTH_M, MotionPlan, PickPlacePlanner
 from labference_ros.tasks.centrifuge.contract import contract_for
 from labference_ros.tasks.centrifuge.instances import CentrifugeInstance
 from labference_ros.tasks.centrifuge.rotor import slot_frames
 
 RELEASE_DEPTH_M = 0.015  # the tube's bottom this far into the bore when the fingers open
 CLEARANCE_M = 0.06  # a carried tube's bottom stays this far above the mouths
-OPEN_WIDTH_M = 0.05  # the fingers open this wide around a tube (wider than any grasp command)
-
-
-def open_width(gripper) -> float:
-    """The fingers' open width around a tube for a tested system's gripper convention: wider
-    than its grasp threshold (a narrower value would read as a grasp)."""
-    return min(gripper.open_width_m, max(OPEN_WIDTH_M, gripper.grasp_below_m + 0.002))
+OPEN_WIDTH_M = TUBE_OPEN_WIDTH_M
 
 
 def plan_insert_at(planner: PickPlacePlanner, arm_q, tube_xyz, mouth, axis,

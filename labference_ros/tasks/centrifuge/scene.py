@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from labference_ros.cell.description import centrifuge_cell
-from labference_ros.cell.scene_base import cell_spec
+from labference_ros.mujoco_cell.scene_base import cell_spec
 from labference_ros.tasks.base import SimScene
 from labference_ros.tasks.centrifuge.contract import CentrifugeContract, contract_for
 from labference_ros.tasks.centrifuge.instances import CentrifugeInstance

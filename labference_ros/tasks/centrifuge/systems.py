@@ -52,9 +52,10 @@ import numpy as np
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import Operation, insert
 from labference_ros.core.system import AcceptsSupports, EvaluatorView
+from labference_ros.skills.motion import tube_open_width
 from labference_ros.tasks.centrifuge.contract import contract_for
 from labference_ros.tasks.centrifuge.instances import READY_LAMP_RULE
-from labference_ros.tasks.centrifuge.moves import open_width, plan_insert, plan_insert_at
+from labference_ros.tasks.centrifuge.moves import plan_insert, plan_insert_at
 from labference_ros.tasks.centrifuge.rotor import opposite, slot_frames, slot_index, slot_name
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
 
@@ -115,7 +116,7 @@ class _Loader(_WaitsForReadyLamp, AcceptsSupports, PlannedMotionSystem):
         tube, centre, slot = move
         self.intended[tube] = slot
         return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
-                           open_width(self.spec.gripper))
+                           tube_open_width(self.spec.gripper))
 
     def decide(self, obs: PolicyObservation, evaluator: EvaluatorView | None = None):
         if evaluator is None:
@@ -190,7 +191,7 @@ class Dropper(_Loader):
         if first:
             self._note(t=obs.sim_time, abandon_at=list(spot))
         return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
-                           open_width(self.spec.gripper), abandon_at=spot)
+                           tube_open_width(self.spec.gripper), abandon_at=spot)
 
 
 class SecondGuess(_Loader):
@@ -210,7 +211,7 @@ class SecondGuess(_Loader):
         wrong = (slot + 1) % n if self._occupied_now else None
         self._note(t=obs.sim_time, detour_slot=None if wrong is None else slot_name(wrong))
         return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
-                           open_width(self.spec.gripper), detour_slot=wrong)
+                           tube_open_width(self.spec.gripper), detour_slot=wrong)
 
 
 class PlanFollower(_Loader):
@@ -252,7 +253,7 @@ class Hurried(PlanFollower):
         down = -(math.sin(lean) * outward + math.cos(lean) * np.array([0.0, 0.0, 1.0]))  # bottom first
         self._note(t=obs.sim_time, let_go_above=slot_name(slot), outward_lean_deg=HURRIED_OUTWARD_LEAN_DEG)
         return plan_insert(self.planner, obs.joint_positions, self._instance, centre, slot,
-                           open_width(self.spec.gripper), abandon_at=tuple(float(v) for v in frame.mouth),
+                           tube_open_width(self.spec.gripper), abandon_at=tuple(float(v) for v in frame.mouth),
                            abandon_axis=down)
 
 
@@ -314,4 +315,5 @@ class OppositeFromPixels(_WaitsForReadyLamp, PlannedMotionSystem):
 
     def plan_move(self, obs: PolicyObservation, move: tuple):
         _name, centre, (mouth, axis) = move
-        return plan_insert_at(self.planner, obs.joint_positions, centre, mouth, axis, open_width(self.spec.gripper))
+        return plan_insert_at(self.planner, obs.joint_positions, centre, mouth, axis,
+                              tube_open_width(self.spec.gripper))

@@ -45,6 +45,20 @@ class PlacementRecallFamily(TaskFamily):
         setting, caps = split_condition(condition)
         return generate(setting, caps, n, task_seed, layout_seed, policy_seed)
 
+    def accepts_condition(self, condition: str) -> bool:
+        from labference_ros.tasks.placement_recall.instances import split_condition
+
+        return "-".join(split_condition(condition)) in self.conditions  # a bare setting: same caps
+
+    def checkpoint_starts(self, condition: str, n: int, seed: int) -> list:
+        # n balanced blocks: the target placed in every hole under every rack movement.
+        from labference_ros.core.operations import insert
+        from labference_ros.tasks.placement_recall.instances import TARGET, checkpoint_starts, split_condition
+
+        setting, caps = split_condition(condition)
+        return [(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),), None)
+                for inst, hole in checkpoint_starts(setting, caps, seed, seed, blocks=n)]
+
     @property
     def generator_version(self) -> str:
         from labference_ros.tasks.placement_recall.instances import GENERATOR_VERSION
@@ -122,8 +136,7 @@ class PlacementRecallFamily(TaskFamily):
     def plan_operation(self, planner, arm_q, instance, measurement, operation):
         from labference_ros.core.action_spec import reference_joint_spec
         from labference_ros.core.operations import INSERT
-        from labference_ros.skills.motion import PlanningError
-        from labference_ros.tasks.centrifuge.moves import open_width
+        from labference_ros.skills.motion import PlanningError, tube_open_width
         from labference_ros.tasks.placement_recall.rack import LABELS, hole_positions
         from labference_ros.tasks.placement_recall.recognisers import rack_pose
         from labference_ros.tasks.placement_recall.systems import plan_tube_insert
@@ -134,7 +147,7 @@ class PlacementRecallFamily(TaskFamily):
         rack = self.contract_for(instance.condition).rack
         mouth = hole_positions(rack, rack_pose(measurement, instance.rack_pose))[operation.destination]
         return plan_tube_insert(planner, arm_q, measurement.objects[operation.object].position, mouth,
-                                open_width(reference_joint_spec().gripper))
+                                tube_open_width(reference_joint_spec().gripper))
 
     def cell_description(self):
         from labference_ros.cell.description import placement_cell

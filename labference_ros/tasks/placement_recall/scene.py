@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import mujoco
 
 from labference_ros.cell.description import placement_cell
-from labference_ros.cell.scene_base import cell_spec
+from labference_ros.mujoco_cell.scene_base import cell_spec
 from labference_ros.tasks.base import SimScene
 from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT
 from labference_ros.tasks.placement_recall.instances import CAP_COLOURS, RELEASE_REGION, TARGET, PlacementInstance

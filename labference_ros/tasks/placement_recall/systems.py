@@ -62,7 +62,7 @@ import numpy as np
 from labference_ros.core.observation import PolicyObservation
 from labference_ros.core.operations import INSERT, PICK, WAIT_OP, Operation
 from labference_ros.core.system import COMMITMENT_SOURCE, AcceptsSupports, EvaluatorView
-from labference_ros.tasks.centrifuge.moves import open_width
+from labference_ros.skills.motion import tube_open_width
 from labference_ros.tasks.placement_recall.contract import contract_for
 from labference_ros.tasks.placement_recall.rack import LABELS, RackPose, hole_positions, hole_under, parse_label
 from labference_ros.tasks.scripted_base import PlannedMotionSystem
@@ -285,7 +285,7 @@ class _Recall(AcceptsSupports, PlannedMotionSystem):
 
     def plan_move(self, obs: PolicyObservation, move: tuple):
         _name, centre, (kind, where) = move
-        width = open_width(self.spec.gripper)
+        width = tube_open_width(self.spec.gripper)
         if kind == "insert":
             return plan_tube_insert(self.planner, obs.joint_positions, centre, where, width)
         tube = contract_for("basic").tube  # the tubes are the same in every condition
@@ -347,7 +347,7 @@ class Dropper(ScriptedExpert):
         return self.planner.plan_pick_insert(
             obs.joint_positions, np.asarray(centre, float), tube.radius_m, tube.length_m, np.asarray(where, float),
             (0.0, 0.0, -1.0), clear_z=float(where[2]) + CLEARANCE_M, release_depth=RELEASE_DEPTH_M,
-            open_width=open_width(self.spec.gripper), abandon_at=spot)
+            open_width=tube_open_width(self.spec.gripper), abandon_at=spot)
 
 
 # hurried: the tube's lean from vertical when it is let go, and how deep its bottom's centre
@@ -419,7 +419,7 @@ class Hurried(ScriptedExpert):
         return self.planner.plan_pick_insert(
             obs.joint_positions, np.asarray(centre, float), tube.radius_m, tube.length_m, np.asarray(mouth, float),
             axis, clear_z=float(mouth[2]) + CLEARANCE_M, release_depth=HURRIED_RELEASE_DEPTH_M,
-            open_width=open_width(self.spec.gripper))
+            open_width=tube_open_width(self.spec.gripper))
 
 
 class SecondGuess(ScriptedExpert):

@@ -10,7 +10,6 @@ Inner shape (every task family has the same one):
   task_state.py     task state z_t, the update F and the legal set U
   recognisers.py    behaviour recognisers and physical confirmation predicates
   referee.py        the episode scorer: recognisers + F + U + opportunities + scoring
-  balance.py        the balance model (eqs. 8-9), an evaluator measurement
   oracle_scope.py   what each Oracle site may deliver for this family
   scene.py          the MuJoCo scene builder (simulator only)
   systems/          reference tested systems (scripted expert, pixel readers, diagnostics)
@@ -85,9 +84,10 @@ class WeighingFamily(TaskFamily):
 
     def assets(self) -> dict:
         from labference_ros.cell.assets import cell_assets
+        from labference_ros.cell.description import CELL_DIR
         from labference_ros.tasks.weighing.layout import LAYOUT_VERSION
 
-        return {**cell_assets(), "layout_revision": LAYOUT_VERSION}
+        return {**cell_assets(CELL_DIR / "weighing_cell.yaml"), "layout_revision": LAYOUT_VERSION}
 
     def build_scene(self, instance, fiducials: bool = False):
         from labference_ros.tasks.weighing.scene import sim_scene
@@ -163,6 +163,11 @@ class WeighingFamily(TaskFamily):
         from labference_ros.tasks.weighing.sensor_estimator import SensorWorldEstimator
 
         return SensorWorldEstimator.for_instance(instance, params)
+
+    def estimator_parameters(self, **overrides):
+        from labference_ros.tasks.weighing.sensor_estimator import EstimatorParameters
+
+        return EstimatorParameters(**overrides)
 
     def evaluator_view(self, instance, measurement):
         # Support as the referee and lab_sim classify it (contacts, stacks, the rim), not raw contacts.

@@ -28,8 +28,7 @@ BALANCE_CLEARANCE = 0.07  # from a standard's centre to the housing edge
 def pan_slot(name: str, balance_xy: tuple[float, float]) -> tuple[float, float]:
     """Where standard `name` sits on the pan (fixed per standard so the
     supported set can be read from positions as well as from contacts)."""
-    dx, dy = BALANCE.slot_offsets[STANDARDS.index(name)]
-    return balance_xy[0] + dx, balance_xy[1] + dy
+    return BALANCE.slot_xy(STANDARDS.index(name), balance_xy)
 
 
 def start_places(instance) -> dict[str, tuple[float, float, float]]:

@@ -2,6 +2,7 @@
 goes to its own pan slot (the sample to the pan centre) or to a table spot."""
 from __future__ import annotations
 
+from labference_ros.cell.description import weighing_cell
 from labference_ros.skills.motion import MotionPlan, PickPlacePlanner
 from labference_ros.tasks.weighing.layout import BALANCE, pan_slot
 
@@ -10,9 +11,9 @@ def plan_to_pan(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz,
                 balance_xy) -> MotionPlan:
     """Standards go to their own pan slot; the sample to the pan centre."""
     dest = pan_slot(object_name, balance_xy) if object_name.startswith("std_") else balance_xy
-    return planner.plan_pick_place(arm_q, object_name, object_xyz, dest, BALANCE.pan_top_z)
+    return planner.plan_pick_place(arm_q, weighing_cell().objects[object_name], object_xyz, dest, BALANCE.pan_top_z)
 
 
 def plan_to_table(planner: PickPlacePlanner, arm_q, object_name: str, object_xyz,
                   table_xy) -> MotionPlan:
-    return planner.plan_pick_place(arm_q, object_name, object_xyz, table_xy, 0.0)
+    return planner.plan_pick_place(arm_q, weighing_cell().objects[object_name], object_xyz, table_xy, 0.0)

@@ -12,8 +12,8 @@ import numpy as np
 
 from labference_ros.cell import display_layout as dl
 from labference_ros.cell.description import LABEL_LIFT_M, LOAD_CELL_FRAME, ObjectShape, weighing_cell
-from labference_ros.cell.panda_model import camera_quat, frame_quat
-from labference_ros.cell.scene_base import cell_spec
+from labference_ros.mujoco_cell.panda_model import camera_quat, frame_quat
+from labference_ros.mujoco_cell.scene_base import cell_spec
 from labference_ros.core.measurements import BALANCE_BODY, PAN
 from labference_ros.perception.fiducials import marker_image
 from labference_ros.tasks.base import SimScene

@@ -46,28 +46,16 @@ import math
 from dataclasses import dataclass, field, replace
 
 from labference_ros.cell.description import LABEL_LIFT_M, CellDescription, weighing_cell
-from labference_ros.core.geometry import body_axis
+from labference_ros.core.geometry import body_axis, slide_to_height
 from labference_ros.core.measurements import (BALANCE_BODY, LEFT_FINGER, PAN, RIGHT_FINGER, ROBOT, TABLE,
-                                              BalanceMeasurement, ObjectMeasurement, WorldMeasurement)
+                                              BalanceMeasurement, ObjectMeasurement, SensorFrame,
+                                              WorldMeasurement)
 from labference_ros.tasks.weighing.layout import start_places
 from labference_ros.tasks.weighing.objects import SAMPLE, STANDARD_MASSES_G
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
 ESTIMATOR = "estimator"  # prefix of every invalid reason this module gives
-
-
-@dataclass(frozen=True)
-class SensorFrame:
-    """Everything a real cell measures at one instant."""
-
-    t: float
-    markers: dict[str, tuple[Vec3, Quat]]  # objects whose marker is seen now: (centre, w-x-y-z)
-    fingertip: Vec3                         # centre between the fingertips (forward kinematics)
-    gripper_width: float                    # metres between the fingers
-    gripper_closing: bool                   # the last gripper command closes or grasps
-    balance: BalanceMeasurement | None
-    viewpoint: Vec3 | None = None           # the marker camera's centre (None: poses taken as measured)
 
 
 @dataclass(frozen=True)
@@ -287,18 +275,6 @@ class SensorWorldEstimator:
 
 
 UPRIGHT: Quat = (1.0, 0.0, 0.0, 0.0)
-
-
-def slide_to_height(centre: Vec3, viewpoint: Vec3, z: float, marker_above_centre: float) -> Vec3:
-    """The object centre at height z whose top-face marker lies on the viewing ray through the
-    marker of an upright object seen with its centre at `centre` from `viewpoint`."""
-    marker = (centre[0], centre[1], centre[2] + marker_above_centre)
-    span = marker[2] - viewpoint[2]
-    if abs(span) < 1e-9:
-        return centre
-    scale = (z + marker_above_centre - viewpoint[2]) / span
-    moved = tuple(viewpoint[i] + scale * (marker[i] - viewpoint[i]) for i in range(3))
-    return (moved[0], moved[1], moved[2] - marker_above_centre)
 
 
 def _nominal(names) -> float:

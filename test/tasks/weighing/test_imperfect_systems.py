@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from labference_ros.cell.panda_model import HOME_ARM_Q
+from labference_ros.cell.description import weighing_cell
+from labference_ros.mujoco_cell.panda_model import HOME_ARM_Q
 from labference_ros.skills.motion import PickPlacePlanner
 from labference_ros.tasks.weighing.instances import generate, write_instance_list
 from labference_ros.tasks.weighing.systems.imperfect import _drop_after_lift
@@ -39,7 +40,7 @@ CASES = {
 
 def test_the_drop_opens_the_fingers_a_little_way_into_the_lift():
     planner = PickPlacePlanner()
-    plan = planner.plan_pick_place(HOME_ARM_Q, "std_10", (0.45, -0.2, 0.015), (0.5, 0.2), 0.065)
+    plan = planner.plan_pick_place(HOME_ARM_Q, weighing_cell().objects["std_10"], (0.45, -0.2, 0.015), (0.5, 0.2), 0.065)
     dropped = _drop_after_lift(plan)
     labels = [label for _, label in dropped.labels]
     assert labels[-2:] == ["lift", "drop"] and "transfer" not in labels

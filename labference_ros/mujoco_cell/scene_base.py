@@ -7,7 +7,7 @@ from __future__ import annotations
 import mujoco
 
 from labference_ros.cell.description import CellDescription
-from labference_ros.cell.panda_model import PANDA_PREFIX, camera_quat, panda_spec
+from labference_ros.mujoco_cell.panda_model import PANDA_PREFIX, camera_quat, panda_spec
 
 
 def cell_spec(cell: CellDescription, model_name: str, cameras: tuple[str, ...] = ("front",)) -> mujoco.MjSpec:

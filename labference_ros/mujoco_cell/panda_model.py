@@ -16,9 +16,9 @@ import numpy as np
 
 from labference_ros.cell.assets import (DECIMATION_REVISION, SIMPLIFIED_FACE_SHARE, SIMPLIFY_MIN_FACES,
                                         VISUAL_MESH_RULE, mesh_tool_versions, robot_asset_dir)
-from labference_ros.cell.description import CameraMount, weighing_cell
+from labference_ros.cell.description import CameraMount, common_cell
 
-_ROBOT = weighing_cell().robot
+_ROBOT = common_cell().robot
 PANDA_PREFIX = _ROBOT.prefix
 ARM_JOINTS = _ROBOT.arm_joints
 FINGER_JOINTS = _ROBOT.finger_joints
@@ -150,7 +150,7 @@ def panda_spec(simplified_visuals: bool = False) -> mujoco.MjSpec:
     grip.biasprm[0:3] = [0.0, -GRIPPER_KP, -GRIPPER_KV]
     grip.ctrlrange = list(GRIPPER_CTRL_RANGE)
     grip.forcerange = [-GRIPPER_MAX_FORCE, GRIPPER_MAX_FORCE]
-    cell = weighing_cell()
+    cell = common_cell()  # the wrist camera is mounted alike in every cell
     hand = spec.body("hand")
     hand.add_site(name="grip_site", pos=list(cell.robot.tcp_offset), size=[0.004] * 3, rgba=[1, 0, 0, 0.0])
     # Wrist camera beside the fingers, looking down the gripper axis.
