@@ -27,6 +27,7 @@ It has never run on hardware (docs/real-rig.md says what is tested where).
 from __future__ import annotations
 
 from labference_ros.cell.description import common_cell
+from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.core.robots import ROBOT_MODELS
 from labference_ros.rosenv import DISCOVERY_SCOPES
 
@@ -50,7 +51,7 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
     LaunchArgument("camera_reliability", "reliable", "QoS reliability the policy bridge and the marker tracker "
                    "ask of the camera images: best_effort for a driver that publishes sensor-data QoS",
                    choices=("reliable", "best_effort")),
-    LaunchArgument("camera_rate", "10", "The camera driver's frame rate in Hz (the policy bridge's observation "
+    LaunchArgument("camera_rate", f"{CAMERA_RATE_HZ:g}", "The camera driver's frame rate in Hz (the policy bridge's observation "
                    "rate)"),
     LaunchArgument("setup_timeout_s", "300", "Seconds the operator has to set each episode's scene up before "
                    "the episode is recorded as not started"),

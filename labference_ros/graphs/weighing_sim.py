@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.skills.safety_modes import SAFETY_MODES
 
 from .graph import Graph, LaunchArgument, NodeSpec, Param
@@ -29,7 +30,7 @@ ARGUMENTS = (
                    "'replace:state' or 'assist:state+replace:decision' (assist|replace at state and decision, "
                    "assist at geometry); none = the base system"),
     LaunchArgument("output_dir", "runs/{timestamp}", "Run directory; {timestamp} is replaced at start"),
-    LaunchArgument("camera_rate", "10", "Camera publishing rate in Hz of sim time"),
+    LaunchArgument("camera_rate", f"{CAMERA_RATE_HZ:g}", "Camera publishing rate in Hz of sim time"),
     LaunchArgument("image_width", "320", "Camera image width in pixels (all cameras)"),
     LaunchArgument("image_height", "240", "Camera image height in pixels (all cameras)"),
     LaunchArgument("step_mode", "sync", "sync: physics pauses while the policy thinks; realtime: it does not",

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from labference_ros.core.system_params import OWN_ARGUMENTS, merged_system_params
 from labference_ros.tasks import DEFAULT_FAMILY
 
 from .arguments import LaunchArgumentError
@@ -52,18 +53,11 @@ def check_ranges(values: dict[str, str]) -> None:
 
 def system_params(values: dict[str, str]) -> dict:
     """system_params as a JSON object, plus agent_url/agent_model (as policy_bridge merges them)."""
-    text = values.get("system_params") or "{}"
     try:
-        params = json.loads(text)
+        return merged_system_params(values.get("system_params", ""),
+                                    **{key: values.get(key, "") for key in OWN_ARGUMENTS})
     except ValueError as exc:
-        raise LaunchArgumentError(f"launch argument 'system_params' must be a JSON object, e.g. "
-                                  f"'{{\"timeout_s\": 10}}'; got {text!r} ({exc})") from None
-    if not isinstance(params, dict):
-        raise LaunchArgumentError(f"launch argument 'system_params' must be a JSON object; got {text!r}")
-    for key in ("agent_url", "agent_model"):
-        if values.get(key):
-            params[key] = values[key]
-    return params
+        raise LaunchArgumentError(f"launch argument 'system_params' {exc}") from None
 
 
 def _kind(value) -> str | None:

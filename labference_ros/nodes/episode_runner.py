@@ -24,6 +24,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
 from labference_ros.cdr_views import header_stamp_s
+from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.episodes.attempts import Attempt, parse_scores
 from labference_ros.episodes.plan import PlanError, RunSettings, episode_id, run_json
 from labference_ros.episodes.run_progress import (  # noqa: F401 (the exit codes, named where the runner is)
@@ -56,7 +57,7 @@ class EpisodeRunner(Node):
         p = {name: self.declare_parameter(name, default).value for name, default in (
             ("episodes", 3), ("system", "scripted_expert"), ("condition", "basic"), ("seed", 0),
             ("output_dir", "runs/{timestamp}"), ("instances", ""), ("deadline_s", 60.0),
-            ("step_mode", "sync"), ("camera_rate", 10.0), ("service_timeout_s", 30.0),
+            ("step_mode", "sync"), ("camera_rate", CAMERA_RATE_HZ), ("service_timeout_s", 30.0),
             ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
             ("support", "none"), ("task", DEFAULT_FAMILY), ("image_width", 320), ("image_height", 240),
             ("setup", "sim"), ("setup_timeout_s", 300.0))}
@@ -322,7 +323,6 @@ class EpisodeRunner(Node):
         lab_sim's reset) is checked again every SETUP_RETRY_S until the scene matches or
         setup_timeout_s passes; each new refusal is said once."""
         request = ResetEpisode.Request(episode_id=eid, instance_json=instance_json)
-        # lab_sim answers a repeated reset without doing it again (nodes/repeated_reset.py).
         answer = yield self.call(self.reset, request, idempotent=True)
         if self.setup == "sim":
             return answer

@@ -16,6 +16,7 @@ from trajectory_msgs.msg import JointTrajectory
 from labference.msg import BalanceReading, GripperCommand
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
+from labference_ros.core.rates import CAMERA_RATE_HZ, MEASUREMENT_RATE_HZ
 from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
 from labference_ros.nodes.repeated_reset import RepeatedReset
 from labference_ros.nodes.runtime import run_node
@@ -44,7 +45,7 @@ class LabSim(Node):
         # node_options: rclpy Node keywords, e.g. a composed process's own arguments per node.
         super().__init__("lab_sim", **node_options)
         p = self.declare_parameters("", [
-            ("step_mode", "sync"), ("camera_rate", 10.0), ("measurement_rate", 100.0),
+            ("step_mode", "sync"), ("camera_rate", CAMERA_RATE_HZ), ("measurement_rate", MEASUREMENT_RATE_HZ),
             ("image_width", 128), ("image_height", 128), ("controller", "panda_arm_controller"),
             ("checkpoint_dir", "/tmp/labference_checkpoints"), ("realtime_factor", 1.0),
             ("match_timeout_s", 5.0), ("fiducials", False), ("marker_camera_width", 1280),

@@ -34,7 +34,9 @@ from labference_ros.core.action_spec import reference_joint_spec
 from labference_ros.core.bridge_machine import BridgeEpisode, BridgeSettings
 from labference_ros.core.episode_loop import STOP_HOLD_S, EpisodeLoop
 from labference_ros.core.linefile import LineFile
+from labference_ros.core.system_params import OWN_ARGUMENTS, merged_system_params
 from labference_ros.cdr_views import WorldStateDecoder
+from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.nodes.bridge_io import RECEIPT_QOS, BridgeIO
 from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
@@ -71,13 +73,8 @@ MAX_ROWS_PER_ADVANCE = 50
 
 
 def system_params(v: dict) -> dict:
-    """The tested system's parameters: system_params_json, plus the agent's
-    server and model when given as their own launch arguments."""
-    params = json.loads(v["system_params_json"] or "{}")
-    for key in ("agent_url", "agent_model"):
-        if v.get(key):
-            params[key] = v[key]
-    return params
+    """The tested system's parameters, merged as the launcher checked them (core/system_params.py)."""
+    return merged_system_params(v["system_params_json"], **{key: v.get(key, "") for key in OWN_ARGUMENTS})
 
 
 class PolicyBridge(Node):
@@ -85,7 +82,7 @@ class PolicyBridge(Node):
         super().__init__("policy_bridge")
         p = self.declare_parameters("", [
             ("system", "display_reader"), ("system_params_json", "{}"), ("step_mode", "sync"),
-            ("camera_rate", 10.0), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
+            ("camera_rate", CAMERA_RATE_HZ), ("control_rate_hz", 50.0), ("max_chunk_length", 50),
             ("controller", "panda_arm_controller"), ("wait_for_referee_receipt", True),
             ("observation_timeout_s", 30.0), ("stop_hold_s", STOP_HOLD_S), ("episode_deadline_s", 0.0),
             ("agent_url", ""), ("agent_model", ""), ("support", "none"),

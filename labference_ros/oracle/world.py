@@ -21,10 +21,11 @@ from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.sim.mujoco_backend import MujocoBackend, RenderSettings
 from labference_ros.tasks import family_of
 from labference_ros.core.balance import BalanceModel, BalanceParameters
+from labference_ros.core.rates import CAMERA_RATE_HZ, MEASUREMENT_RATE_HZ
 
 FRONT_SIZE = (240, 320)  # display_reader localises at 320x240
-BALANCE_PERIOD_S = 0.01
-CAMERA_PERIOD_S = 0.1  # the graph's camera ticks (camera_rate 10 Hz), where the environment may act
+BALANCE_PERIOD_S = 1.0 / MEASUREMENT_RATE_HZ
+CAMERA_PERIOD_S = 1.0 / CAMERA_RATE_HZ  # the graph's camera ticks, where the environment may act
 
 
 @dataclass(frozen=True)
