@@ -9,6 +9,7 @@ import click
 from labference_ros import __version__
 from labference_ros.skills.safety_modes import SAFETY_MODES
 from labference_ros.tasks import DEFAULT_FAMILY
+from labference_ros.tasks.base import launch_seeds
 
 # `labference launch` refused its ROS domain (taken by another launch or graph).
 DOMAIN_REFUSED = 1  # the run could not start: its ROS domain is in use
@@ -541,7 +542,7 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
             write_population(population, [CheckpointSpec(cid, inst, ops, executed=executed)
                                           for cid, inst, ops, executed in starts])
         else:
-            instances = fam.generate(task_condition, new_instances, task_seed=seed, layout_seed=seed, policy_seed=0)
+            instances = fam.generate(task_condition, new_instances, **launch_seeds(seed))
             write_population(population, population_from_instances(instances, prefix=tuple(prefix_ops),
                                                                    fixed_subgoal=fixed_subgoal))
     result = diagnose_oracle(population, system, list(supports),

@@ -7,6 +7,7 @@ import sys
 import click
 
 from labference_ros.tasks import DEFAULT_FAMILY
+from labference_ros.tasks.base import launch_seeds
 
 
 @click.command("sim-check")
@@ -114,7 +115,7 @@ def _check_writable(output: str) -> None:
 def _instance(fam, instance_path: str | None):
     """The instance in the file, or the family's first generated one; a usage error for a bad file."""
     if not instance_path:
-        return fam.generate(fam.conditions[0], 1, task_seed=0, layout_seed=0, policy_seed=0)[0]
+        return fam.generate(fam.conditions[0], 1, **launch_seeds(0))[0]
     try:
         with open(instance_path) as f:
             return fam.instance_from_json(f.read())

@@ -11,6 +11,7 @@ from labference_ros.core.observation import OBSERVATION_HISTORY_STEPS
 from labference_ros.oracle.handoff import FULL_ROLLOUT
 from labference_ros.oracle.supports import intervention_identity, parse_launch_support
 from labference_ros.tasks import DEFAULT_FAMILY
+from labference_ros.tasks.base import launch_seeds
 from labference_ros.tasks import family as task_family
 
 
@@ -56,8 +57,7 @@ def plan_instances(settings: RunSettings) -> list:
         return items
     if settings.episodes < 1:
         raise PlanError(f"episodes must be at least 1, got {settings.episodes}")
-    return family.generate(settings.condition, settings.episodes, task_seed=settings.seed,
-                           layout_seed=settings.seed, policy_seed=settings.seed)
+    return family.generate(settings.condition, settings.episodes, **launch_seeds(settings.seed))
 
 
 def population_certification(path: str) -> dict | None:

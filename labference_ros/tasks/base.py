@@ -251,3 +251,11 @@ class TaskFamily:
         contract declares (TaskContract.evaluation_steps, run.json
         task.evaluation_steps), in order. An unknown name raises ValueError."""
         raise NotImplementedError
+
+
+def launch_seeds(seed: int) -> dict[str, int]:
+    """The instance seeds one launch argument `seed` stands for: task state, layout and policy
+    (kept apart in each instance, as the paper keeps them). The graph's episodes, the Oracle's
+    checkpoint populations and `diagnose-oracle --new` derive them here, so one seed gives the
+    same instances everywhere."""
+    return {"task_seed": seed, "layout_seed": seed, "policy_seed": seed}

@@ -33,3 +33,12 @@ class IndicatorLampEnvironment:
         self.lit_t = m.t
         name = self.instance.external_event["name"]
         return {ENVIRONMENT_KEY: {"id": f"{self.instance.instance_id}:{name}", "name": name, "t": m.t}}
+
+
+def lamp_event_profile(spec) -> dict:
+    """run.json's account of a hidden-event condition (its lamp, window, cue and the objects
+    it guards; the time is each instance's); {} for a condition without one (spec None)."""
+    if spec is None:
+        return {}
+    return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
+            "affected": list(spec.affected)}

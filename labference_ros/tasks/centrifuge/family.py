@@ -6,7 +6,7 @@ simulator backend.
 """
 from __future__ import annotations
 
-from labference_ros.tasks.base import TaskFamily
+from labference_ros.tasks.base import TaskFamily, launch_seeds
 
 
 class CentrifugeFamily(TaskFamily):
@@ -115,7 +115,7 @@ class CentrifugeFamily(TaskFamily):
         # The controlled destination pairs (paper 4.1): tube_a seated as meant or in the next slot.
         from labference_ros.tasks.centrifuge.instances import settled_start_pairs
 
-        return settled_start_pairs(n, seed, seed, 0)
+        return settled_start_pairs(n, **launch_seeds(seed))
 
     def plan_operation(self, planner, arm_q, instance, measurement, operation):
         from labference_ros.core.operations import INSERT
@@ -139,12 +139,9 @@ class CentrifugeFamily(TaskFamily):
         return sim_scene(instance, fiducials)
 
     def environment_profile(self, condition: str | None = None) -> dict:
-        # The hidden-event condition's lamp, its window and what it shows (the time is the instance's).
-        spec = self.contract_for(condition).external_event if condition in self.conditions else None
-        if spec is None:
-            return {}
-        return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
-                "affected": list(spec.affected)}
+        from labference_ros.tasks.indicator_lamp import lamp_event_profile
+
+        return lamp_event_profile(self.contract_for(condition).external_event if condition in self.conditions else None)
 
     def make_environment(self, instance):
         # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.

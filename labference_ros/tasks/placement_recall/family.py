@@ -7,7 +7,7 @@ import the simulator, and only lab_sim calls them.
 """
 from __future__ import annotations
 
-from labference_ros.tasks.base import TaskFamily
+from labference_ros.tasks.base import TaskFamily, launch_seeds
 from labference_ros.tasks.placement_recall.contract import HISTORY_PROTOCOL
 
 
@@ -57,7 +57,7 @@ class PlacementRecallFamily(TaskFamily):
 
         setting, caps = split_condition(condition)
         return [(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),), None)
-                for inst, hole in checkpoint_starts(setting, caps, seed, seed, blocks=n)]
+                for inst, hole in checkpoint_starts(setting, caps, **launch_seeds(seed), blocks=n)]
 
     @property
     def generator_version(self) -> str:

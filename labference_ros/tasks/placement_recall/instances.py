@@ -185,7 +185,7 @@ def generate(condition: str, caps: str, n: int, task_seed: int, layout_seed: int
     return out
 
 
-def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int,
+def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int, policy_seed: int = 0,
                       blocks: int = 1) -> list[tuple[PlacementInstance, str]]:
     """The balanced checkpoint population (paper 4.3): (instance, hole the target is
     placed in by the start's prefix) for every hole of the rack under every rack movement
@@ -199,7 +199,7 @@ def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int,
     (the fingers' room)."""
     movements = list(MOVEMENTS) if setting == "extended" else ["none"]
     per_block = len(LABELS) * len(movements)
-    instances = generate(setting, caps, per_block * blocks, task_seed, layout_seed, 0)
+    instances = generate(setting, caps, per_block * blocks, task_seed, layout_seed, policy_seed)
     out = []
     for block in range(blocks):
         drawn = instances[block * per_block:(block + 1) * per_block]

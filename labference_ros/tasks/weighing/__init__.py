@@ -137,12 +137,9 @@ class WeighingFamily(TaskFamily):
         return weighing_cell()
 
     def environment_profile(self, condition: str | None = None) -> dict:
-        # The hidden-event condition's lamp, its window and what it shows (the time is the instance's).
-        spec = self.contract_for(condition).external_event if condition in self.conditions else None
-        if spec is None:
-            return {}
-        return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
-                "affected": list(spec.affected)}
+        from labference_ros.tasks.indicator_lamp import lamp_event_profile
+
+        return lamp_event_profile(self.contract_for(condition).external_event if condition in self.conditions else None)
 
     def make_environment(self, instance):
         # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
