@@ -63,6 +63,8 @@ def generate_launch_description():
                               description='Sim seconds per wall second: lab_sim renders four cameras, one of them at 1600x1200, and must keep the pace it promises (the arm follows its rows only then)'),
         DeclareLaunchArgument('setup_timeout_s', default_value='30',
                               description="Seconds for the estimator to confirm lab_sim's reset from the sensors before the episode is recorded as not started"),
+        DeclareLaunchArgument('confirm', default_value='auto',
+                              description='auto: an episode starts once its scene check passes; operator: also only after a confirmation (`labference operator confirm`), as on the real cell', choices=['auto', 'operator']),
         DeclareLaunchArgument('entity_rate', default_value='20',
                               description='How often (Hz, wall time) entity_tracker asks the simulator for its entity states'),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
@@ -203,6 +205,7 @@ def generate_launch_description():
             'image_height': ParameterValue(LaunchConfiguration('image_height'), value_type=int),
             'setup': 'rehearsal',
             'setup_timeout_s': ParameterValue(LaunchConfiguration('setup_timeout_s'), value_type=float),
+            'confirm': ParameterValue(LaunchConfiguration('confirm'), value_type=str),
         }],
         on_exit=ended_by('episode_runner'),
     )

@@ -69,6 +69,8 @@ def generate_launch_description():
                               description="The camera driver's frame rate in Hz (the policy bridge's observation rate)"),
         DeclareLaunchArgument('setup_timeout_s', default_value='300',
                               description="Seconds the operator has to set each episode's scene up before the episode is recorded as not started"),
+        DeclareLaunchArgument('confirm', default_value='operator',
+                              description='operator: once its scene matches, an episode starts only after the operator confirmed that hands are clear (`labference operator confirm`); auto: at once (a stand-in robot)', choices=['auto', 'operator']),
         DeclareLaunchArgument('robot_model', default_value='fr3',
                               description="The arm (core/robots.py): its joint names, limits (the safety envelope) and franka_ros2's namespaces", choices=['fr3', 'panda']),
         DeclareLaunchArgument('gripper_actions', default_value='',
@@ -196,6 +198,7 @@ def generate_launch_description():
             'image_height': ParameterValue(LaunchConfiguration('image_height'), value_type=int),
             'setup': 'operator',
             'setup_timeout_s': ParameterValue(LaunchConfiguration('setup_timeout_s'), value_type=float),
+            'confirm': ParameterValue(LaunchConfiguration('confirm'), value_type=str),
         }],
         remappings=[
             ('/lab_sim/reset', '/world_estimator/reset'),

@@ -111,6 +111,16 @@ def _add_certify_command() -> None:
 _add_certify_command()
 
 
+def _add_operator_commands() -> None:
+    from labference_ros.cli.operator import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_add_operator_commands()
+
+
 def _check_records(run_dirs, allow_incomplete: bool) -> None:
     """List every unreadable or inconsistent record file; stop (exit 1) unless --allow-incomplete.
     An input without run records is always an error."""

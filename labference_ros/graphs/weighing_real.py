@@ -29,6 +29,7 @@ from __future__ import annotations
 from labference_ros.cell.description import common_cell
 from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.core.robots import ROBOT_MODELS
+from labference_ros.episodes.operator import CONFIRM_MODES
 from labference_ros.rosenv import DISCOVERY_SCOPES
 
 from . import weighing_sim
@@ -55,6 +56,10 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    "rate)"),
     LaunchArgument("setup_timeout_s", "300", "Seconds the operator has to set each episode's scene up before "
                    "the episode is recorded as not started"),
+    LaunchArgument("confirm", "operator", "operator: once its scene matches, an episode starts only after the "
+                   "operator confirmed that hands are clear (`labference operator confirm`); auto: at once (a "
+                   "stand-in robot)",
+                   choices=CONFIRM_MODES),
     LaunchArgument("robot_model", common_cell().robot.rig_model, "The arm (core/robots.py): its joint names, "
                    "limits (the safety envelope) and franka_ros2's namespaces", choices=tuple(sorted(ROBOT_MODELS))),
     LaunchArgument("gripper_actions", "", "Namespace of franka_gripper's grasp, move and homing actions (default "
@@ -106,7 +111,8 @@ NODES = (
                          "service_timeout_s": Param("service_timeout_s", float),
                          "record": Param("record", bool), "support": Param("support"), "task": TASK,
                          "image_width": Param("image_width", int), "image_height": Param("image_height", int),
-                         "setup": "operator", "setup_timeout_s": Param("setup_timeout_s", float)},
+                         "setup": "operator", "setup_timeout_s": Param("setup_timeout_s", float),
+                         "confirm": Param("confirm")},
              remappings=(("/lab_sim/reset", "/world_estimator/reset"),),
              ends_graph=True),
 )

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from labference_ros.episodes.operator import CONFIRM_MODES
 from labference_ros.tasks import family as task_family
 
 from . import weighing_sim
@@ -49,6 +50,9 @@ ARGUMENTS = tuple(dataclasses.replace(a, default="franka") if a.name == "safety"
                    "at 1600x1200, and must keep the pace it promises (the arm follows its rows only then)"),
     LaunchArgument("setup_timeout_s", "30", "Seconds for the estimator to confirm lab_sim's reset from the sensors "
                    "before the episode is recorded as not started"),
+    LaunchArgument("confirm", "auto", "auto: an episode starts once its scene check passes; operator: also only "
+                   "after a confirmation (`labference operator confirm`), as on the real cell",
+                   choices=CONFIRM_MODES),
 )
 
 STEP_MODE = "realtime"  # the balance is polled on its own clock, as a real one is
@@ -102,7 +106,8 @@ NODES = (
                          "service_timeout_s": Param("service_timeout_s", float),
                          "record": Param("record", bool), "support": Param("support"), "task": TASK,
                          "image_width": Param("image_width", int), "image_height": Param("image_height", int),
-                         "setup": "rehearsal", "setup_timeout_s": Param("setup_timeout_s", float)},
+                         "setup": "rehearsal", "setup_timeout_s": Param("setup_timeout_s", float),
+                         "confirm": Param("confirm")},
              ends_graph=True),
 )
 

@@ -7,7 +7,8 @@ done (or failed), or the sim-time deadline passes; then /policy_bridge/finish_ep
 and /referee/finish_episode, whose scores are persisted before the next episode.
 Every attempt is kept; a failure of the evaluation itself is an ERROR row.
 The set-ups (sim, operator, rehearsal) and when an episode ends: episodes/watch.py;
-the run's records and exit codes: episodes/run_progress.py.
+the reset, scene check and operator's confirmation before each episode: nodes/scene_setup.py
+and episodes/operator.py; the run's records and exit codes: episodes/run_progress.py.
 """
 from __future__ import annotations
 
@@ -31,14 +32,15 @@ from labference_ros.episodes.run_progress import (  # noqa: F401 (the exit codes
     EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP, EXIT_UNSCORED, RunProgress, say)
 from labference_ros.episodes.system_records import record_policy_profile, record_system_usage
 from labference_ros.episodes.watch import SETUP_MODES, EpisodeWatch, connected_topics, late_rows_event, stop_reason
+from labference_ros.nodes.operator_desk import OperatorDesk
 from labference_ros.nodes.runner_graph import graph_missing
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
-from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until, reply_lost
+from labference_ros.nodes.scene_setup import set_up_scene
+from labference_ros.nodes.stepwise import Script, ServiceCall, ServiceFailure, Until
 from labference_ros.tasks import DEFAULT_FAMILY, family as task_family
 
 TICK_S = 0.05
-SETUP_RETRY_S = 1.0  # an operator's set-up (a rehearsal's scene check) is checked again this often
 # Inner timeouts shorter than outer ones, so each is blamed on the side that did not answer:
 # the policy bridge's start waits for the tested system's reset (a policy server's
 # /reset: at most its client's timeout_s, which should not exceed service_timeout_s)
@@ -60,13 +62,16 @@ class EpisodeRunner(Node):
             ("step_mode", "sync"), ("camera_rate", CAMERA_RATE_HZ), ("service_timeout_s", 30.0),
             ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
             ("support", "none"), ("task", DEFAULT_FAMILY), ("image_width", 320), ("image_height", 240),
-            ("setup", "sim"), ("setup_timeout_s", 300.0))}
+            ("setup", "sim"), ("setup_timeout_s", 300.0), ("confirm", "auto"))}
         # sim: lab_sim resets the scene; operator: a person sets it up and the reset
         # service (the world estimator's scene check) says when it matches the instance.
         self.setup = str(p["setup"])
         if self.setup not in SETUP_MODES:
             raise ValueError(f"setup must be one of {', '.join(SETUP_MODES)}, got {self.setup!r}")
         self.setup_timeout_s = float(p["setup_timeout_s"])
+        # auto: an episode starts once its scene matches; operator: also once a person confirmed
+        # that hands are clear. The confirmations and the operator's steps: operator.jsonl.
+        self.desk = OperatorDesk(self, str(p["confirm"]), served=self.setup != "sim")
         has_balance = task_family(str(p["task"])).cell_description().balance is not None
         self.connected_topics = connected_topics(self.setup, has_balance, str(p["step_mode"]))
         self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
@@ -211,6 +216,7 @@ class EpisodeRunner(Node):
         if missing is None:
             self.get_logger().error(f"graph not ready after {self.startup_timeout_s:g} s, missing "
                                     f"{', '.join(self.graph_missing())}; episodes will record the failures")
+        self.desk.write_events()  # those that came before the run directory was made
         self.run.open_bar()
         for index, instance in enumerate(instances):
             attempt = yield from self.episode(run_dir, index, instance)
@@ -238,6 +244,7 @@ class EpisodeRunner(Node):
             return False
 
         out_dir = self.run.log.episode_dir(eid)
+        self.desk.open_episode(out_dir / "operator.jsonl" if self.setup != "sim" else None)
         instance_json = instance.to_json()
         assets = dict(self.assets)  # plus the scene lab_sim compiled for this instance
 
@@ -253,7 +260,11 @@ class EpisodeRunner(Node):
             answer = yield self.call(self.recorder_start, start_request(), idempotent=True)
             started = not failed(answer, "recorder", "recorder start")
         if started:
-            answer = yield from self.reset_scene(eid, instance_json)
+            try:
+                answer = yield from set_up_scene(self, eid, instance_json, self.desk.log)
+            except OSError as exc:  # operator.jsonl not writable: the episode cannot be recorded as run
+                answer = ServiceFailure("operator.jsonl", "refused", f"cannot write {exc.filename}: "
+                                                                     f"{exc.strerror or exc}")
             what = {"sim": "lab_sim reset", "rehearsal": "lab_sim reset and scene check"}.get(
                 self.setup, "scene set-up")
             started = not failed(answer, self.scene_node, what)
@@ -310,6 +321,10 @@ class EpisodeRunner(Node):
         if self.record and "recorder" not in unreachable:
             answer = yield self.call(self.recorder_finish, finish_request(), idempotent=True)
             failed(answer, "recorder", "recorder finish")
+        if started and self.desk.hand_present():  # what the hand still holds is let go before the next
+            if (yield Until(lambda: self.desk.is_released(eid), self.service_timeout_s)) is None:
+                self.get_logger().warning(f"{eid}: the hand's release was not reported within "
+                                          f"{self.service_timeout_s:g} s")
         # Task time excludes setup (the control protocol): an episode that never started took none.
         total = time.monotonic() - wall0
         attempt.wall_s = task_wall
@@ -317,44 +332,6 @@ class EpisodeRunner(Node):
         if sim_start is not None and sim_end is not None:
             attempt.sim_s = max(0.0, sim_end - sim_start)
         return attempt
-
-    def reset_scene(self, eid: str, instance_json: str):
-        """The reset's answer. An operator's set-up (or, in a rehearsal, the sensors' view of
-        lab_sim's reset) is checked again every SETUP_RETRY_S until the scene matches or
-        setup_timeout_s passes; each new refusal is said once."""
-        request = ResetEpisode.Request(episode_id=eid, instance_json=instance_json)
-        answer = yield self.call(self.reset, request, idempotent=True)
-        if self.setup == "sim":
-            return answer
-        check = self.reset if self.setup == "operator" else self.scene_check
-        if self.setup == "rehearsal":
-            if isinstance(answer, ServiceFailure) or not answer.success:
-                return answer
-            reset, answer = answer, (yield self.call(check, request))
-        said = ""
-        deadline = time.monotonic() + self.setup_timeout_s
-        while time.monotonic() < deadline:
-            if reply_lost(answer):
-                # The scene check (the world estimator's /world_estimator/reset, in both
-                # set-ups) only reads the sensors: asking again is safe. Its reply can be
-                # dropped by Fast DDS (docs/pitfalls.md, a reply sent before its writer
-                # matched the client), which must not end the episode.
-                self.get_logger().warning(f"{eid}: {answer}; asking the scene check again")
-                answer = yield self.call(check, request)
-                continue
-            if isinstance(answer, ServiceFailure) or answer.success:
-                break
-            if answer.message != said:
-                if self.setup == "operator":
-                    say(f"{eid}: set the scene up as the instance says ({answer.message})")
-                said = answer.message
-            yield Until(lambda: None, SETUP_RETRY_S)
-            answer = yield self.call(check, request)
-        if not isinstance(answer, ServiceFailure) and not answer.success:
-            answer.message = f"not set up within {self.setup_timeout_s:g} s: {answer.message}"
-        if self.setup == "rehearsal" and not isinstance(answer, ServiceFailure) and answer.success:
-            return reset  # lab_sim's answer: the scene's hash and its sim time
-        return answer
 
     def finish_reason(self, attempt: Attempt):
         """The finish reason once the episode should end, else None: what the graph reported

@@ -15,7 +15,9 @@ environment's copy (env/franka_msgs); without it the node exits at start with
 one line saying so. Before the session it homes the hand (Homing, once the action
 is there; `home_on_start`, true), and when /policy_bridge/status says an episode
 ended it opens the hand (Move to `release_width`, the hand's maximum), so an object
-still held is released. Parameters: robot_model (fr3; core.robots),
+still held is released. Each homing and release goes to /operator/events (JSON
+`episode_id`, '' for the session, `action`, `detail`; latched), which the episode
+runner writes to the operator.jsonl records. Parameters: robot_model (fr3; core.robots),
 action_namespace (default the robot's: /fr3_gripper, where franka_ros2's gripper
 node for arm_id fr3 serves grasp, move and homing), home_on_start, release_width.
 """
@@ -25,7 +27,7 @@ import json
 
 from rclpy.action import ActionClient
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 
 from labference.msg import GripperCommand
@@ -70,6 +72,8 @@ class FrankaGripperBridge(Node):
         self.homed = not bool(self.declare_parameter("home_on_start", True).value)
         self.open_width = float(self.declare_parameter("release_width", robot.hand_max_width).value)
         self.released: set[str] = set()
+        self.events = self.create_publisher(String, "/operator/events",
+                                            QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.create_subscription(String, "/policy_bridge/status", self.on_status, QoSProfile(depth=10))
         self.create_timer(0.5, self.home)
 
@@ -78,7 +82,20 @@ class FrankaGripperBridge(Node):
             return
         self.homed = True
         self.get_logger().info("homing the hand before the session")
-        self.homing.send_goal_async(self.Homing.Goal())
+        self.homing.send_goal_async(self.Homing.Goal()).add_done_callback(
+            lambda f: self._action_done(f, "", "homing"))
+
+    def _action_done(self, future, episode: str, action: str) -> None:
+        """Said on /operator/events once the hand's goal ran (or was refused)."""
+        handle = future.result()
+        if handle is None or not handle.accepted:
+            return self.tell(episode, action, "refused by franka_gripper")
+        handle.get_result_async().add_done_callback(
+            lambda f: self.tell(episode, action, "done" if f.result().result.success
+                                else f"failed: {f.result().result.error}"))
+
+    def tell(self, episode: str, action: str, detail: str) -> None:
+        self.events.publish(String(data=json.dumps({"episode_id": episode, "action": action, "detail": detail})))
 
     def on_status(self, msg: String) -> None:
         try:
@@ -92,7 +109,10 @@ class FrankaGripperBridge(Node):
         if self.move.server_is_ready():
             self.get_logger().info(f"{episode} ended ({state}): opening the hand")
             self.sequencer.forget()
-            self.move.send_goal_async(self.Move.Goal(width=self.open_width, speed=0.1))
+            self.move.send_goal_async(self.Move.Goal(width=self.open_width, speed=0.1)).add_done_callback(
+                lambda f: self._action_done(f, episode, "release"))
+        else:
+            self.tell(episode, "release", f"{self.action_names['move']} not available: the hand was not opened")
 
     def on_command(self, msg: GripperCommand) -> None:
         try:

@@ -194,7 +194,7 @@ def test_run_json_identity_fields_are_written_and_differing_assets_refuse_to_poo
     assert set(err.value.fields) == {"asset_revision"}
 
 
-def _launch_real_with_fakes(args, knobs, arm="fake_idle.py", gripper="fake_idle.py"):
+def _launch_real_with_fakes(args, knobs, arm="fake_idle.py", gripper="fake_idle.py", tracker="fake_idle.py"):
     import os
     import sys
 
@@ -202,9 +202,11 @@ def _launch_real_with_fakes(args, knobs, arm="fake_idle.py", gripper="fake_idle.
     from rosproc import Proc
 
     labference = os.path.join(os.path.dirname(sys.executable), "labference")
-    # discovery:=localhost: no robot PC to reach (the real graph's default is the subnet).
-    argv = [labference, "launch", "weighing_real.launch.py", "discovery:=localhost", *args]
-    for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": "fake_idle.py",
+    # discovery:=localhost: no robot PC to reach (the real graph's default is the subnet);
+    # confirm:=auto unless the test plays the operator.
+    confirm = [] if any(a.startswith("confirm:=") for a in args) else ["confirm:=auto"]
+    argv = [labference, "launch", "weighing_real.launch.py", "discovery:=localhost", *confirm, *args]
+    for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": tracker,
                       "world_estimator": "fake_world_estimator.py", "referee": "fake_referee.py",
                       "policy_bridge": "fake_policy_bridge.py", "franka_gripper_bridge": gripper,
                       "franka_arm_bridge": arm}.items():
@@ -319,3 +321,77 @@ def test_a_scene_check_whose_reply_is_lost_is_asked_again_and_the_episode_runs(t
     assert "did not answer within 6 s; asking the scene check again" in out
     rows = read_summary(run_dir)["per_episode"]
     assert [(r["reason"], r["status"]) for r in rows] == [("completed", "ok")]
+
+
+def _operator_confirm(*args):
+    import os
+    import subprocess
+    import sys
+
+    labference = os.path.join(os.path.dirname(sys.executable), "labference")
+    return subprocess.run([labference, "operator", "confirm", "--timeout", "60", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def _operator_log(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _wait_for_text(proc, text, timeout):
+    """The launch's lines holding `text`, read until one comes or the timeout."""
+    deadline = time.monotonic() + timeout
+    while not any(text in line for line in proc.seen) and time.monotonic() < deadline:
+        if proc.popen.poll() is not None and proc.lines.empty():
+            break
+        proc.wait_for("\0", timeout=0.5)  # reads what comes meanwhile (no line starts with NUL)
+    return [line for line in proc.seen if text in line]
+
+
+def _printed(proc, node):
+    return [line.split("] ", 1)[1] for line in proc.seen if line.startswith(f"[{node}] ")]
+
+
+@pytest.mark.slow
+def test_an_episode_starts_only_once_the_operator_confirmed_and_a_held_object_is_released_at_its_end(tmp_path):
+    """The real launch with confirm:=operator, its real hand bridge against franka_standin (franka_ros2's
+    robot PC, started in the marker tracker's place to share the launch's domain): a confirmation before
+    the scene matches is refused; once it matches the runner waits for `labference operator confirm`,
+    records it with its times, and starts the episode after it. The stand-in tested system grasps and
+    still holds at the episode's end: the hand is opened before the session ends, and its homing and
+    release are in the records."""
+    run_dir, scene_set_up = tmp_path / "run", tmp_path / "scene-set-up"
+    proc = _launch_real_with_fakes(["episodes:=1", "deadline_s:=4", "service_timeout_s:=20", "record:=false",
+                                    "confirm:=operator", "setup_timeout_s:=200", f"output_dir:={run_dir}"],
+                                   {"FAKE_GRASP": "0", "FAKE_SETUP_UNTIL_FILE": str(scene_set_up)},
+                                   gripper=None, tracker="fake_robot_pc.py")
+    try:
+        assert _wait_for_text(proc, "set the scene up as the instance says", 240), proc.seen[-20:]
+        early = _operator_confirm("--operator", "ana")
+        assert early.returncode == 1 and "scene check has not passed" in early.stderr, early
+        scene_set_up.touch()  # the operator sets the scene up
+        assert _wait_for_text(proc, "confirm: labference operator confirm", 120), proc.seen[-20:]
+        assert not _wait_for_text(proc, "referee start", 0), "started before the confirmation"
+        confirmed = _operator_confirm("--operator", "ana")
+        assert confirmed.returncode == 0 and "confirmed: it starts now" in confirmed.stdout, confirmed
+        assert proc.popen.wait(timeout=240) == 0, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    eid = read_summary(run_dir)["per_episode"][0]["episode_id"]
+    entries = _operator_log(run_dir / "episodes" / eid / "operator.jsonl")
+    kinds = [e["kind"] for e in entries]
+    assert kinds[:5] == ["scene_check_refused", "confirmation_refused", "scene_check_passed", "confirmation_asked",
+                         "confirmed"], kinds
+    refused, confirmation = entries[1], entries[4]
+    assert refused["operator"] == "ana" and confirmation["by"] == "operator" and confirmation["operator"] == "ana"
+    assert entries[0]["wall_time"] <= refused["wall_time"] <= entries[2]["wall_time"] <= confirmation["wall_time"]
+    # The referee was asked to start after the confirmation, not before.
+    start = [float(line.rsplit(" ", 1)[1]) for line in _printed(proc, "referee") if line.startswith("referee start")]
+    assert len(start) == 1 and start[0] >= confirmation["wall_time"], (start, confirmation)
+    # The system held (a grasp to 3 cm) when the episode ended; the hand was then opened fully.
+    hand = [line for line in _printed(proc, "fiducial_tracker") if line.startswith("hand ")]
+    assert hand[0] == "hand homing" and "hand grasp 0.030" in hand, hand
+    assert hand[-1] == "hand move 0.080" and hand.index("hand move 0.080") > hand.index("hand grasp 0.030"), hand
+    assert [(e["action"], e["detail"]) for e in entries if e["kind"] == "hand"] == [("release", "done")], entries
+    session = _operator_log(run_dir / "operator.jsonl")
+    assert [(e["kind"], e["action"], e["detail"]) for e in session] == [("hand", "homing", "done")]

@@ -1,4 +1,5 @@
-"""Stand-in policy_bridge: start/finish services and /policy_bridge/status JSON."""
+"""Stand-in policy_bridge: start/finish services and /policy_bridge/status JSON; in the
+episodes FAKE_GRASP names, a grasp command at start (a system that ends holding)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ def make():
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import String
 
+    from labference.msg import GripperCommand
     from labference.srv import FinishEpisode, StartEpisode
 
     class FakeBridge(Node):
@@ -27,6 +29,7 @@ def make():
             self.last_start = None
             self.create_subscription(Clock, "/clock", self.on_clock, best_effort())
             self.pub = self.create_publisher(String, "/policy_bridge/status", 10)
+            self.gripper = self.create_publisher(GripperCommand, "/panda_gripper/command", 10)
             self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
             self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
             self.create_timer(0.1, self.publish)
@@ -51,6 +54,10 @@ def make():
                 return
             if index_of(self.episode) in indices("FAKE_BRIDGE_DONE") and self.now - self.started_at >= 1.0:
                 self.state = "done"
+            if self.state == "running" and index_of(self.episode) in indices("FAKE_GRASP"):
+                # Said again at each tick, as a policy holds its command (the hand's bridge sends it once).
+                self.gripper.publish(GripperCommand(grasp=True, width=0.03, speed=0.05, force=20.0,
+                                                    epsilon_inner=0.005, epsilon_outer=0.005))
             self.pub.publish(String(data=json.dumps({"episode_id": self.episode, "state": self.state,
                                                      "reason": "fake"})))
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from fake_common import occupy_topics, best_effort, index_of, indices, sim_seconds
@@ -33,6 +34,7 @@ def make():
             self.now = sim_seconds(msg)
 
         def on_start(self, request, response):
+            print(f"referee start {request.episode_id} wall {time.time():.3f}", flush=True)
             self.episode, self.started_at, self.complete = request.episode_id, self.now, False
             self.out = Path(request.output_dir)
             self.out.mkdir(parents=True, exist_ok=True)

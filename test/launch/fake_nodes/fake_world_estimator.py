@@ -1,6 +1,7 @@
 """Stand-in world_estimator for the real graph: the scene check /world_estimator/reset
 refuses FAKE_SETUP_REFUSALS times per episode (naming a misplaced standard), then
-accepts; with FAKE_SETUP_SILENT_S it answers an episode's first check only that many
+accepts (with FAKE_SETUP_UNTIL_FILE: refuses until that file exists, an operator's set-up
+the test does by creating it); with FAKE_SETUP_SILENT_S it answers an episode's first check only that many
 seconds late (a reply the runner never gets, as when Fast DDS drops it); it also plays the rest of a real cell (fake_common "real_cell") and a
 /clock for the stand-in referee's completion timing."""
 from __future__ import annotations
@@ -33,7 +34,8 @@ def make():
             print(f"scene check {request.episode_id} #{n}", flush=True)
             if n == 1 and os.environ.get("FAKE_SETUP_SILENT_S"):
                 time.sleep(float(os.environ["FAKE_SETUP_SILENT_S"]))
-            if n <= self.refusals:
+            until = os.environ.get("FAKE_SETUP_UNTIL_FILE")
+            if n <= self.refusals or (until and not os.path.exists(until)):
                 response.success = False
                 response.message = "scene does not match the instance's start: std_10: marker not seen"
                 return response

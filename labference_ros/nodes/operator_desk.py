@@ -1,0 +1,88 @@
+"""The episode runner's side toward the operator: the /episode_runner/confirm service
+(`labference operator confirm`) that lets a waiting episode start, and the episode's
+operator.jsonl, which also takes the hand's homing and releases from /operator/events
+(nodes/franka_gripper_bridge.py). The rules are in episodes/operator.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from labference.srv import OperatorConfirm
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import String
+
+from labference_ros.episodes.operator import (CONFIRM_REFUSED, CONFIRMED, HAND_EVENT, ConfirmGate, OperatorLog,
+                                              hand_event)
+from labference_ros.episodes.run_progress import say
+
+CONFIRM_SERVICE = "/episode_runner/confirm"
+OPERATOR_EVENTS = "/operator/events"
+# Latched: the hand is homed before the session, possibly before the runner is up.
+OPERATOR_EVENTS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class OperatorDesk:
+    def __init__(self, runner, confirm_mode: str, served: bool):
+        """`runner`: the episode runner (its clock, current episode and run log);
+        `served`: offer the service and read the events (not in plain simulation)."""
+        self.runner = runner
+        self.gate = ConfirmGate(confirm_mode)
+        self.log = OperatorLog(None)  # the current episode's operator.jsonl
+        self.events: list[tuple[str, dict]] = []  # the hand's events not yet written
+        self.released: set[str] = set()  # episodes whose hand the bridge opened (or tried to)
+        self.served = served
+        if served:
+            runner.create_service(OperatorConfirm, CONFIRM_SERVICE, self.on_confirm)
+            runner.create_subscription(String, OPERATOR_EVENTS, self.on_event, OPERATOR_EVENTS_QOS)
+
+    def open_episode(self, path: Path | None) -> None:
+        self.log.close()
+        self.log = OperatorLog(path)
+
+    def on_confirm(self, request, response):
+        ok, response.message, response.episode_id = self.gate.answer(request.episode_id, request.operator_name)
+        response.success = ok
+        current = self.runner.current
+        eid = response.episode_id or (current.episode_id if current is not None else "")
+        try:
+            if ok:
+                self.log.note(CONFIRMED, self.runner.sim_now, by="operator", operator=request.operator_name)
+            elif current is not None and self.log.path is not None:
+                self.log.note(CONFIRM_REFUSED, self.runner.sim_now, operator=request.operator_name,
+                              message=response.message)
+        except OSError as exc:
+            self.runner.get_logger().error(f"{eid}: cannot write {exc.filename}: {exc.strerror or exc}")
+        say(f"{eid or 'operator'}: {response.message}")
+        return response
+
+    def on_event(self, msg) -> None:
+        try:
+            eid, fields = hand_event(msg.data)
+        except (ValueError, KeyError, TypeError):
+            self.runner.get_logger().warning(f"unreadable {OPERATOR_EVENTS}: {msg.data!r}")
+            return
+        self.events.append((eid, fields))
+        if fields["action"] == "release":
+            self.released.add(eid)
+        self.write_events()
+
+    def hand_present(self) -> bool:
+        """A hand's bridge in the graph (it says when it released): the runner waits for it."""
+        return self.served and self.runner.count_publishers(OPERATOR_EVENTS) > 0
+
+    def is_released(self, episode_id: str):
+        return True if episode_id in self.released else None
+
+    def write_events(self) -> None:
+        """The hand's events into operator.jsonl: the episode's, or the run's for the session's
+        own (the homing), once the run directory exists."""
+        run_log = self.runner.run.log
+        if run_log is None:
+            return
+        for eid, fields in self.events:
+            log = OperatorLog((run_log.episode_dir(eid) if eid else run_log.run_dir) / "operator.jsonl")
+            try:
+                log.note(HAND_EVENT, self.runner.sim_now, episode_id=eid, **fields)
+            except OSError as exc:
+                self.runner.get_logger().error(f"cannot write {exc.filename}: {exc.strerror or exc}")
+            log.close()
+        self.events.clear()
