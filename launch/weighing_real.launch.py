@@ -61,6 +61,8 @@ def generate_launch_description():
                               description='How often the balance is asked for a reading (SI) if it has no continuous output (SIR), and the pace of retries after a fault'),
         DeclareLaunchArgument('markers', default_value='',
                               description='JSON: the marker on each tracked object, e.g. \'{"std_10": {"id": 1, "length_m": 0.02, "offset_m": [0, 0, -0.004]}, ...}\' (docs/real-rig.md)'),
+        DeclareLaunchArgument('balance_marker', default_value='true',
+                              description="true: the balance's pose is sensed from the marker named balance in markers, and the scene check refuses a balance more than 1 cm from the instance's place; false: the balance is taken to stand where the instance says", choices=['true', 'false']),
         DeclareLaunchArgument('marker_camera', default_value='front',
                               description='The world-fixed camera the markers are tracked on'),
         DeclareLaunchArgument('camera_reliability', default_value='reliable',
@@ -107,6 +109,7 @@ def generate_launch_description():
         parameters=[{
             'task': 'feedback_weighing',
             'robot_model': ParameterValue(LaunchConfiguration('robot_model'), value_type=str),
+            'balance_marker': ParameterValue(LaunchConfiguration('balance_marker'), value_type=bool),
         }],
         on_exit=Shutdown(reason='world_estimator exited'),
     )

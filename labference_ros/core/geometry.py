@@ -80,3 +80,27 @@ def slide_to_height(centre, viewpoint, z: float, marker_above_centre: float) -> 
     scale = (z + marker_above_centre - viewpoint[2]) / span
     moved = tuple(viewpoint[i] + scale * (marker[i] - viewpoint[i]) for i in range(3))
     return (moved[0], moved[1], moved[2] - marker_above_centre)
+
+
+# The marker on the cell's balance, by its name in the tracker's markers: its offset puts the
+# reported point at the pan's centre, so the balance's pose is sensed rather than assumed.
+BALANCE_MARKER = "balance"
+
+
+def sensed_balance_xy(seen, pan_top_z: float, viewpoint) -> tuple[float, float]:
+    """The pan centre's x and y from the balance's marker; seen by one camera (`viewpoint`),
+    the reported point is slid along its viewing ray to the pan's height, which one camera
+    fixes better than the marker's distance."""
+    point = seen if viewpoint is None else slide_to_height(seen, viewpoint, pan_top_z, 0.0)
+    return float(point[0]), float(point[1])
+
+
+def balance_mismatch(sensed_xy, instance_xy, tolerance_m: float) -> str | None:
+    """What the scene check says when the sensed balance stands farther than `tolerance_m`
+    from where the instance puts it, else None."""
+    off = math.dist(sensed_xy, instance_xy)
+    if off <= tolerance_m:
+        return None
+    return (f"balance: its marker puts the pan at ({sensed_xy[0]:.3f}, {sensed_xy[1]:.3f}), the instance at "
+            f"({instance_xy[0]:.3f}, {instance_xy[1]:.3f}): {off * 1000:.0f} mm off (tolerance "
+            f"{tolerance_m * 1000:.0f} mm)")

@@ -48,6 +48,9 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    "continuous output (SIR), and the pace of retries after a fault"),
     LaunchArgument("markers", "", "JSON: the marker on each tracked object, e.g. '{\"std_10\": {\"id\": 1, "
                    "\"length_m\": 0.02, \"offset_m\": [0, 0, -0.004]}, ...}' (docs/real-rig.md)"),
+    LaunchArgument("balance_marker", "true", "true: the balance's pose is sensed from the marker named balance "
+                   "in markers, and the scene check refuses a balance more than 1 cm from the instance's place; "
+                   "false: the balance is taken to stand where the instance says", choices=("true", "false")),
     LaunchArgument("marker_camera", "front", "The world-fixed camera the markers are tracked on"),
     LaunchArgument("camera_reliability", "reliable", "QoS reliability the policy bridge and the marker tracker "
                    "ask of the camera images: best_effort for a driver that publishes sensor-data QoS",
@@ -84,7 +87,8 @@ NODES = (
     NodeSpec("fiducial_tracker", "fiducial_tracker",
              parameters={"task": TASK, "camera": Param("marker_camera"), "markers_json": Param("markers"),
                          "image_reliability": Param("camera_reliability")}),
-    NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK, "robot_model": Param("robot_model")}),
+    NodeSpec("world_estimator", "world_estimator", parameters={"task": TASK, "robot_model": Param("robot_model"),
+                                                               "balance_marker": Param("balance_marker", bool)}),
     NodeSpec("referee", "referee", parameters={"task": TASK},
              remappings=(("/balance/reading", "/evaluator/balance_reading"),)),
     NodeSpec("policy_bridge", "policy_bridge",

@@ -19,8 +19,11 @@ Scene check (the operator's set-up between episodes): /world_estimator/reset
 (labference/ResetEpisode) loads the instance and answers success only when the
 sensed scene matches its initial state: every object's marker seen within
 `setup_tolerance_m` of where the instance puts it, nothing held, and a stable,
-valid reading. Otherwise it answers success=false with what differs, and the
-episode runner (setup_retry_s) asks again until the operator has set it up.
+valid reading. With `balance_marker` the balance's pose is sensed too: the marker
+named "balance" must be seen, its pan centre within `balance_tolerance_m` (1 cm) of
+the instance's, and the episode is then estimated with the sensed pose. Otherwise it
+answers success=false with what differs, and the episode runner (setup_retry_s) asks
+again until the operator has set it up.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from sensor_msgs.msg import JointState
 from labference.msg import BalanceReading, GripperCommand, MarkerDetections, ObjectState, WorldState
 from labference.srv import ResetEpisode
 from labference_ros.cell.description import LABEL_LIFT_M
-from labference_ros.core.geometry import slide_to_height
+from labference_ros.core.geometry import BALANCE_MARKER, balance_mismatch, sensed_balance_xy, slide_to_height
 from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement, SensorFrame
 from labference_ros.core.robots import robot_model
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
@@ -72,6 +75,10 @@ class WorldEstimatorNode(Node):
             fixed = ", ".join(n for n, c in cameras.items() if c.parent == "world")
             raise ValueError(f"marker_camera must be a world-fixed camera of the cell ({fixed}), got {camera!r}")
         self.viewpoint = tuple(float(v) for v in cameras[camera].position) if camera else None
+        self.balance_marker = bool(self.declare_parameter("balance_marker", False).value)
+        self.balance_tolerance_m = float(self.declare_parameter("balance_tolerance_m", 0.01).value)
+        if self.balance_marker and self.cell.balance is None:
+            raise ValueError("balance_marker: this task's cell has no balance")
         default_timeout = self.family.estimator_parameters().marker_timeout_s
         timeout = float(self.declare_parameter("marker_timeout_s", default_timeout).value)
         if not timeout > 0:
@@ -180,6 +187,16 @@ class WorldEstimatorNode(Node):
             response.success, response.message = False, f"unreadable instance: {exc}"
             return response
         problems = self.scene_differences(estimator.initial_positions)
+        if self.balance_marker and getattr(estimator, "balance_xy", None) is not None:
+            seen = self.markers.get(BALANCE_MARKER)
+            if seen is None:
+                problems.append(f"balance: marker not seen (the marker named {BALANCE_MARKER!r} in markers)")
+            else:
+                sensed = sensed_balance_xy(seen[0], self.cell.balance.pan_top_z, self.viewpoint)
+                mismatch = balance_mismatch(sensed, estimator.balance_xy, self.balance_tolerance_m)
+                if mismatch:
+                    problems.append(mismatch)
+                estimator.balance_xy = sensed  # the episode is estimated with the balance where it stands
         response.layout_hash = instance.layout_hash
         response.sim_time = self.get_clock().now().nanoseconds * 1e-9
         if problems:

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from labference_ros.core.geometry import body_axis, clip_unit, geometry_errors
+from labference_ros.core.geometry import balance_mismatch, body_axis, clip_unit, geometry_errors, sensed_balance_xy
 
 
 def test_position_and_axis_errors_have_known_values():
@@ -42,3 +42,17 @@ def test_clip_unit_is_numpys_clip_to_the_unit_interval(value):
 
 def test_clip_unit_keeps_nan_as_numpy_does():
     assert math.isnan(clip_unit(math.nan)) and math.isnan(float(np.clip(math.nan, -1.0, 1.0)))
+
+
+def test_the_balance_is_placed_by_its_marker_and_a_misplaced_one_is_named():
+    # Seen straight: the pan centre is where the marker puts it.
+    assert sensed_balance_xy((0.5, 0.1, 0.065), 0.065, None) == (0.5, 0.1)
+    # Seen by one camera with its depth 5 cm short: slid along the viewing ray to the pan's height.
+    camera = (1.0, 0.0, 1.15)
+    true_pan = (0.5, 0.1, 0.065)
+    short = tuple(camera[i] + 0.95 * (true_pan[i] - camera[i]) for i in range(3))
+    assert sensed_balance_xy(short, 0.065, camera) == pytest.approx((0.5, 0.1), abs=1e-9)
+    assert balance_mismatch((0.504, 0.1), (0.5, 0.1), 0.01) is None
+    said = balance_mismatch((0.53, 0.1), (0.5, 0.1), 0.01)
+    assert said == ("balance: its marker puts the pan at (0.530, 0.100), the instance at (0.500, 0.100): "
+                    "30 mm off (tolerance 10 mm)")

@@ -46,3 +46,27 @@ def test_scene_check_and_sensor_only_measurements():
     # A silent balance is measured too: one invalid frame per timeout, one reason.
     assert 2 <= len(result["silent"]) <= 4, result["silent"]
     assert all(r == [False, "world_estimator: no balance reading for over 0.5 s"] for r in result["silent"])
+
+
+def test_the_scene_check_senses_the_balance_by_its_marker():
+    """balance_marker:=true: the scene check refuses until the balance's marker is seen within 1 cm of
+    where the instance puts the balance, and says how far off it is."""
+    estimator = Proc([sys.executable, "-m", "labference_ros.nodes.world_estimator", "--ros-args",
+                      "-p", "balance_marker:=true"])
+    probe = None
+    try:
+        probe = Proc([sys.executable, str(PROBE), "balance"])
+        lines = probe.wait_for("RESULT", timeout=120)
+        assert lines, probe.seen + estimator.seen
+        result = json.loads(lines[0][len("RESULT "):])
+    finally:
+        if probe is not None:
+            probe.stop()
+        estimator.stop()
+    assert not result["unmarked"]["success"]
+    assert "balance: marker not seen" in result["unmarked"]["message"], result
+    assert not result["off"]["success"]
+    assert "balance: its marker puts the pan at (" in result["off"]["message"]
+    assert "30 mm off (tolerance 10 mm)" in result["off"]["message"], result
+    assert "std_" not in result["off"]["message"]  # the objects stand where the instance puts them
+    assert result["near"] == {"success": True, "message": "scene matches the instance's start"}

@@ -12,6 +12,9 @@ a real cell's drivers do, and calls the scene check /world_estimator/reset:
      reading is invalid and names the estimator;
   5. std_10's marker 5 cm from its start: the scene check refuses, naming std_10;
   6. no reading for 1.6 s: invalid checked readings that say the balance is silent.
+With the argument `balance` (the estimator run with balance_marker:=true), the scene
+check instead with every object in place and the balance's marker: not seen, 3 cm from
+the instance's balance, then 4 mm from it.
 Prints "RESULT <json>".
 """
 from __future__ import annotations
@@ -92,6 +95,17 @@ def main() -> int:
         answer = peer.call(ResetEpisode, "/world_estimator/reset",
                            ResetEpisode.Request(episode_id="ep0", instance_json=instance.to_json()))
         return {"success": bool(answer.success), "message": answer.message}
+
+    if sys.argv[1:] == ["balance"]:
+        bx, by = instance.layout["balance"]
+        pan_z = weighing_cell().balance.pan_top_z
+        result = {}
+        for step, place in (("unmarked", None), ("off", (bx + 0.03, by, pan_z)), ("near", (bx, by + 0.004, pan_z))):
+            frames(start if place is None else {**start, "balance": place}, SAMPLE_G, 2.0)
+            result[step] = reset()
+        print("RESULT " + json.dumps(result), flush=True)
+        peer.close()
+        return 0
 
     result = {"objects": sorted(start)}
     # 1. readings and joints, but no marker yet
