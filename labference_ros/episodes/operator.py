@@ -26,8 +26,10 @@ CONFIRMED = "confirmed"  # the episode may start (by: operator | auto)
 CONFIRM_REFUSED = "confirmation_refused"  # a confirmation that came when none was asked for that episode
 NOT_CONFIRMED = "not_confirmed"  # no confirmation within the set-up time: the episode did not start
 HAND_EVENT = "hand"  # the hand's bridge homed it or opened it at the episode's end (nodes/franka_gripper_bridge.py)
+PAUSE, RESUME = "pause", "resume"  # the operator stops the arm, or lets the system go on
+INTERVENTION_FAILED = "intervention_failed"  # the policy bridge refused a pause or resume, or did not answer
 OPERATOR_EVENT_KINDS = (SCENE_REFUSED, SCENE_PASSED, CONFIRM_ASKED, CONFIRMED, CONFIRM_REFUSED, NOT_CONFIRMED,
-                        HAND_EVENT)
+                        HAND_EVENT, PAUSE, RESUME, INTERVENTION_FAILED)
 
 
 def utc_text(wall_time: float) -> str:

@@ -286,6 +286,7 @@ class EpisodeRunner(Node):
                 except OSError as exc:  # a full disk: the episode cannot be recorded as run
                     attempt.fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
         if started:
+            self.desk.running = eid  # the operator's pause and resume reach this episode
             self.watch.sim_start = sim_start
             self.sim_seen_wall = task_start = time.monotonic()  # the stall watchdog counts from here
             attempt.reason = yield Until(lambda: self.finish_reason(attempt))
@@ -294,6 +295,7 @@ class EpisodeRunner(Node):
         else:
             attempt.reason = "error"
 
+        self.desk.running = None
         # Stop the policy first, then let the referee score: scores are in hand
         # before anything is closed.
         sim_end = self.sim_now

@@ -1,20 +1,23 @@
 """The episode runner's side toward the operator: the /episode_runner/confirm service
-(`labference operator confirm`) that lets a waiting episode start, and the episode's
-operator.jsonl, which also takes the hand's homing and releases from /operator/events
-(nodes/franka_gripper_bridge.py). The rules are in episodes/operator.py."""
+(`labference operator confirm`) that lets a waiting episode start, /episode_runner/pause
+(`labference operator pause|resume`), passed on to the policy bridge for the running
+episode, and the episode's operator.jsonl, which also takes the hand's homing and
+releases from /operator/events (nodes/franka_gripper_bridge.py). The rules are in
+episodes/operator.py."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from labference.srv import OperatorConfirm
+from labference.srv import OperatorConfirm, SetPause
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 
-from labference_ros.episodes.operator import (CONFIRM_REFUSED, CONFIRMED, HAND_EVENT, ConfirmGate, OperatorLog,
-                                              hand_event)
+from labference_ros.episodes.operator import (CONFIRM_REFUSED, CONFIRMED, HAND_EVENT, INTERVENTION_FAILED, PAUSE,
+                                              RESUME, ConfirmGate, OperatorLog, hand_event)
 from labference_ros.episodes.run_progress import say
 
 CONFIRM_SERVICE = "/episode_runner/confirm"
+PAUSE_SERVICE = "/episode_runner/pause"
 OPERATOR_EVENTS = "/operator/events"
 # Latched: the hand is homed before the session, possibly before the runner is up.
 OPERATOR_EVENTS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -30,9 +33,12 @@ class OperatorDesk:
         self.events: list[tuple[str, dict]] = []  # the hand's events not yet written
         self.released: set[str] = set()  # episodes whose hand the bridge opened (or tried to)
         self.served = served
+        self.running: str | None = None  # the episode between its start and its finish
         if served:
             runner.create_service(OperatorConfirm, CONFIRM_SERVICE, self.on_confirm)
             runner.create_subscription(String, OPERATOR_EVENTS, self.on_event, OPERATOR_EVENTS_QOS)
+            runner.create_service(SetPause, PAUSE_SERVICE, self.on_pause)
+            self.bridge_pause = runner.create_client(SetPause, "/policy_bridge/pause")
 
     def open_episode(self, path: Path | None) -> None:
         self.log.close()
@@ -43,16 +49,51 @@ class OperatorDesk:
         response.success = ok
         current = self.runner.current
         eid = response.episode_id or (current.episode_id if current is not None else "")
-        try:
-            if ok:
-                self.log.note(CONFIRMED, self.runner.sim_now, by="operator", operator=request.operator_name)
-            elif current is not None and self.log.path is not None:
-                self.log.note(CONFIRM_REFUSED, self.runner.sim_now, operator=request.operator_name,
-                              message=response.message)
-        except OSError as exc:
-            self.runner.get_logger().error(f"{eid}: cannot write {exc.filename}: {exc.strerror or exc}")
+        if ok:
+            self.note(CONFIRMED, by="operator", operator=request.operator_name)
+        elif current is not None and self.log.path is not None:
+            self.note(CONFIRM_REFUSED, operator=request.operator_name, message=response.message)
         say(f"{eid or 'operator'}: {response.message}")
         return response
+
+    def on_pause(self, request, response):
+        """Passed on to the policy bridge (which stops the arm and keeps `paused`/`resumed` in its
+        records); noted when asked, and again should the bridge refuse or not be there."""
+        eid = self.running
+        if eid is None or (request.episode_id and request.episode_id != eid):
+            response.success = False
+            response.message = (f"episode {eid} is running, not {request.episode_id}" if eid else
+                                "no episode is running")
+            return response
+        kind = PAUSE if request.pause else RESUME
+        reason = request.reason or "operator"
+        self.note(kind, reason=reason)
+        if not self.bridge_pause.service_is_ready():
+            self.note(INTERVENTION_FAILED, action=kind, message="no policy bridge")
+            response.success, response.message = False, "/policy_bridge/pause is not available"
+            return response
+        future = self.bridge_pause.call_async(SetPause.Request(episode_id=eid, pause=request.pause, reason=reason))
+        future.add_done_callback(lambda f: self._bridge_answered(f, eid, kind))
+        response.success, response.message = True, f"episode {eid}: {kind} asked of the policy bridge"
+        say(f"{eid}: {kind} ({reason})")
+        return response
+
+    def _bridge_answered(self, future, eid: str, kind: str) -> None:
+        answer = future.result() if future.exception() is None else None
+        if answer is not None and answer.success:
+            return
+        message = answer.message if answer is not None else str(future.exception())
+        say(f"{eid}: the policy bridge refused the {kind}: {message}")
+        if self.running == eid:
+            self.note(INTERVENTION_FAILED, action=kind, message=message)
+
+    def note(self, kind: str, **fields) -> None:
+        """An entry in the current episode's operator.jsonl; a write that fails is logged (a full
+        disk fails the episode's other records too, which the runner reports)."""
+        try:
+            self.log.note(kind, self.runner.sim_now, **fields)
+        except OSError as exc:
+            self.runner.get_logger().error(f"cannot write {exc.filename}: {exc.strerror or exc}")
 
     def on_event(self, msg) -> None:
         try:

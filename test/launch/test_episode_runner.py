@@ -323,13 +323,13 @@ def test_a_scene_check_whose_reply_is_lost_is_asked_again_and_the_episode_runs(t
     assert [(r["reason"], r["status"]) for r in rows] == [("completed", "ok")]
 
 
-def _operator_confirm(*args):
+def _operator(step, *args):
     import os
     import subprocess
     import sys
 
     labference = os.path.join(os.path.dirname(sys.executable), "labference")
-    return subprocess.run([labference, "operator", "confirm", "--timeout", "60", *args], capture_output=True,
+    return subprocess.run([labference, "operator", step, "--timeout", "60", *args], capture_output=True,
                           text=True, timeout=120)
 
 
@@ -356,23 +356,32 @@ def test_an_episode_starts_only_once_the_operator_confirmed_and_a_held_object_is
     """The real launch with confirm:=operator, its real hand bridge against franka_standin (franka_ros2's
     robot PC, started in the marker tracker's place to share the launch's domain): a confirmation before
     the scene matches is refused; once it matches the runner waits for `labference operator confirm`,
-    records it with its times, and starts the episode after it. The stand-in tested system grasps and
-    still holds at the episode's end: the hand is opened before the session ends, and its homing and
-    release are in the records."""
+    records it with its times, and starts the episode after it. The operator pauses and resumes the
+    running episode (`labference operator pause|resume`, passed on to the policy bridge), the stand-in
+    system stops once resumed, still holding what it grasped: the hand is opened before the session
+    ends, and the interventions, the homing and the release are in the records with their times."""
     run_dir, scene_set_up = tmp_path / "run", tmp_path / "scene-set-up"
-    proc = _launch_real_with_fakes(["episodes:=1", "deadline_s:=4", "service_timeout_s:=20", "record:=false",
+    proc = _launch_real_with_fakes(["episodes:=1", "deadline_s:=1000", "service_timeout_s:=20", "record:=false",
                                     "confirm:=operator", "setup_timeout_s:=200", f"output_dir:={run_dir}"],
-                                   {"FAKE_GRASP": "0", "FAKE_SETUP_UNTIL_FILE": str(scene_set_up)},
+                                   {"FAKE_GRASP": "0", "FAKE_DONE_AFTER_RESUME": "0",
+                                    "FAKE_SETUP_UNTIL_FILE": str(scene_set_up)},
                                    gripper=None, tracker="fake_robot_pc.py")
     try:
         assert _wait_for_text(proc, "set the scene up as the instance says", 240), proc.seen[-20:]
-        early = _operator_confirm("--operator", "ana")
+        early = _operator("confirm", "--operator", "ana")
         assert early.returncode == 1 and "scene check has not passed" in early.stderr, early
         scene_set_up.touch()  # the operator sets the scene up
         assert _wait_for_text(proc, "confirm: labference operator confirm", 120), proc.seen[-20:]
         assert not _wait_for_text(proc, "referee start", 0), "started before the confirmation"
-        confirmed = _operator_confirm("--operator", "ana")
+        confirmed = _operator("confirm", "--operator", "ana")
         assert confirmed.returncode == 0 and "confirmed: it starts now" in confirmed.stdout, confirmed
+        paused = _operator("pause", "--operator", "ana", "--reason", "a hand in the cell")
+        deadline = time.monotonic() + 120
+        while paused.returncode == 1 and "no episode is running" in paused.stderr and time.monotonic() < deadline:
+            paused = _operator("pause", "--operator", "ana", "--reason", "a hand in the cell")  # not started yet
+        assert paused.returncode == 0 and "pause asked of the policy bridge" in paused.stdout, paused
+        resumed = _operator("resume", "--operator", "ana")
+        assert resumed.returncode == 0, resumed
         assert proc.popen.wait(timeout=240) == 0, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
     finally:
         proc.stop()
@@ -382,12 +391,21 @@ def test_an_episode_starts_only_once_the_operator_confirmed_and_a_held_object_is
     kinds = [e["kind"] for e in entries]
     assert kinds[:5] == ["scene_check_refused", "confirmation_refused", "scene_check_passed", "confirmation_asked",
                          "confirmed"], kinds
+    assert [e["kind"] for e in entries if e["kind"] in ("pause", "resume")] == ["pause", "resume"], kinds
+    pause, resume = (next(e for e in entries if e["kind"] == k) for k in ("pause", "resume"))
+    assert pause["reason"] == "operator ana: a hand in the cell" and resume["reason"] == "operator ana"
+    assert entries[4]["wall_time"] <= pause["wall_time"] <= resume["wall_time"]
+    assert "intervention_failed" not in kinds
+    # The policy bridge was asked, for this episode.
+    assert [line.split(" ", 2)[:2] for line in _printed(proc, "policy_bridge") if line.startswith("bridge ")] == [
+        ["bridge", "pause"], ["bridge", "resume"]]
     refused, confirmation = entries[1], entries[4]
     assert refused["operator"] == "ana" and confirmation["by"] == "operator" and confirmation["operator"] == "ana"
     assert entries[0]["wall_time"] <= refused["wall_time"] <= entries[2]["wall_time"] <= confirmation["wall_time"]
     # The referee was asked to start after the confirmation, not before.
     start = [float(line.rsplit(" ", 1)[1]) for line in _printed(proc, "referee") if line.startswith("referee start")]
     assert len(start) == 1 and start[0] >= confirmation["wall_time"], (start, confirmation)
+    assert read_summary(run_dir)["per_episode"][0]["reason"] == "policy_stop"  # it stopped once resumed
     # The system held (a grasp to 3 cm) when the episode ended; the hand was then opened fully.
     hand = [line for line in _printed(proc, "fiducial_tracker") if line.startswith("hand ")]
     assert hand[0] == "hand homing" and "hand grasp 0.030" in hand, hand

@@ -1,5 +1,7 @@
 """Stand-in policy_bridge: start/finish services and /policy_bridge/status JSON; in the
-episodes FAKE_GRASP names, a grasp command at start (a system that ends holding)."""
+episodes FAKE_GRASP names, a grasp command at start (a system that ends holding);
+/policy_bridge/pause prints each call, and in the episodes FAKE_DONE_AFTER_RESUME names
+the system reports done once resumed."""
 from __future__ import annotations
 
 import json
@@ -18,7 +20,7 @@ def make():
     from std_msgs.msg import String
 
     from labference.msg import GripperCommand
-    from labference.srv import FinishEpisode, StartEpisode
+    from labference.srv import FinishEpisode, SetPause, StartEpisode
 
     class FakeBridge(Node):
         def __init__(self):
@@ -32,6 +34,7 @@ def make():
             self.gripper = self.create_publisher(GripperCommand, "/panda_gripper/command", 10)
             self.create_service(StartEpisode, "/policy_bridge/start_episode", self.on_start)
             self.create_service(FinishEpisode, "/policy_bridge/finish_episode", self.on_finish)
+            self.create_service(SetPause, "/policy_bridge/pause", self.on_pause)
             self.create_timer(0.1, self.publish)
             print(f"fake policy_bridge up, system={self.get_parameter('system').value}", flush=True)
 
@@ -60,6 +63,16 @@ def make():
                                                     epsilon_inner=0.005, epsilon_outer=0.005))
             self.pub.publish(String(data=json.dumps({"episode_id": self.episode, "state": self.state,
                                                      "reason": "fake"})))
+
+        def on_pause(self, request, response):
+            print(f"bridge {'pause' if request.pause else 'resume'} {request.episode_id} {request.reason}", flush=True)
+            if request.episode_id != self.episode:
+                response.success, response.message = False, f"no running episode {request.episode_id!r}"
+                return response
+            if not request.pause and index_of(self.episode) in indices("FAKE_DONE_AFTER_RESUME"):
+                self.state = "done"
+            response.success, response.message = True, "paused" if request.pause else "running"
+            return response
 
         def on_finish(self, request, response):
             print(f"finish {request.episode_id} {request.reason}", flush=True)
