@@ -84,6 +84,10 @@ def test_the_sensor_only_referee_agrees_with_the_shadow_referee(system, conditio
     assert episode.agrees, (episode.problem, episode.differences, {"sensor": sensor, "privileged": privileged})
     # Not an empty agreement: the episode reached a choice and both referees recorded it.
     assert any(o["first_choice"] for o in privileged["opportunities"]), privileged
+    # The scene check passed from the sensors before the episode started, confirmed as it did (confirm:=auto).
+    steps = [json.loads(line) for line in (episode_dir / "operator.jsonl").read_text().splitlines()]
+    assert [s["kind"] for s in steps if s["kind"] != "scene_check_refused"] == ["scene_check_passed", "confirmed"]
+    assert steps[-1]["by"] == "auto" and steps[-1]["wall_time"] >= steps[-2]["wall_time"]
     # Every chunk went through the Franka envelope, as on the real cell, and none was refused.
     actions = _actions(episode_dir)
     chunks = [r for r in actions if r["record"] == "chunk"]
