@@ -413,3 +413,21 @@ def test_an_episode_starts_only_once_the_operator_confirmed_and_a_held_object_is
     assert [(e["action"], e["detail"]) for e in entries if e["kind"] == "hand"] == [("release", "done")], entries
     session = _operator_log(run_dir / "operator.jsonl")
     assert [(e["kind"], e["action"], e["detail"]) for e in session] == [("hand", "homing", "done")]
+
+
+def test_an_episode_never_confirmed_does_not_start_and_says_why(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _launch_real_with_fakes(["episodes:=1", "confirm:=operator", "setup_timeout_s:=2", "service_timeout_s:=10",
+                                    "record:=false", f"output_dir:={run_dir}"], {})
+    try:
+        assert proc.popen.wait(timeout=240) == 3, "\n".join(proc.seen + proc.wait_for("\0", timeout=1))
+    finally:
+        proc.stop()
+    proc.wait_for("\0", timeout=2)
+    assert not _wait_for_text(proc, "referee start", 0)
+    row = read_summary(run_dir)["per_episode"][0]
+    assert row["status"] == "error" and row["wall_s"] == 0
+    assert row["error"] == "scene set-up refused: not confirmed within 2 s after the scene matched", row
+    steps = _operator_log(run_dir / "episodes" / row["episode_id"] / "operator.jsonl")
+    assert [s["kind"] for s in steps] == ["scene_check_passed", "confirmation_asked", "not_confirmed"]
+    assert steps[2]["wall_time"] - steps[1]["wall_time"] >= 2.0
