@@ -29,7 +29,6 @@ from __future__ import annotations
 from labference_ros.cell.description import common_cell
 from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.core.robots import ROBOT_MODELS
-from labference_ros.episodes.operator import CONFIRM_MODES
 from labference_ros.rosenv import DISCOVERY_SCOPES
 
 from . import weighing_sim
@@ -62,7 +61,7 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
     LaunchArgument("confirm", "operator", "operator: once its scene matches, an episode starts only after the "
                    "operator confirmed that hands are clear (`labference operator confirm`); auto: at once (a "
                    "stand-in robot)",
-                   choices=CONFIRM_MODES),
+                   choices=("auto", "operator")),  # episodes.operator.CONFIRM_MODES
     LaunchArgument("robot_model", common_cell().robot.rig_model, "The arm (core/robots.py): its joint names, "
                    "limits (the safety envelope) and franka_ros2's namespaces", choices=tuple(sorted(ROBOT_MODELS))),
     LaunchArgument("gripper_actions", "", "Namespace of franka_gripper's grasp, move and homing actions (default "

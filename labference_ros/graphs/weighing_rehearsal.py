@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from labference_ros.episodes.operator import CONFIRM_MODES
 from labference_ros.tasks import family as task_family
 
 from . import weighing_sim
@@ -52,7 +51,7 @@ ARGUMENTS = tuple(dataclasses.replace(a, default="franka") if a.name == "safety"
                    "before the episode is recorded as not started"),
     LaunchArgument("confirm", "auto", "auto: an episode starts once its scene check passes; operator: also only "
                    "after a confirmation (`labference operator confirm`), as on the real cell",
-                   choices=CONFIRM_MODES),
+                   choices=("auto", "operator")),  # episodes.operator.CONFIRM_MODES
 )
 
 STEP_MODE = "realtime"  # the balance is polled on its own clock, as a real one is

@@ -73,3 +73,13 @@ def test_hand_events_name_their_episode_or_the_session():
     for bad in ("not json", '{"episode_id": "x"}', "[1]"):
         with pytest.raises((ValueError, KeyError, TypeError)):
             hand_event(bad)
+
+
+def test_the_launch_files_offer_the_runners_confirmation_modes():
+    from labference_ros.graphs import weighing_real, weighing_rehearsal
+
+    from labference_ros.episodes.operator import CONFIRM_MODES
+
+    assert weighing_real.GRAPH.argument("confirm").choices == CONFIRM_MODES
+    assert weighing_real.GRAPH.argument("confirm").default == "operator"
+    assert weighing_rehearsal.GRAPH.argument("confirm").default == "auto"
