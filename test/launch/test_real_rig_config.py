@@ -10,7 +10,7 @@ import yaml
 from labference_ros.cell.controllers import controllers_config
 from labference_ros.cell.description import weighing_cell
 from labference_ros.core.robots import FR3
-from labference_ros.graphs.weighing_sim import GRAPH
+from labference_ros.graphs.weighing_sim import ARGUMENTS as SHARED_ARGUMENTS, GRAPH
 from labference_ros.recording.topics import RECORDED_TOPICS
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -83,8 +83,11 @@ def test_the_real_graph_replaces_the_simulator_with_what_a_real_cell_has():
     assert dict(runner.remappings) == {"/lab_sim/reset": "/world_estimator/reset"}
     # A real arm: realtime.
     assert nodes["policy_bridge"].parameters["step_mode"] == "realtime"
-    # Arguments shared with the sim graph mean the same; every node's Param names a declared argument.
+    # Arguments shared with the sim graph mean the same (the sim graph's condition adds hidden_event,
+    # which only the simulator's environment runs); every node's Param names a declared argument.
     sim = {a.name: a for a in GRAPH.arguments}
+    assert "hidden_event" in sim["condition"].choices and "hidden_event" not in REAL.argument("condition").choices
+    sim["condition"] = next(a for a in SHARED_ARGUMENTS if a.name == "condition")
     for arg in REAL.arguments:
         if arg.name in sim and arg.name != "camera_rate":
             assert arg == sim[arg.name]
