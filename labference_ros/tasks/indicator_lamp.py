@@ -42,3 +42,10 @@ def lamp_event_profile(spec) -> dict:
         return {}
     return {"external_event": spec.name, "window_s": list(spec.window_s), "cue": spec.cue,
             "affected": list(spec.affected)}
+
+
+def lamp_environment(instance, geom: str, lit_rgba) -> IndicatorLampEnvironment | None:
+    """The hidden-event condition's lamp for this episode; None for an instance without an event."""
+    if not instance.external_event:
+        return None
+    return IndicatorLampEnvironment(instance, geom, lit_rgba)

@@ -11,18 +11,23 @@ from rosproc import Proc
 PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "estimator_probe.py"
 
 
-def test_scene_check_and_sensor_only_measurements():
-    estimator = Proc([sys.executable, "-m", "labference_ros.nodes.world_estimator"])
+def _probe_estimator(estimator_args=(), probe_args=()) -> dict:
+    """The probe's RESULT against a world_estimator started with estimator_args."""
+    estimator = Proc([sys.executable, "-m", "labference_ros.nodes.world_estimator", *estimator_args])
     probe = None
     try:
-        probe = Proc([sys.executable, str(PROBE)])
+        probe = Proc([sys.executable, str(PROBE), *probe_args])
         lines = probe.wait_for("RESULT", timeout=120)
         assert lines, probe.seen + estimator.seen
-        result = json.loads(lines[0][len("RESULT "):])
+        return json.loads(lines[0][len("RESULT "):])
     finally:
         if probe is not None:
             probe.stop()
         estimator.stop()
+
+
+def test_scene_check_and_sensor_only_measurements():
+    result = _probe_estimator()
     # The operator's set-up: refused until every marker is seen where the instance puts it.
     assert not result["before_markers"]["success"]
     assert "std_10: marker not seen" in result["before_markers"]["message"]
@@ -51,18 +56,7 @@ def test_scene_check_and_sensor_only_measurements():
 def test_the_scene_check_senses_the_balance_by_its_marker():
     """balance_marker:=true: the scene check refuses until the balance's marker is seen within 1 cm of
     where the instance puts the balance, and says how far off it is."""
-    estimator = Proc([sys.executable, "-m", "labference_ros.nodes.world_estimator", "--ros-args",
-                      "-p", "balance_marker:=true"])
-    probe = None
-    try:
-        probe = Proc([sys.executable, str(PROBE), "balance"])
-        lines = probe.wait_for("RESULT", timeout=120)
-        assert lines, probe.seen + estimator.seen
-        result = json.loads(lines[0][len("RESULT "):])
-    finally:
-        if probe is not None:
-            probe.stop()
-        estimator.stop()
+    result = _probe_estimator(("--ros-args", "-p", "balance_marker:=true"), ("balance",))
     assert not result["unmarked"]["success"]
     assert "balance: marker not seen" in result["unmarked"]["message"], result
     assert not result["off"]["success"]

@@ -144,13 +144,11 @@ class CentrifugeFamily(TaskFamily):
         return lamp_event_profile(self.contract_for(condition).external_event if condition in self.conditions else None)
 
     def make_environment(self, instance):
-        # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
-        if not instance.external_event:
-            return None
+        # The hidden-event condition's ready lamp (None in the other conditions: nothing acts).
         from labference_ros.tasks.centrifuge.scene import READY_LAMP_GEOM, READY_ON_RGBA
-        from labference_ros.tasks.indicator_lamp import IndicatorLampEnvironment
+        from labference_ros.tasks.indicator_lamp import lamp_environment
 
-        return IndicatorLampEnvironment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
+        return lamp_environment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
 
     def evaluator_view(self, instance, measurement):
         # The occupancy the rotor shows now: the insertion predicate on the measured tubes.

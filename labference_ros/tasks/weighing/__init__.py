@@ -142,14 +142,12 @@ class WeighingFamily(TaskFamily):
         return lamp_event_profile(self.contract_for(condition).external_event if condition in self.conditions else None)
 
     def make_environment(self, instance):
-        # The hidden-event condition's ready lamp; the other conditions' scene acts on its own in nothing.
-        if not instance.external_event:
-            return None
+        # The hidden-event condition's ready lamp (None in the other conditions: nothing acts).
         from labference_ros.cell.display_layout import READY_ON_RGBA
-        from labference_ros.tasks.indicator_lamp import IndicatorLampEnvironment
+        from labference_ros.tasks.indicator_lamp import lamp_environment
         from labference_ros.tasks.weighing.scene import READY_LAMP_GEOM
 
-        return IndicatorLampEnvironment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
+        return lamp_environment(instance, READY_LAMP_GEOM, READY_ON_RGBA)
 
     def support_labels(self, measurement) -> dict[str, str]:
         from labference_ros.tasks.weighing.recognisers import support_classes
