@@ -80,8 +80,10 @@ class ConfirmGate:
         self.confirmed: dict[str, str] = {}  # episode id -> who confirmed it
 
     def ask(self, episode_id: str) -> None:
-        """The scene of `episode_id` matches: from now on it waits for the confirmation."""
+        """The scene of `episode_id` matches: from now on it waits for the confirmation. One
+        given before (a scene that changed after it was confirmed) no longer counts."""
         self.waiting = episode_id
+        self.confirmed.pop(episode_id, None)
         if self.mode == "auto":
             self.confirmed[episode_id] = "auto"
             self.waiting = None

@@ -30,6 +30,16 @@ def test_auto_confirms_each_episode_as_its_scene_matches():
     assert gate.confirmed == {"0000_a": "auto"}
 
 
+def test_a_scene_that_changed_after_its_confirmation_waits_for_a_new_one():
+    gate = ConfirmGate("operator")
+    gate.ask("0000_a")
+    assert gate.answer("", "ana")[0] is True
+    gate.ask("0000_a")  # set up again after the re-check found it changed
+    assert not gate.is_confirmed("0000_a") and gate.waiting == "0000_a"
+    assert gate.answer("", "ben") == (True, "episode 0000_a confirmed: it starts now", "0000_a")
+    assert gate.confirmed == {"0000_a": "ben"} and gate.waiting is None
+
+
 def test_a_withdrawn_wait_takes_no_confirmation():
     gate = ConfirmGate("operator")
     gate.ask("0000_a")
