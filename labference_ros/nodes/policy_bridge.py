@@ -215,12 +215,15 @@ class PolicyBridge(Node):
     def _answer_once(self, kind: str, request, response, serve):
         """A start or finish asked again for the same episode (the runner's resend after a lost
         reply) gets the first answer: never a second reset of the system, nor a second end."""
+        key = f"{request.episode_id}|{getattr(request, 'output_dir', '')}"  # a later run's episode is another
         last = self.answers.get(kind)
-        if last is not None and last[0] == request.episode_id:
+        if last is not None and last[0] == key:
             response.success, response.message = last[1], last[2]
             return response
+        if kind == "start":
+            self.answers.pop("finish", None)  # a new episode: the last one's finish answers no repeat
         serve(request, response)
-        self.answers[kind] = (request.episode_id, response.success, response.message)
+        self.answers[kind] = (key, response.success, response.message)
         return response
 
     def _start(self, request, response):

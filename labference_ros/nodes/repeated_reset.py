@@ -3,8 +3,11 @@
 The episode runner asks lab_sim's reset again when its reply is lost (Fast DDS can drop a
 reply sent before its writer matched the client: docs/pitfalls.md). Loading the scene twice
 would restart sim time and publish the tare again under a recorder already open; so a
-request equal to the last one that succeeded, before any command, advance or restore since,
-gets that reset's answer again (ResetEpisode's response fields)."""
+request equal to the last one that succeeded, before any command, advance, restore or entity
+pose set since, gets that reset's answer again (ResetEpisode's response fields). In realtime
+sim time runs on meanwhile: the answer is still the first (the reset happened once, then),
+which is safer than a second reset that a slow first reply could leave under a started
+referee."""
 from __future__ import annotations
 
 ANSWER_FIELDS = ("success", "message", "layout_hash", "scene_hash", "sim_time")

@@ -213,7 +213,7 @@ class TaskFamily:
         """The registered starts of a population `diagnose-oracle --new n` writes, where the
         family registers its own (controlled pairs, balanced blocks): one
         (checkpoint_id, instance, prefix operations, executed operations or None) per start,
-        task and layout seed `seed`. None (the default): n generated instances of `condition`,
+        with the seeds `seed` stands for (launch_seeds). None (the default): n generated instances of `condition`,
         each a start from its initialization, shaped by --prefix and --fixed-subgoal."""
         return None
 
