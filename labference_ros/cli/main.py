@@ -484,7 +484,8 @@ def _prefix_operation(text: str):
               help="With --new: register the starts for the fixed-subgoal population K (paper eq. 6): every "
                    "branch gets the correct operation and the reference geometry supplied, and E_fixed "
                    "measures whether it is physically confirmed.")
-@click.option("--seed", type=int, default=1, help="The seed of --new: task, layout and policy seed, as a launch's seed:=.")
+@click.option("--seed", type=int, default=1,
+              help="The seed of --new: task, layout and policy seed, as a launch's seed:=.")
 @click.option("--budget-s", type=float, default=None, help="Sim seconds per branch.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the gain table as JSON; name it oracle_gains.json inside a run directory and "
