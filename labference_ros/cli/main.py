@@ -537,8 +537,9 @@ def diagnose_oracle_command(population: str, system: str, supports: tuple[str, .
     prefix_ops = [_prefix_operation(text) for text in prefix]
     fam = family(task)
     if new_instances and not fam.accepts_condition(task_condition):
-        raise click.BadParameter(f"{task_condition!r} is not a condition of {task} ({', '.join(fam.conditions)})",
-                                 param_hint="'--condition'")
+        offered = [c for c in fam.conditions if fam.accepts_condition(c)]
+        raise click.BadParameter(f"--new writes no {task_condition!r} population of {task} "
+                                 f"(it writes: {', '.join(offered)})", param_hint="'--condition'")
     if (prefix_ops or fixed_subgoal) and not new_instances:
         raise click.BadParameter("--prefix and --fixed-subgoal shape the population --new writes; give --new N",
                                  param_hint="'--new'")

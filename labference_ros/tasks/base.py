@@ -206,7 +206,7 @@ class TaskFamily:
         raise NotImplementedError
 
     def accepts_condition(self, condition: str) -> bool:
-        """`condition` names one of its conditions (as a user may type it)."""
+        """`diagnose-oracle --new` can write a population of `condition` (as a user may type it)."""
         return condition in self.conditions
 
     def checkpoint_starts(self, condition: str, n: int, seed: int) -> list | None:

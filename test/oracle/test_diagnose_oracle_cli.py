@@ -53,3 +53,14 @@ def test_a_prefix_that_is_not_an_operation_is_a_usage_error(tmp_path):
     assert proc.returncode == 2
     assert "expected add:OBJECT or remove:OBJECT" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "pop.jsonl").exists()
+
+
+def test_a_centrifuge_population_of_another_condition_than_its_controlled_pairs_is_refused(tmp_path):
+    """The centrifuge's --new writes its controlled destination pairs (extended) only: asked for
+    basic, it says so rather than writing extended pairs under the basic name."""
+    proc = subprocess.run([LABFERENCE, "diagnose-oracle", str(tmp_path / "pop.jsonl"), "--task", "centrifuge_loading",
+                           "--new", "1", "--condition", "basic", "--system", "scripted_expert"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--new writes no 'basic' population of centrifuge_loading (it writes: extended)" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "pop.jsonl").exists()

@@ -111,6 +111,9 @@ class CentrifugeFamily(TaskFamily):
             raise ValueError(f"a start with {sorted(seated)} seated leaves nothing to choose")
         return replace(instance, seated=seated, condition="basic" if seated else "extended")
 
+    def accepts_condition(self, condition: str) -> bool:
+        return condition == "extended"  # the only population --new writes: its controlled pairs
+
     def checkpoint_starts(self, condition: str, n: int, seed: int) -> list:
         # The controlled destination pairs (paper 4.1): tube_a seated as meant or in the next slot.
         from labference_ros.tasks.centrifuge.instances import settled_start_pairs
