@@ -24,7 +24,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 
-from labference.msg import RefereeEvent
+from labference.msg import DeliveryReceipt, RefereeEvent
 from labference.srv import FinishEpisode, StartEpisode
 from labference_ros.nodes.catch_up import CatchUp
 from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_matched
@@ -95,6 +95,10 @@ class Recorder(Node):
         self.types: dict[str, str] = {}
         self.latched: dict[str, bytes] = {}
         self.referee_ended: set[str] = set()
+        # Observations the referee acknowledged (/referee/receipts) and those whose delivery
+        # (/policy/receipts, what the audit re-scores from) is in the bag, as (episode, payload).
+        self.acknowledged: set[tuple[str, str]] = set()
+        self.deliveries_recorded: set[tuple[str, str]] = set()
         self.watermark: dict[str, float] = {}  # newest header stamp seen per measurement topic
         self.completeness = Completeness()  # per periodic topic, the stamps this episode's bag holds
         self.subscriptions_by_topic: dict[str, object] = {}
@@ -196,6 +200,8 @@ class Recorder(Node):
             self.latched[topic] = data
         if topic == "/referee/events":
             self._watch_referee(data)
+        elif topic in ("/referee/receipts", "/policy/receipts"):
+            self._note_receipt(topic, data)
         if topic in PAIRED_MEASUREMENT_TOPICS:
             self.watermark[topic] = max(self.watermark.get(topic, -1.0), header_stamp_s(data))
         if self.bag is not None and self.bag_error is None:
@@ -215,6 +221,12 @@ class Recorder(Node):
             self.bag.add_topic(topic, msgtype, self._offered(topic), type_hash=self._type_hash(topic))
         self.bag.write(topic, time.time_ns(), data)
         return True
+
+    def _note_receipt(self, topic: str, data: bytes) -> None:
+        msg = deserialize_message(data, DeliveryReceipt)
+        if msg.kind == "observation":
+            seen = self.acknowledged if topic == "/referee/receipts" else self.deliveries_recorded
+            seen.add((msg.episode_id, msg.payload_id))
 
     def _watch_referee(self, data: bytes) -> None:
         msg = deserialize_message(data, RefereeEvent)
@@ -247,6 +259,8 @@ class Recorder(Node):
         self.completeness = Completeness()
         self.watermark.clear()
         self.referee_ended.discard(request.episode_id)
+        self.acknowledged = {key for key in self.acknowledged if key[0] == request.episode_id}
+        self.deliveries_recorded = {key for key in self.deliveries_recorded if key[0] == request.episode_id}
         # A latched sample that arrived before the episode belongs in the bag too, unless
         # it describes an episode: those (the tare, the static frames of the layout) are
         # published again once this episode's scene is reset, and an earlier episode's
@@ -286,9 +300,14 @@ class Recorder(Node):
             # The referee's final records, and every measurement up to the episode's
             # end, must be in the bag; under load the recorder runs behind the graph.
             ended = request.episode_id in self.referee_ended or not self.count_publishers("/referee/events")
+            # Every delivery the referee acknowledged: its receipt from the bridge may still be
+            # on its way here (seen: the last 2 s of deliveries missing, the audit disagreeing).
+            acknowledged = {key for key in self.acknowledged if key[0] == request.episode_id}
+            delivered = (acknowledged <= self.deliveries_recorded
+                         or not self.count_publishers("/policy/receipts"))
             # Only topics that carried this episode's measurements at all (a silent
             # publisher has nothing in flight).
-            return ended and all(self.watermark[t] >= request.sim_time - 1e-6
+            return ended and delivered and all(self.watermark[t] >= request.sim_time - 1e-6
                                  for t in PAIRED_MEASUREMENT_TOPICS if t in self.watermark)
 
         if not await self.catch_up.until(caught_up, self.finish_timeout_s):

@@ -6,6 +6,8 @@ usage: recorder_probe.py hashes BAG_DIR    -> "HASH <topic> <bag hash> <middlewa
        recorder_probe.py first_world OUTPUT_DIR -> starts an episode, then publishes one world state
                                               from a new publisher at once (before any matching) and
                                               finishes the episode; prints "FINISHED <success>"
+       recorder_probe.py late_delivery OUTPUT_DIR -> the referee acknowledges a delivery whose bridge
+                                              receipt comes 1.5 s after the finish was asked
        recorder_probe.py volatile_reading OUTPUT_DIR -> starts an episode, publishes balance readings
                                               from a volatile publisher (raw_g k) and a transient-local
                                               one (1000 + k) for 4 s, finishes; prints
@@ -204,6 +206,48 @@ def late_world(out_dir: str) -> None:
     rclpy.shutdown()
 
 
+def late_delivery(out_dir: str) -> None:
+    """A finish that comes before a delivery the referee already acknowledged is in: the
+    recorder must wait for the bridge's receipt (the audit re-scores from it; prints
+    "FINISHED early" if the finish came back before that receipt was even sent)."""
+    from labference.msg import DeliveryReceipt
+    from labference.srv import FinishEpisode
+
+    from labference_ros.nodes.bridge_io import RECEIPT_QOS
+
+    rclpy, node = _recorded_episode("ep_deliv", out_dir)
+    if node is None:
+        return
+    referee = node.create_publisher(DeliveryReceipt, "/referee/receipts", RECEIPT_QOS)
+    bridge = node.create_publisher(DeliveryReceipt, "/policy/receipts", RECEIPT_QOS)
+
+    def receipt(payload: str) -> DeliveryReceipt:
+        return DeliveryReceipt(episode_id="ep_deliv", receipt_id=payload + ":r", kind="observation",
+                               payload_id=payload, status="delivered")
+
+    bridge.publish(receipt("ep_deliv:obs00001"))
+    referee.publish(receipt("ep_deliv:obs00001"))
+    referee.publish(receipt("ep_deliv:obs00002"))  # acknowledged; the bridge's receipt still on its way
+    _await_delivery(referee)
+    client = node.create_client(FinishEpisode, "/recorder/finish_episode")
+    if not client.wait_for_service(timeout_sec=60):
+        print("FINISHED no_service", flush=True)
+        rclpy.shutdown()
+        return
+    finished = client.call_async(FinishEpisode.Request(episode_id="ep_deliv", reason="completed", sim_time=0.0))
+    until = time.monotonic() + 1.5  # inside the recorder's finish_timeout_s (5 s)
+    while time.monotonic() < until and not finished.done():
+        rclpy.spin_once(node, timeout_sec=0.05)
+    if finished.done():
+        print("FINISHED early", flush=True)
+        rclpy.shutdown()
+        return
+    bridge.publish(receipt("ep_deliv:obs00002"))
+    rclpy.spin_until_future_complete(node, finished, timeout_sec=60)
+    print(f"FINISHED {finished.result().success if finished.done() else 'timeout'}", flush=True)
+    rclpy.shutdown()
+
+
 def repeated(out_dir: str) -> None:
     """Start and finish each asked twice, as a caller whose reply was lost asks again: prints
     OUTPUT_DIR/answers.json (the second start's and the three finishes' answers) and
@@ -240,4 +284,4 @@ def repeated(out_dir: str) -> None:
 
 if __name__ == "__main__":
     {"hashes": hashes, "start": start, "first_world": first_world, "volatile_reading": volatile_reading,
-     "late_world": late_world, "repeated": repeated}[sys.argv[1]](sys.argv[2])
+     "late_world": late_world, "late_delivery": late_delivery, "repeated": repeated}[sys.argv[1]](sys.argv[2])
