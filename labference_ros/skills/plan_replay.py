@@ -106,8 +106,11 @@ class PlanCursor:
         if last_chunk_ran:
             if ran_to_end:
                 self.reached(t, self.handed_to)
-            elif setpoint is not None and rows_run is not None:
-                self.after_held_row(t, setpoint, rows_run)
+            elif setpoint is not None and rows_run is not None and not self.after_held_row(t, setpoint, rows_run):
+                # Held off this plan's rows (a pause's stopping rows moved the target on): the next
+                # row is no step from there, however near the measured arm stands to the plan.
+                self.resume_at(t, setpoint, smooth)
+                return
             self.resync(t, arm_q, smooth, setpoint)
             return
         self.handed_to = self.handed_from
@@ -118,18 +121,20 @@ class PlanCursor:
         self.follow(obs.sim_time, obs.joint_positions, smooth, obs.last_chunk_ran, obs.last_chunk_ran_to_end,
                     obs.joint_setpoint, obs.last_chunk_rows_run)
 
-    def after_held_row(self, t: float, setpoint, rows_run: int) -> None:
+    def after_held_row(self, t: float, setpoint, rows_run: int) -> bool:
         """The last chunk was cut short (newer evidence, a pause) after ``rows_run`` of
         its rows: the plan goes on from the row after the last one sent, which the
         arm's setpoint must equal. In sync mode time says the same; in realtime it has
         run on while the arm held, and going on where it says would skip rows that
-        never ran. A setpoint that is not that row (the runtime clipped it, a pause's
-        stopping rows moved it on, the chunk was not this plan's): time decides."""
+        never ran. False when the setpoint is not that row (the runtime clipped it, a
+        pause's stopping rows moved it on, the chunk was not this plan's)."""
         if self.handed_to is None:
-            return
+            return True
         held = self.handed_from + rows_run - 1  # none ran: the previous chunk's last row
         if 0 <= held < len(self.rows) and np.array_equal(self.rows[held, :7], np.asarray(setpoint, float)):
             self.start_time = t - (held + 1) * self.dt
+            return True
+        return False
 
     def resync(self, t: float, arm_q, smooth, restart_q=None) -> None:
         """Before taking the next chunk: if the rows up to where the plan has got to did

@@ -328,3 +328,27 @@ def test_an_arm_blocked_far_from_its_target_resumes_from_the_setpoint():
         cursor.follow(later, blocked, planner.retime, last_chunk_ran=True, ran_to_end=True, setpoint=restart_at)
         restarted = cursor.chunk(later, 50)
         assert bool(ANYWHERE.violations(restarted, setpoint, None, dt, tips)) == refused
+
+
+def test_a_pause_whose_stopping_rows_left_the_plan_resumes_from_the_held_target():
+    """A pause cut a chunk short at speed and its stopping rows brought the target to rest
+    between two of the plan's rows. The measured arm is near the plan's recent rows (within
+    OFF_PLAN_RAD), yet going on after the rows handed out jumps the resting target (seen:
+    the first chunk after a resume refused by the envelope); the observation says the target
+    is no row of the plan, so the move restarts from it."""
+    planner, rows = pick_place_rows()
+    dt = SPEC.hold_interval_s
+    mid = int(np.argmax(np.abs(np.diff(rows[:, :7], axis=0)).max(axis=1)))  # at speed
+    cursor = PlanCursor(rows, 0.0, dt)
+    cursor.chunk(0.0, mid + 12)
+    held = rows[mid + 9, :7] + 0.5 * (rows[mid + 10, :7] - rows[mid + 9, :7])  # where the stop came to rest
+    later = (mid + 12) * dt + 1.5  # paused 1.5 s
+    going_on = PlanCursor(rows, 0.0, dt)
+    going_on.chunk(0.0, mid + 12)
+    going_on.resync(later, held, planner.retime, held)  # the measured arm alone: near enough the plan
+    assert ANYWHERE.violations(going_on.chunk(later, 50), held, None, dt, tips)  # refused
+    cursor.follow(later, held, planner.retime, last_chunk_ran=True, ran_to_end=False, setpoint=held,
+                  rows_run=mid + 10)
+    restarted = cursor.chunk(later, 50)
+    assert np.abs(restarted[0, :7] - held).max() < 0.01
+    assert ANYWHERE.violations(restarted, held, None, dt, tips) == []
