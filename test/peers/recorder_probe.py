@@ -164,12 +164,37 @@ def volatile_reading(out_dir: str) -> None:
     rclpy.shutdown()
 
 
+def _finish_before(rclpy, node, episode_id: str, sim_time: float, last_message) -> None:
+    """Asks the finish, sends `last_message()` 1.5 s later (inside the recorder's 5 s
+    finish_timeout_s) and prints "FINISHED <success>", or "FINISHED early" when the finish
+    came back before that message was even sent."""
+    from labference.srv import FinishEpisode
+
+    client = node.create_client(FinishEpisode, "/recorder/finish_episode")
+    if not client.wait_for_service(timeout_sec=60):
+        print("FINISHED no_service", flush=True)
+        rclpy.shutdown()
+        return
+    finished = client.call_async(FinishEpisode.Request(episode_id=episode_id, reason="completed",
+                                                       sim_time=sim_time))
+    until = time.monotonic() + 1.5
+    while time.monotonic() < until and not finished.done():
+        rclpy.spin_once(node, timeout_sec=0.05)
+    if finished.done():
+        print("FINISHED early", flush=True)
+        rclpy.shutdown()
+        return
+    last_message()
+    rclpy.spin_until_future_complete(node, finished, timeout_sec=60)
+    print(f"FINISHED {finished.result().success if finished.done() else 'timeout'}", flush=True)
+    rclpy.shutdown()
+
+
 def late_world(out_dir: str) -> None:
     """A finish that comes while the recording is behind: the recorder must wait until
     the world state at the finish's sim time is in (prints "FINISHED early" if the
     finish came back before that state was even sent)."""
     from labference.msg import WorldState
-    from labference.srv import FinishEpisode
 
     from labference_ros.nodes.matching import measurement_qos
 
@@ -187,23 +212,7 @@ def late_world(out_dir: str) -> None:
     # nothing of is not waited for.
     publish_at(0.5)
     _await_delivery(publisher)
-    client = node.create_client(FinishEpisode, "/recorder/finish_episode")
-    if not client.wait_for_service(timeout_sec=60):
-        print("FINISHED no_service", flush=True)
-        rclpy.shutdown()
-        return
-    finished = client.call_async(FinishEpisode.Request(episode_id="ep_late", reason="completed", sim_time=1.0))
-    until = time.monotonic() + 1.5  # inside the recorder's finish_timeout_s (5 s)
-    while time.monotonic() < until and not finished.done():
-        rclpy.spin_once(node, timeout_sec=0.05)
-    if finished.done():
-        print("FINISHED early", flush=True)
-        rclpy.shutdown()
-        return
-    publish_at(1.0)
-    rclpy.spin_until_future_complete(node, finished, timeout_sec=60)
-    print(f"FINISHED {finished.result().success if finished.done() else 'timeout'}", flush=True)
-    rclpy.shutdown()
+    _finish_before(rclpy, node, "ep_late", 1.0, lambda: publish_at(1.0))
 
 
 def late_delivery(out_dir: str) -> None:
@@ -211,7 +220,6 @@ def late_delivery(out_dir: str) -> None:
     recorder must wait for the bridge's receipt (the audit re-scores from it; prints
     "FINISHED early" if the finish came back before that receipt was even sent)."""
     from labference.msg import DeliveryReceipt
-    from labference.srv import FinishEpisode
 
     from labference_ros.nodes.bridge_io import RECEIPT_QOS
 
@@ -229,23 +237,7 @@ def late_delivery(out_dir: str) -> None:
     referee.publish(receipt("ep_deliv:obs00001"))
     referee.publish(receipt("ep_deliv:obs00002"))  # acknowledged; the bridge's receipt still on its way
     _await_delivery(referee)
-    client = node.create_client(FinishEpisode, "/recorder/finish_episode")
-    if not client.wait_for_service(timeout_sec=60):
-        print("FINISHED no_service", flush=True)
-        rclpy.shutdown()
-        return
-    finished = client.call_async(FinishEpisode.Request(episode_id="ep_deliv", reason="completed", sim_time=0.0))
-    until = time.monotonic() + 1.5  # inside the recorder's finish_timeout_s (5 s)
-    while time.monotonic() < until and not finished.done():
-        rclpy.spin_once(node, timeout_sec=0.05)
-    if finished.done():
-        print("FINISHED early", flush=True)
-        rclpy.shutdown()
-        return
-    bridge.publish(receipt("ep_deliv:obs00002"))
-    rclpy.spin_until_future_complete(node, finished, timeout_sec=60)
-    print(f"FINISHED {finished.result().success if finished.done() else 'timeout'}", flush=True)
-    rclpy.shutdown()
+    _finish_before(rclpy, node, "ep_deliv", 0.0, lambda: bridge.publish(receipt("ep_deliv:obs00002")))
 
 
 def repeated(out_dir: str) -> None:
