@@ -31,6 +31,24 @@ def wrench_msg(w, stamp) -> WrenchStamped:
     return msg
 
 
+# What the writers keep for a reliable reader that fell behind (the recorder on a loaded
+# machine): DDS resends only what a writer still holds. In sync mode 200 samples (4 s of
+# the arm at 50 Hz) and frames up to IMAGE_HISTORY_BYTES per camera, at least 2 and at
+# most 10: sim time waits for the graph there, so a reader's backlog is the record, and
+# nothing is lost (bench_completeness.py). In realtime mode (the rehearsal) 10 and 2: a
+# reader that lags should skip to the present, as on a real cell, and a deep backlog
+# resent to it under load kept the sensor chain behind (docs/pitfalls.md).
+STATE_HISTORY = {"sync": 200, "realtime": 10}
+IMAGE_HISTORY_BYTES = 4 << 20
+IMAGE_HISTORY = {"sync": (2, 10), "realtime": (2, 2)}
+
+
+def image_history(step_mode: str, height: int, width: int) -> int:
+    """Frames a camera's writer keeps: as many as fit IMAGE_HISTORY_BYTES of rgb8, within the mode's bounds."""
+    low, high = IMAGE_HISTORY[step_mode]
+    return max(low, min(high, IMAGE_HISTORY_BYTES // max(1, 3 * height * width)))
+
+
 class SimOutputs:
     def __init__(self, node, backend, family, display: DisplayReadings):
         self.backend, self.family, self.display = backend, family, display
@@ -44,9 +62,9 @@ class SimOutputs:
         self.holding = False
         self.held: dict[object, list] = {}
         qos = QoSProfile(depth=10)
-        img_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_clock = node.create_publisher(Clock, "/clock", qos)
-        self.pub_joints = node.create_publisher(JointState, "/joint_states", qos)
+        state_qos = QoSProfile(depth=STATE_HISTORY[node.step_mode])
+        self.pub_clock = node.create_publisher(Clock, "/clock", state_qos)
+        self.pub_joints = node.create_publisher(JointState, "/joint_states", state_qos)
         self.pub_wrench = node.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
         self.pub_tare = node.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
@@ -58,8 +76,13 @@ class SimOutputs:
         self.pub_tf_static = node.create_publisher(
             TFMessage, "/tf_static", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self.cameras = backend.cameras
-        self.pub_images = {c: node.create_publisher(Image, f"/cameras/{c}/image_raw", img_qos) for c in self.cameras}
-        self.pub_info = {c: node.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", qos) for c in self.cameras}
+        render = backend.render_settings
+        self.pub_images = {c: node.create_publisher(
+            Image, f"/cameras/{c}/image_raw",
+            QoSProfile(depth=image_history(node.step_mode, *render.size(c)), reliability=ReliabilityPolicy.RELIABLE))
+            for c in self.cameras}
+        self.pub_info = {c: node.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", state_qos)
+                         for c in self.cameras}
 
     def forget_last(self) -> None:
         """A new timeline: nothing measured in it yet."""

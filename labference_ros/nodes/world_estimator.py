@@ -7,9 +7,13 @@ A real rig has no /evaluator/world_state from a simulator. This node builds it
   /panda_gripper/command  whether the last gripper command closes or grasps
   /balance/reading    the balance (balance_sics on a real rig)
 and publishes, for every balance reading, one frame stamped with that
-reading's time (and, while the balance is silent for longer than
+reading's time, with the arm state and the markers of that time (and, while the
+balance is silent for longer than
 `reading_timeout_s`, one frame every `reading_timeout_s` whose reading is
-invalid and says so, so that the referee records it):
+invalid and says so, so that the referee records it). Joint states and markers are
+taken when a frame needs them and paired with it by stamp (the samples nearest the
+reading's, core/stamped_series.py): a node that falls behind still joins each reading
+with the arm of its own time, not with the last sample it happened to process.
   /evaluator/world_state          the estimated objects, contacts and gripper state
   /evaluator/balance_reading      the reading as the estimator checked it (invalid, with the
                                   reason, when the markers and the reading disagree)
@@ -41,9 +45,11 @@ from labference_ros.cell.description import LABEL_LIFT_M
 from labference_ros.core.geometry import BALANCE_MARKER, balance_mismatch, sensed_balance_xy, slide_to_height
 from labference_ros.core.measurements import LEFT_FINGER, BalanceMeasurement, SensorFrame
 from labference_ros.core.robots import robot_model
+from labference_ros.core.stamped_series import StampedSeries
 from labference_ros.msgconv import balance_from_msg, fill_balance_msg, fill_world_msg, stamp_to_s
 from labference_ros.nodes.matching import measurement_qos
 from labference_ros.nodes.runtime import run_node
+from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.skills.kinematics import FingertipKinematics
 from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
@@ -51,6 +57,11 @@ from labference_ros.tasks import family as task_family
 READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
 SILENT_SOURCE = "world_estimator"
 REOPENED_M = 0.01  # fingers this much wider than their narrowest since a close command: opened again
+# Samples kept for pairing by stamp, and the readers' depth: several seconds of a 50 Hz
+# arm and a 10 Hz tracker, more than a starved process falls behind before it is taken.
+PAIRING_SPAN_S = 4.0
+JOINT_STATE_DEPTH = 250
+MARKER_DEPTH = 50
 
 
 def _pose_tuple(pose: Pose):
@@ -90,10 +101,13 @@ class WorldEstimatorNode(Node):
         self.arm_joints, self.finger_joints = robot.arm_joints, robot.finger_joints
         self.kinematics = FingertipKinematics()
         self.estimator = None  # the family's sensor estimator of the current episode
-        self.markers: dict[str, tuple] = {}
+        self.markers: dict[str, tuple] = {}  # the newest marker frame (the scene check's)
         self.markers_t = -math.inf
-        self.arm: tuple[float, ...] | None = None
+        self.marker_frames: StampedSeries[dict] = StampedSeries(PAIRING_SPAN_S)
+        self.arm: tuple[float, ...] | None = None  # the newest arm state
+        self.arm_states: StampedSeries[tuple] = StampedSeries(PAIRING_SPAN_S)
         self.gripper_width = 0.0
+        self.widths: StampedSeries[float] = StampedSeries(PAIRING_SPAN_S)
         self.gripper_closing = False
         self.narrowest = 0.0  # the fingers' narrowest width since the last gripper command
         self.frames, self.estimate_s = 0, 0.0  # what estimating costs (said when the node stops)
@@ -102,37 +116,53 @@ class WorldEstimatorNode(Node):
         self.last_reading_t = -math.inf
         self.pub_world = self.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
         self.pub_reading = self.create_publisher(BalanceReading, "/evaluator/balance_reading", measurement_qos(200))
-        qos = QoSProfile(depth=50)
-        self.create_subscription(MarkerDetections, "/markers/poses", self.on_markers, qos)
-        self.create_subscription(JointState, "/joint_states", self.on_joints, qos)
-        self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_gripper, qos)
+        # Taken when a frame, a command or the scene check needs them (nodes/sampled.py).
+        self.input_reader = reader_node(self)
+        self.joint_input = SampledInput(self.input_reader, JointState, "/joint_states",
+                                        QoSProfile(depth=JOINT_STATE_DEPTH), raw=False)
+        self.marker_input = SampledInput(self.input_reader, MarkerDetections, "/markers/poses",
+                                         QoSProfile(depth=MARKER_DEPTH), raw=False)
+        self.create_subscription(GripperCommand, "/panda_gripper/command", self.on_gripper, QoSProfile(depth=50))
         self.create_subscription(BalanceReading, "/balance/reading", self.on_reading, measurement_qos(200))
         self.create_service(ResetEpisode, "/world_estimator/reset", self.on_reset)
         self.create_timer(self.reading_timeout_s / 5, self.check_silence)
 
     # inputs -------------------------------------------------------------------
+    def take_inputs(self) -> None:
+        """Everything the arm and the tracker sent since the last call, in arrival order."""
+        for msg in self.marker_input.take_all():
+            self.on_markers(msg)
+        for msg in self.joint_input.take_all():
+            self.on_joints(msg)
+
     def on_markers(self, msg: MarkerDetections) -> None:
         if len(msg.names) != len(msg.poses):
             self.get_logger().error(f"/markers/poses: {len(msg.names)} names but {len(msg.poses)} poses; dropped")
             return
         self.markers = {name: _pose_tuple(pose) for name, pose in zip(msg.names, msg.poses)}
         self.markers_t = stamp_to_s(msg.header.stamp)
+        self.marker_frames.add(self.markers_t, self.markers)
 
     def on_joints(self, msg: JointState) -> None:
+        t = stamp_to_s(msg.header.stamp)
         by_name = dict(zip(msg.name, msg.position))
         if all(j in by_name for j in self.arm_joints):
             self.arm = tuple(float(by_name[j]) for j in self.arm_joints)
+            self.arm_states.add(t, self.arm)
         if all(j in by_name for j in self.finger_joints):
             self.gripper_width = float(sum(by_name[j] for j in self.finger_joints))
+            self.widths.add(t, self.gripper_width)
             self.narrowest = min(self.narrowest, self.gripper_width)
             if self.gripper_closing and self.gripper_width > self.narrowest + REOPENED_M:
                 self.gripper_closing = False  # opened since it was told to close (a reset, an operator)
 
     def on_gripper(self, msg: GripperCommand) -> None:
+        self.take_inputs()  # the fingers as they were when the command came
         self.gripper_closing = bool(msg.grasp) or msg.width < self.gripper_width - 1e-4
         self.narrowest = self.gripper_width
 
     def on_reading(self, msg: BalanceReading) -> None:
+        self.take_inputs()
         t = stamp_to_s(msg.header.stamp)
         reading = balance_from_msg(msg)
         self.last_reading, self.last_reading_t = reading, t
@@ -140,6 +170,7 @@ class WorldEstimatorNode(Node):
 
     def check_silence(self) -> None:
         """A balance that stopped answering (a dead node, a pulled cable) is a measured fact too."""
+        self.take_inputs()  # also between episodes: the readers' queues never fill
         if self.estimator is None:
             return
         now = self.get_clock().now().nanoseconds * 1e-9
@@ -164,11 +195,15 @@ class WorldEstimatorNode(Node):
                 return
             self.get_logger().warning(f"balance reading at {t:.3f} s is older than the last frame; dropped")
             return
-        # A marker frame older than the estimator's timeout counts as nothing seen.
-        fresh = t - self.markers_t <= self.estimator.params.marker_timeout_s
-        frame = SensorFrame(t=t, markers=dict(self.markers) if fresh else {},
-                            fingertip=self.kinematics.centre(self.arm),
-                            gripper_width=self.gripper_width, gripper_closing=self.gripper_closing,
+        # The samples nearest the reading's time; a marker frame older than the estimator's
+        # timeout counts as nothing seen.
+        _arm_t, arm = self.arm_states.nearest(t)
+        width = self.widths.nearest(t)
+        markers = self.marker_frames.nearest(t, not_before=t - self.estimator.params.marker_timeout_s)
+        frame = SensorFrame(t=t, markers=dict(markers[1]) if markers is not None else {},
+                            fingertip=self.kinematics.centre(arm),
+                            gripper_width=width[1] if width is not None else self.gripper_width,
+                            gripper_closing=self.gripper_closing,
                             balance=reading, viewpoint=self.viewpoint)
         started = time.perf_counter()
         world = self.estimator.estimate(frame)
@@ -180,6 +215,7 @@ class WorldEstimatorNode(Node):
 
     # the operator's set-up ----------------------------------------------------
     def on_reset(self, request, response):
+        self.take_inputs()
         try:
             instance = self.family.instance_from_json(request.instance_json)
             estimator = self.family.sensor_estimator(instance, self.estimator_params)
@@ -240,6 +276,10 @@ class WorldEstimatorNode(Node):
         elif not r.stable:
             out.append("balance reading not stable")
         return out
+
+    def destroy_node(self):
+        destroy_reader(self, "input_reader")
+        super().destroy_node()
 
     def close(self):
         if self.frames:

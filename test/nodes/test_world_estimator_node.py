@@ -64,3 +64,12 @@ def test_the_scene_check_senses_the_balance_by_its_marker():
     assert "30 mm off (tolerance 10 mm)" in result["off"]["message"], result
     assert "std_" not in result["off"]["message"]  # the objects stand where the instance puts them
     assert result["near"] == {"success": True, "message": "scene matches the instance's start"}
+
+
+def test_a_reading_is_paired_with_the_arm_of_its_own_time_when_the_joint_states_ran_ahead():
+    """A reader that fell behind holds a second of joint states when the reading comes: the
+    frame carries the fingers stamped at the reading's time, not the newest sample."""
+    result = _probe_estimator(probe_args=("lag",))
+    assert result["set_up"]["success"], result
+    assert len(result["widths"]) == 1, result
+    assert abs(result["widths"][0] - 0.04) < 1e-9, result  # 20 mm + 25 x 0.8 mm; the newest was 60 mm

@@ -15,6 +15,10 @@ a real cell's drivers do, and calls the scene check /world_estimator/reset:
 With the argument `balance` (the estimator run with balance_marker:=true), the scene
 check instead with every object in place and the balance's marker: not seen, 3 cm from
 the instance's balance, then 4 mm from it.
+With the argument `lag` (a reader that fell behind), after the set-up one second of
+joint states is published at once, the fingers opening from 20 to 60 mm, stamped from
+t to t + 1 s, and then the reading stamped t + 0.5 s: its frame carries the fingers of
+t + 0.5 s (40 mm), not the newest.
 Prints "RESULT <json>".
 """
 from __future__ import annotations
@@ -91,6 +95,13 @@ def main() -> int:
             publish_frame(positions, grams)
             time.sleep(0.1)
 
+    def stamp_of(t: float):
+        from builtin_interfaces.msg import Time
+        return Time(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+    def stamp_s(msg) -> float:
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
     def reset():
         answer = peer.call(ResetEpisode, "/world_estimator/reset",
                            ResetEpisode.Request(episode_id="ep0", instance_json=instance.to_json()))
@@ -103,6 +114,37 @@ def main() -> int:
         for step, place in (("unmarked", None), ("off", (bx + 0.03, by, pan_z)), ("near", (bx, by + 0.004, pan_z))):
             frames(start if place is None else {**start, "balance": place}, SAMPLE_G, 2.0)
             result[step] = reset()
+        print("RESULT " + json.dumps(result), flush=True)
+        peer.close()
+        return 0
+
+    if sys.argv[1:] == ["lag"]:
+        frames(start, SAMPLE_G, 4.0)  # the first frames may come before the estimator matched
+        result = {"set_up": reset()}
+        worlds.clear()
+        t0 = now().nanoseconds * 1e-9 + 0.5
+        for k in range(51):
+            joints = JointState(name=[*robot.arm_joints, *robot.finger_joints],
+                                position=[*robot.home, 0.01 + 0.0004 * k, 0.01 + 0.0004 * k])
+            joints.header.stamp = stamp_of(t0 + 0.02 * k)
+            pubs["joints"].publish(joints)
+        markers = MarkerDetections()
+        markers.header.stamp = stamp_of(t0 + 0.5)
+        for name, p in sorted(start.items()):
+            pose = Pose()
+            pose.position.x, pose.position.y, pose.position.z = p
+            pose.orientation.w = 1.0
+            markers.names.append(name)
+            markers.poses.append(pose)
+            markers.reprojection_px.append(0.2)
+        pubs["markers"].publish(markers)
+        time.sleep(0.5)  # every joint state has arrived before the reading
+        reading = BalanceMeasurement(raw_g=SAMPLE_G, filtered_g=SAMPLE_G, displayed_g=SAMPLE_G, stable=True)
+        pubs["reading"].publish(fill_balance_msg(BalanceReading(), reading, t0 + 0.5, "mt_sics:/dev/probe"))
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end and not any(abs(stamp_s(w) - (t0 + 0.5)) < 1e-6 for w in worlds):
+            time.sleep(0.05)
+        result["widths"] = [w.gripper_width for w in worlds if abs(stamp_s(w) - (t0 + 0.5)) < 1e-6]
         print("RESULT " + json.dumps(result), flush=True)
         peer.close()
         return 0

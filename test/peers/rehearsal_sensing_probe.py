@@ -27,7 +27,7 @@ def wait_until_the_chain_is_connected(node, markers, timeout_s: float = 120.0) -
                    for topic in ("/cameras/overhead/image_raw", "/markers/poses")}
         writers = {i.node_name for i in node.get_publishers_info_by_topic("/cameras/overhead/image_raw")}
         return ("fiducial_tracker" in readers["/cameras/overhead/image_raw"] and "lab_sim" in writers
-                and "world_estimator" in readers["/markers/poses"])
+                and any(n.startswith("world_estimator") for n in readers["/markers/poses"]))
 
     deadline = time.monotonic() + timeout_s
     while not connected() and time.monotonic() < deadline:
