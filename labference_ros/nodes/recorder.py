@@ -312,12 +312,16 @@ class Recorder(Node):
 
         if not await self.catch_up.until(caught_up, self.finish_timeout_s):
             self.get_logger().warning(f"finishing {request.episode_id} before the recording caught up")
+        # Deliveries the referee acknowledged whose receipt never reached the bag: said in its
+        # finish, so that the audit compares what it holds and calls the rest missing (partial).
+        undelivered = sorted(obs for ep, obs in self.acknowledged - self.deliveries_recorded
+                             if ep == request.episode_id)
         bag_path, out, episode = self.bag.path, self.output_dir, self.episode_id
         counts = dict(self.bag.counts)
         completeness = self.completeness.report()
         failure = self.bag_error
         try:
-            self._close("finished", reason=request.reason, sim_time=request.sim_time)
+            self._close("finished", reason=request.reason, sim_time=request.sim_time, undelivered=undelivered)
         except OSError as exc:
             failure = failure or exc
             self.bag, self.episode_id, self.output_dir = None, "", None
@@ -330,6 +334,8 @@ class Recorder(Node):
         lost = {topic: row for topic, row in completeness.items() if row["missing"]}
         if lost:
             message += "; gaps: " + ", ".join(f"{t} {r['missing']} of {r['expected']}" for t, r in sorted(lost.items()))
+        if undelivered:
+            message += f"; {len(undelivered)} acknowledged deliveries without their receipt"
         if self.write_videos:
             from labference_ros.recording.videos import write_videos
 
@@ -343,13 +349,16 @@ class Recorder(Node):
                                            "completeness": completeness})
         return response
 
-    def _close(self, status: str, reason: str = "", sim_time: float | None = None) -> None:
+    def _close(self, status: str, reason: str = "", sim_time: float | None = None,
+               undelivered: list[str] = ()) -> None:
         self.bag_error = None
         if self.bag is None:
             return
         finish = {"status": status, "reason": reason or status}
         if sim_time is not None:
             finish["sim_time"] = sim_time
+        if undelivered:
+            finish["undelivered"] = list(undelivered)
         self.bag.close(finish=finish, message_counts=self.bag.counts,
                        **{COMPLETENESS_KEY: self.completeness.report()})
         self.bag, self.episode_id, self.output_dir = None, "", None

@@ -11,8 +11,9 @@ Exit codes of `labference audit` (docs/records.md):
 3 partial: agrees as far as the evidence goes. The bag ends before the episode
   did (its recorder was killed and left it unclosed, it was recovered from such a
   bag, or the recorder was stopped before the episode's finish: an interrupted
-  episode); records are compared up to the last instant the bag holds both a
-  world state and a reading.
+  episode), or its recorder closed it without deliveries the referee acknowledged
+  (its finish names them); records are compared up to the last instant the bag
+  holds both a world state and a reading.
 """
 from __future__ import annotations
 
@@ -159,13 +160,14 @@ def _audit(result: AuditResult, path) -> None:
             result.partial = f"the bag lacks scored inputs the recorder missed ({describe_gaps(scored)})"
     if result.partial:
         result.notes.append(result.partial)
-        evidence_end = inputs.paired_end
+        evidence_end = min(inputs.paired_end, _first_undelivered_t(custom, online["observations.jsonl"]))
         if finish[0] > evidence_end:
             # The bag ends before the episode did: score what it holds, compare up to there.
             horizon = evidence_end
             finish = (horizon, finish[1])
-            result.notes.append(f"records after t={horizon:.3f} s (the last instant the bag holds both a world "
-                                f"state and a reading) and scores.json are not compared: the bag lacks them")
+            result.notes.append(f"records from t={horizon:.3f} s (the last instant the bag holds both a world "
+                                f"state and a reading, and every delivery) and scores.json are not compared: the "
+                                f"bag lacks them")
     late: list[dict] = []
     records = rebuild(family, inputs, instance, episode_id, finish, reports, deadline_s=episode_deadline(run),
                       late=late, contract=contract)
@@ -195,7 +197,11 @@ def _audit(result: AuditResult, path) -> None:
                   or e["t"] < last - 1e-9]
     result.findings += check_published_events(episode_id, published, logged)
     delivered_late = {r["payload_id"]: r["t"] for r in late if r.get("kind") == "observation"}
-    result.findings += check_actions(episode_id, flat, inputs.chunks, inputs.policy_receipts, inputs.interventions,
+    chunks, policy_receipts = inputs.chunks, inputs.policy_receipts
+    if horizon is not None:  # what the tested system did from the horizon on is not compared either
+        chunks = [m for m in chunks if _stamp_s(m) < horizon - 1e-9]
+        policy_receipts = [m for m in policy_receipts if _stamp_s(m) < horizon - 1e-9]
+    result.findings += check_actions(episode_id, flat, chunks, policy_receipts, inputs.interventions,
                                      delivered_late)
 
     t0, t1 = inputs.sim_span
@@ -215,14 +221,29 @@ def _partial_evidence(reader: EpisodeBagReader, custom: dict) -> str:
     """Why the bag cannot hold the whole episode ('' when its recorder finished it)."""
     if reader.truncated:
         return reader.truncated
-    status = (json.loads(custom["finish"]) if custom.get("finish") else {}).get("status", "")
+    finish = json.loads(custom["finish"]) if custom.get("finish") else {}
+    status = finish.get("status", "")
     if status == "finished":
+        undelivered = finish.get("undelivered") or []
+        if undelivered:
+            return (f"the recorder closed the bag without the bridge's receipts of deliveries the referee "
+                    f"acknowledged ({len(undelivered)}, the first {undelivered[0]})")
         return ""
     why = {"recovered": "rewritten closed from the unclosed bag of a recorder that was killed",
            "recorder_shutdown": "the recorder was stopped before the episode's finish (an interrupted run)",
            "superseded": "the recorder started another episode before this one's finish"}
     return (f"the bag's finish status is {status or 'absent'}: "
             f"{why.get(status, 'the recorder never recorded the episode finish')}")
+
+
+def _first_undelivered_t(custom: dict, observations: list[dict]) -> float:
+    """When the first delivery the bag lacks was made (the online referee's record of it),
+    or +inf when the recorder's finish names none."""
+    finish = json.loads(custom["finish"]) if custom.get("finish") else {}
+    undelivered = set(finish.get("undelivered") or [])
+    times = [r["t"] for r in observations
+             if r.get("payload_id") in undelivered and isinstance(r.get("t"), (int, float))]
+    return min(times, default=float("inf"))
 
 
 def _before(records: list[dict], horizon: float) -> list[dict]:

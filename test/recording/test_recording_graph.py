@@ -191,7 +191,7 @@ def test_an_interrupted_bag_whose_readings_end_first_is_compared_up_to_its_last_
     assert res.returncode == 3, res.stdout + res.stderr
     assert "partial: agrees as far as the evidence goes" in res.stdout
     assert "finish status is recorder_shutdown" in res.stdout
-    horizon = float(res.stdout.split("records after t=")[1].split()[0])
+    horizon = float(res.stdout.split("records from t=")[1].split()[0])
     assert horizon <= readings_until + 1e-6
 
 
@@ -261,6 +261,37 @@ def test_an_injected_gap_is_reported_per_topic_and_keeps_the_audit_from_agreeing
     assert (f"recorder gaps: /evaluator/world_state 2 of {expected_ws} missing, /joint_states 3 of "
             f"{expected_js} missing") in res.stdout, res.stdout
     assert "agree" not in res.stdout.split("\n")[0] or "partial" in res.stdout.split("\n")[0]
+
+
+@pytest.mark.slow
+def test_deliveries_a_closed_bag_lacks_make_the_audit_partial_up_to_the_first_of_them(recorded_run, tmp_path):
+    """The recorder closed the bag without the bridge's receipt of the last delivery (its
+    finish names it): the audit compares up to it and says partial, naming the cause,
+    never DISAGREE over evidence the bag could not hold."""
+    from rclpy.serialization import deserialize_message
+
+    from labference.msg import DeliveryReceipt
+    from labference_ros.recording.bag_reader import EpisodeBagReader
+
+    run, _ = recorded_run
+    reader = EpisodeBagReader(run / "correct" / "bag")
+    delivered = [m.payload_id for topic, _t, m in reader.messages({"/policy/receipts"})
+                 if m.kind == "observation" and m.status == "delivered"]
+    assert delivered, "the recorded episode has no delivery"
+    missing = delivered[-1:]
+
+    def edit(topic, _msgtype, _t, data):
+        if topic == "/policy/receipts" and deserialize_message(data, DeliveryReceipt).payload_id in missing:
+            return None
+        return data
+
+    finish = {**json.loads(reader.custom["finish"]), "undelivered": missing}
+    ep = tampered_copy(run / "correct", tmp_path / "correct", edit, custom={"finish": json.dumps(finish)})
+    res = labference("audit", str(ep))
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "partial" in res.stdout.split("\n")[0], res.stdout
+    assert f"without the bridge's receipts of deliveries the referee acknowledged (1, the first {missing[0]})" \
+        in res.stdout, res.stdout
 
 
 @pytest.mark.slow
