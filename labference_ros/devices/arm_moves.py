@@ -16,12 +16,19 @@ before the session and, after each episode, lifting the hand clear and homing ag
   damped least squares); refused when no such joints are found within the range.
 - `MoveWatch`: a sent move until its verdict: "done" once the arm stands at the goal
   after the trajectory's end, "failed: <cause>" on a fault (a reflex, stale joint
-  states: devices/franka_arm.FaultWatch) or when the arm has not reached the goal
-  `settle_s` after the end.
+  states: devices/franka_arm.FaultWatch) or when a joint state `settle_s` after the
+  end finds the arm short of the goal.
+- `ArmChores`: what the arm does between episodes, in order: homing before the
+  session; after each episode, once the hand released what it held (or
+  `release_wait_s` passed), the lift and then homing. Each step's verdict is an event
+  (episode id, '' for the session; action `lift` or `home`; detail `done`,
+  `refused: <reason>` or `failed: <cause>`); a step after one that was refused or
+  failed is not tried and says so (`not done: ...`), so the homing is never silently
+  skipped.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -157,17 +164,86 @@ class MoveWatch:
     settle_s: float = 1.0
     tolerance_rad: float = 5e-3
 
-    def verdict(self, now: float, measured, fault: str) -> str | None:
-        """None while the move goes on; "done"; or "failed: <cause>"."""
+    def verdict(self, measured, measured_at: float, fault: str) -> str | None:
+        """None while the move goes on; "done"; or "failed: <cause>". Judged on the joint
+        state `measured` at `measured_at` (the watch's clock), never on one from before the
+        end: joint states that stop are the fault watch's to say."""
         if fault:
             return f"failed: {fault}"
-        if now < self.ends or measured is None:
+        if measured is None or measured_at < self.ends:
             return None
         error = np.abs(np.asarray(measured, float)[:7] - self.goal)
         if error.max() <= self.tolerance_rad:
             return "done"
-        if now < self.ends + self.settle_s:
+        if measured_at < self.ends + self.settle_s:
             return None
         j = int(np.argmax(error))
         return (f"failed: the arm did not reach its goal {self.settle_s:g} s after the move's end: joint {j + 1} "
                 f"at {measured[j]:+.4f} rad, goal {self.goal[j]:+.4f} rad")
+
+
+LIFT, HOME = "lift", "home"
+
+
+@dataclass
+class ArmChores:
+    robot: RobotModel
+    home: np.ndarray
+    lift_m: float = 0.05
+    release_wait_s: float = 10.0
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (episode id, action) still to do
+    ended: dict[str, float] = field(default_factory=dict)  # episode id -> when it ended
+    released: set[str] = field(default_factory=set)  # episodes whose hand released
+    move: MoveWatch | None = None
+
+    def session(self) -> None:
+        self.steps.append(("", HOME))
+
+    def episode_ended(self, episode_id: str, now: float) -> None:
+        if episode_id not in self.ended:
+            self.ended[episode_id] = now
+            self.steps += [(episode_id, LIFT), (episode_id, HOME)]
+
+    def hand_released(self, episode_id: str) -> None:
+        self.released.add(episode_id)
+
+    @property
+    def busy(self) -> bool:
+        return self.move is not None
+
+    def tick(self, now: float, measured, measured_at: float, moving: bool, fault: str
+             ) -> tuple[list[tuple[str, str, str]], TrajectoryCommand | None]:
+        """(events, the message to send or None) at `now` with the arm `measured` at `measured_at`
+        (None before the first joint state), `moving` (not yet at rest) and the fault the watch
+        sees ('')."""
+        if self.move is not None:
+            verdict = self.move.verdict(measured, measured_at, fault)
+            if verdict is None:
+                return [], None
+            move, self.move = self.move, None
+            events = [(move.episode_id, move.action, verdict)]
+            if verdict != "done":
+                events += self._drop(move.episode_id, f"not done: the {move.action} {verdict}")
+            return events, None
+        if not self.steps or measured is None or (moving and not fault):
+            return [], None
+        eid, action = self.steps[0]
+        if eid and eid not in self.released and now < self.ended[eid] + self.release_wait_s:
+            return [], None  # the hand lets go first
+        self.steps.pop(0)
+        try:
+            if fault:
+                raise MoveRefused(f"the arm is not ready: {fault}")
+            goal = np.asarray(self.home, float) if action == HOME else lift_target(self.robot, measured, self.lift_m)
+            command = joint_move(self.robot, measured, goal)
+        except MoveRefused as exc:
+            return [(eid, action, f"refused: {exc}")] + self._drop(eid, f"not done: the {action} was refused"), None
+        if command is None:
+            return [(eid, action, "done (already there)")], None
+        self.move = MoveWatch(eid, action, goal, now + float(command.times[-1]))
+        return [], command
+
+    def _drop(self, episode_id: str, why: str) -> list[tuple[str, str, str]]:
+        dropped = [(e, a, why) for e, a in self.steps if e == episode_id]
+        self.steps = [(e, a) for e, a in self.steps if e != episode_id]
+        return dropped

@@ -9,8 +9,8 @@ from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import FR3, PANDA
 from labference_ros.core.safety import motion_problems
 from labference_ros.core.trajectory_commands import StreamState, message_motion
-from labference_ros.devices.arm_moves import (SPEED_FRACTION, MoveRefused, MoveWatch, _command, flange_pose,
-                                              joint_move, lift_target)
+from labference_ros.devices.arm_moves import (SPEED_FRACTION, ArmChores, MoveRefused, MoveWatch, _command,
+                                              flange_pose, joint_move, lift_target)
 from labference_ros.devices.franka_arm import ArmStandIn
 
 HOME = np.array(common_cell().robot.home)
@@ -102,12 +102,45 @@ def test_the_lift_raises_the_hand_straight_up_with_its_orientation_kept():
 
 def test_the_move_watch_says_done_or_why_the_move_failed():
     watch = MoveWatch("e1", "home", HOME, ends=10.0, settle_s=1.0)
-    assert watch.verdict(9.0, HOME + 0.1, "") is None  # still moving
-    assert watch.verdict(10.0, HOME + 1e-3, "") == "done"
-    assert watch.verdict(10.5, HOME + 0.1, "") is None  # settling
+    assert watch.verdict(HOME + 0.1, 9.0, "") is None  # still moving
+    assert watch.verdict(HOME, 9.9, "") is None  # a joint state from before the end is not judged
+    assert watch.verdict(HOME + 1e-3, 10.0, "") == "done"
+    assert watch.verdict(HOME + 0.1, 10.5, "") is None  # settling
     stuck = HOME.copy()
     stuck[3] += 0.2
-    assert watch.verdict(11.2, stuck, "") == ("failed: the arm did not reach its goal 1 s after the move's end: "
+    assert watch.verdict(stuck, 11.2, "") == ("failed: the arm did not reach its goal 1 s after the move's end: "
                                              "joint 4 at -1.3708 rad, goal -1.5708 rad")
-    assert watch.verdict(5.0, HOME, "joint states stale: none for 2.10 s (limit 2.0 s)") == (
+    assert watch.verdict(HOME, 5.0, "joint states stale: none for 2.10 s (limit 2.0 s)") == (
         "failed: joint states stale: none for 2.10 s (limit 2.0 s)")
+
+
+def test_the_chores_home_before_the_session_and_lift_then_home_after_the_hand_released():
+    chores = ArmChores(FR3, HOME, lift_m=0.05, release_wait_s=5.0)
+    start = np.array(STARTS[2])
+    chores.session()
+    assert chores.tick(0.0, None, 0.0, False, "") == ([], None)  # no joint state yet
+    events, command = chores.tick(0.0, start, 0.0, False, "")
+    assert events == [] and np.allclose(command.positions[-1], HOME) and chores.busy
+    ends = float(command.times[-1])
+    assert chores.tick(ends + 0.1, HOME, ends + 0.1, False, "") == ([("", "home", "done")], None)
+    chores.episode_ended("e1", 20.0)
+    assert chores.tick(21.0, HOME, 21.0, False, "") == ([], None)  # the hand lets go first
+    chores.hand_released("e1")
+    assert chores.tick(21.1, HOME, 21.1, True, "") == ([], None)  # not yet at rest
+    events, lift = chores.tick(21.2, HOME, 21.2, False, "")
+    lifted = lift.positions[-1]
+    assert events == [] and np.allclose(flange_pose(lifted)[0] - flange_pose(HOME)[0], [0, 0, 0.05], atol=1e-4)
+    t = 21.2 + float(lift.times[-1])
+    assert chores.tick(t, lifted, t, False, "") == ([("e1", "lift", "done")], None)
+    events, home = chores.tick(t, lifted, t, False, "")
+    assert np.allclose(home.positions[-1], HOME)
+    assert chores.tick(t + 0.5, lifted, t + 0.5, False, "joint states stale: none for 2.10 s (limit 2.0 s)") == (
+        [("e1", "home", "failed: joint states stale: none for 2.10 s (limit 2.0 s)")], None)
+    # Without a release the wait ends after release_wait_s; a fault then refuses the lift with its
+    # reason, and the homing after it says it was not done.
+    chores.episode_ended("e2", 40.0)
+    assert chores.tick(44.0, lifted, 44.0, False, "") == ([], None)
+    assert chores.tick(45.0, lifted, 45.0, False, "robot error: joint_reflex (robot mode reflex)") == ([
+        ("e2", "lift", "refused: the arm is not ready: robot error: joint_reflex (robot mode reflex)"),
+        ("e2", "home", "not done: the lift was refused")], None)
+    assert not chores.steps and not chores.busy
