@@ -96,6 +96,17 @@ def test_the_arms_events_are_its_own_kind_and_the_hands_stay_hand():
         device_event('{"episode_id": "", "device": "wrist", "action": "home"}')
 
 
+def test_the_real_launch_homes_the_arm_unless_told_not_to():
+    from labference_ros.graphs import weighing_real
+
+    assert weighing_real.GRAPH.argument("arm_homing").default == "true"
+    assert weighing_real.GRAPH.argument("arm_homing").choices == ("true", "false")
+    # The same argument reaches the arm's bridge (it homes) and the runner (it waits).
+    nodes = {n.name: n for n in weighing_real.NODES}
+    for name in ("franka_arm_bridge", "episode_runner"):
+        assert nodes[name].parameters["arm_homing"].argument == "arm_homing"
+
+
 def test_the_launch_files_offer_the_runners_confirmation_modes():
     from labference_ros.graphs import weighing_real, weighing_rehearsal
 
