@@ -196,6 +196,16 @@ class ArmChores:
     released: set[str] = field(default_factory=set)  # episodes whose hand released
     move: MoveWatch | None = None
 
+    def __post_init__(self) -> None:
+        home = np.asarray(self.home, float).ravel()
+        if home.shape != (7,) or not np.isfinite(home).all():
+            raise ValueError(f"home must be 7 joint positions in rad, got {[float(x) for x in np.ravel(self.home)]}")
+        if not 0.0 < self.lift_m <= 0.3:
+            raise ValueError(f"lift_m must be in (0, 0.3] m, got {self.lift_m}")
+        if self.release_wait_s < 0:
+            raise ValueError(f"release_wait_s must be >= 0, got {self.release_wait_s}")
+        self.home = home
+
     def session(self) -> None:
         self.steps.append(("", HOME))
 

@@ -144,3 +144,10 @@ def test_the_chores_home_before_the_session_and_lift_then_home_after_the_hand_re
         ("e2", "lift", "refused: the arm is not ready: robot error: joint_reflex (robot mode reflex)"),
         ("e2", "home", "not done: the lift was refused")], None)
     assert not chores.steps and not chores.busy
+
+
+@pytest.mark.parametrize("home, lift, message", [([0.0] * 6, 0.05, "home must be 7 joint positions"),
+                                                 (list(HOME), 0.0, r"lift_m must be in \(0, 0.3\] m, got 0.0")])
+def test_bad_chore_settings_are_one_clear_error(home, lift, message):
+    with pytest.raises(ValueError, match=message):
+        ArmChores(FR3, home, lift_m=lift)
