@@ -63,6 +63,8 @@ def generate_launch_description():
                               description='Sim seconds per wall second: lab_sim renders four cameras, one of them at 1600x1200, and must keep the pace it promises (the arm follows its rows only then)'),
         DeclareLaunchArgument('setup_timeout_s', default_value='30',
                               description="Seconds for the estimator to confirm lab_sim's reset from the sensors before the episode is recorded as not started"),
+        DeclareLaunchArgument('balance_marker', default_value='false',
+                              description="true: the scene check senses the balance's pose from the marker on the simulated balance's pan (markers: balance) and refuses a balance more than 1 cm from the instance's place, as the real launch does; false: the balance is taken to stand where the instance says", choices=['true', 'false']),
         DeclareLaunchArgument('confirm', default_value='auto',
                               description='auto: an episode starts once its scene check passes; operator: also only after a confirmation (`labference operator confirm`), as on the real cell', choices=['auto', 'operator']),
         DeclareLaunchArgument('entity_rate', default_value='20',

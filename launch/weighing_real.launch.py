@@ -81,6 +81,8 @@ def generate_launch_description():
                               description='DDS discovery scope: subnet reaches the robot PC (same ROS_DOMAIN_ID, distribution and RMW on both); localhost keeps the graph on this computer (a stand-in robot)', choices=['localhost', 'subnet']),
         DeclareLaunchArgument('static_peers', default_value='',
                               description="Robot PC host names or addresses, ';'-separated, for unicast discovery where multicast does not pass"),
+        DeclareLaunchArgument('arm_homing', default_value='true',
+                              description="true: franka_arm_bridge drives the arm to the cell's home pose before the session and, after each episode's hand release, lifts the hand clear and homes it again; the runner waits for it (operator.jsonl says how each went); false: the robot PC homes the arm itself", choices=['true', 'false']),
         DeclareLaunchArgument('joint_state_timeout_s', default_value='0.25',
                               description="Longest gap in the arm's joint states before the episode ends as a hardware fault"),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', LaunchConfiguration('discovery')),
@@ -170,6 +172,7 @@ def generate_launch_description():
         parameters=[{
             'robot_model': ParameterValue(LaunchConfiguration('robot_model'), value_type=str),
             'joint_state_timeout_s': ParameterValue(LaunchConfiguration('joint_state_timeout_s'), value_type=float),
+            'arm_homing': ParameterValue(LaunchConfiguration('arm_homing'), value_type=bool),
         }],
         on_exit=Shutdown(reason='franka_arm_bridge exited'),
     )
@@ -202,6 +205,7 @@ def generate_launch_description():
             'setup': 'operator',
             'setup_timeout_s': ParameterValue(LaunchConfiguration('setup_timeout_s'), value_type=float),
             'confirm': ParameterValue(LaunchConfiguration('confirm'), value_type=str),
+            'arm_homing': ParameterValue(LaunchConfiguration('arm_homing'), value_type=bool),
         }],
         remappings=[
             ('/lab_sim/reset', '/world_estimator/reset'),

@@ -69,6 +69,8 @@ def generate_launch_description():
                               description='Sim seconds per wall second: lab_sim renders four cameras, one of them at 1600x1200, and must keep the pace it promises (the arm follows its rows only then)'),
         DeclareLaunchArgument('setup_timeout_s', default_value='30',
                               description="Seconds for the estimator to confirm lab_sim's reset from the sensors before the episode is recorded as not started"),
+        DeclareLaunchArgument('balance_marker', default_value='false',
+                              description="true: the scene check senses the balance's pose from the marker on the simulated balance's pan (markers: balance) and refuses a balance more than 1 cm from the instance's place, as the real launch does; false: the balance is taken to stand where the instance says", choices=['true', 'false']),
         DeclareLaunchArgument('confirm', default_value='auto',
                               description='auto: an episode starts once its scene check passes; operator: also only after a confirmation (`labference operator confirm`), as on the real cell', choices=['auto', 'operator']),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
@@ -121,7 +123,7 @@ def generate_launch_description():
         parameters=[{
             'task': 'feedback_weighing',
             'camera': 'overhead',
-            'markers_json': '{"std_10": {"id": 1, "length_m": 0.01518, "offset_m": [0.0, 0.0, -0.0158]}, "std_20": {"id": 2, "length_m": 0.01794, "offset_m": [0.0, 0.0, -0.0178]}, "std_50": {"id": 3, "length_m": 0.02208, "offset_m": [0.0, 0.0, -0.0208]}, "std_100": {"id": 4, "length_m": 0.02622, "offset_m": [0.0, 0.0, -0.0238]}, "sample": {"id": 5, "length_m": 0.03036, "offset_m": [0.0, 0.0, -0.0168]}}',
+            'markers_json': '{"std_10": {"id": 1, "length_m": 0.01518, "offset_m": [0.0, 0.0, -0.0158]}, "std_20": {"id": 2, "length_m": 0.01794, "offset_m": [0.0, 0.0, -0.0178]}, "std_50": {"id": 3, "length_m": 0.02208, "offset_m": [0.0, 0.0, -0.0208]}, "std_100": {"id": 4, "length_m": 0.02622, "offset_m": [0.0, 0.0, -0.0238]}, "sample": {"id": 5, "length_m": 0.03036, "offset_m": [0.0, 0.0, -0.0168]}, "balance": {"id": 6, "length_m": 0.025, "offset_m": [-0.0935, 0.0935, 0.0142]}}',
         }],
         on_exit=Shutdown(reason='fiducial_tracker exited'),
     )
@@ -131,6 +133,7 @@ def generate_launch_description():
             'task': 'feedback_weighing',
             'marker_camera': 'overhead',
             'marker_timeout_s': 0.35,
+            'balance_marker': ParameterValue(LaunchConfiguration('balance_marker'), value_type=bool),
             'use_sim_time': True,
         }],
         on_exit=Shutdown(reason='world_estimator exited'),

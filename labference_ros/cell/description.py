@@ -78,6 +78,12 @@ class BalanceFixture:
     pan_top_z: float
     slot_offsets: tuple[tuple[float, float], ...]
     nominal_xy: tuple[float, float]
+    # The ArUco (4x4_50) marker on the housing's top face where markers are tracked (the
+    # rehearsal scene), face up at marker_xy from the balance centre: it tells where the
+    # balance stands (marker name "balance").
+    marker_id: int | None = None
+    marker_side: float = 0.025
+    marker_xy: tuple[float, float] = (0.0, 0.0)
 
     @property
     def footprint_half_x(self) -> tuple[float, float]:
@@ -137,10 +143,20 @@ class CellDescription:
 
     def marker_table(self) -> dict[str, dict]:
         """The fiducial tracker's markers_json: each marked object's marker id, printed side
-        and its centre in the marker frame (the marker lies on the top face, face up)."""
-        return {n: {"id": o.marker_id, "length_m": round(o.label_side, 6),
-                    "offset_m": [0.0, 0.0, -round(o.height / 2 + LABEL_LIFT_M, 6)]}
-                for n, o in self.objects.items() if o.marker_id is not None}
+        and its centre in the marker frame (the marker lies on the top face, face up); and
+        the balance's marker, where the cell has one."""
+        table = {n: {"id": o.marker_id, "length_m": round(o.label_side, 6),
+                     "offset_m": [0.0, 0.0, -round(o.height / 2 + LABEL_LIFT_M, 6)]}
+                 for n, o in self.objects.items() if o.marker_id is not None}
+        b = self.balance
+        if b is not None and b.marker_id is not None:
+            # The balance's, named as the world estimator's balance_marker reads it: the reported
+            # point is the pan's centre on its top face. The balance stands square to the table,
+            # so the marker frame's axes are the world's (its image's top edge towards +y).
+            table["balance"] = {"id": b.marker_id, "length_m": round(b.marker_side, 6),
+                                "offset_m": [-round(b.marker_xy[0], 6), -round(b.marker_xy[1], 6),
+                                             round(b.pan_top_z - b.housing_height - LABEL_LIFT_M, 6)]}
+        return table
 
 
 def _tuple(value) -> tuple:

@@ -26,10 +26,11 @@ CONFIRMED = "confirmed"  # the episode may start (by: operator | auto)
 CONFIRM_REFUSED = "confirmation_refused"  # a confirmation that came when none was asked for that episode
 NOT_CONFIRMED = "not_confirmed"  # no confirmation within the set-up time: the episode did not start
 HAND_EVENT = "hand"  # the hand's bridge homed it or opened it at the episode's end (nodes/franka_gripper_bridge.py)
+ARM_EVENT = "arm"  # the arm's bridge homed it, or lifted it clear and homed it after an episode (franka_arm_bridge)
 PAUSE, RESUME = "pause", "resume"  # the operator stops the arm, or lets the system go on
 INTERVENTION_FAILED = "intervention_failed"  # the policy bridge refused a pause or resume, or did not answer
 OPERATOR_EVENT_KINDS = (SCENE_REFUSED, SCENE_PASSED, CONFIRM_ASKED, CONFIRMED, CONFIRM_REFUSED, NOT_CONFIRMED,
-                        HAND_EVENT, PAUSE, RESUME, INTERVENTION_FAILED)
+                        HAND_EVENT, ARM_EVENT, PAUSE, RESUME, INTERVENTION_FAILED)
 
 
 def utc_text(wall_time: float) -> str:
@@ -111,7 +112,17 @@ def hand_event(text: str) -> tuple[str, dict]:
     """A /operator/events message (JSON: `episode_id`, '' for the session, `action`, `detail`)
     as (episode id, the fields of its operator.jsonl entry); ValueError, KeyError or
     TypeError when unreadable."""
+    eid, _, fields = device_event(text)
+    return eid, fields
+
+
+def device_event(text: str) -> tuple[str, str, dict]:
+    """A /operator/events message as (episode id, its operator.jsonl kind, the entry's fields):
+    the hand's (no `device`, or `device` hand) or the arm's (`device` arm: `action` lift or
+    home); ValueError, KeyError or TypeError when unreadable."""
     data = json.loads(text)
     if not isinstance(data, dict):
         raise TypeError(f"not a JSON object: {text!r}")
-    return str(data.get("episode_id", "")), {"action": str(data["action"]), "detail": str(data.get("detail", ""))}
+    kind = {"hand": HAND_EVENT, "arm": ARM_EVENT}[str(data.get("device", "hand"))]
+    return str(data.get("episode_id", "")), kind, {"action": str(data["action"]),
+                                                   "detail": str(data.get("detail", ""))}

@@ -71,6 +71,10 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    choices=tuple(DISCOVERY_SCOPES)),
     LaunchArgument("static_peers", "", "Robot PC host names or addresses, ';'-separated, for unicast discovery "
                    "where multicast does not pass"),
+    LaunchArgument("arm_homing", "true", "true: franka_arm_bridge drives the arm to the cell's home pose before "
+                   "the session and, after each episode's hand release, lifts the hand clear and homes it again; "
+                   "the runner waits for it (operator.jsonl says how each went); false: the robot PC homes the "
+                   "arm itself", choices=("true", "false")),
     LaunchArgument("joint_state_timeout_s", "0.25", "Longest gap in the arm's joint states before the episode "
                    "ends as a hardware fault"),
 )
@@ -102,7 +106,8 @@ NODES = (
     NodeSpec("monitor", "monitor", parameters={}, when="monitor"),
     NodeSpec("franka_arm_bridge", "franka_arm_bridge",
              parameters={"robot_model": Param("robot_model"),
-                         "joint_state_timeout_s": Param("joint_state_timeout_s", float)}),
+                         "joint_state_timeout_s": Param("joint_state_timeout_s", float),
+                         "arm_homing": Param("arm_homing", bool)}),
     NodeSpec("franka_gripper_bridge", "franka_gripper_bridge",
              parameters={"robot_model": Param("robot_model"), "action_namespace": Param("gripper_actions")}),
     NodeSpec("episode_runner", "episode_runner",
@@ -115,7 +120,7 @@ NODES = (
                          "record": Param("record", bool), "support": Param("support"), "task": TASK,
                          "image_width": Param("image_width", int), "image_height": Param("image_height", int),
                          "setup": "operator", "setup_timeout_s": Param("setup_timeout_s", float),
-                         "confirm": Param("confirm")},
+                         "confirm": Param("confirm"), "arm_homing": Param("arm_homing", bool)},
              remappings=(("/lab_sim/reset", "/world_estimator/reset"),),
              ends_graph=True),
 )

@@ -49,6 +49,10 @@ ARGUMENTS = tuple(dataclasses.replace(a, default="franka") if a.name == "safety"
                    "at 1600x1200, and must keep the pace it promises (the arm follows its rows only then)"),
     LaunchArgument("setup_timeout_s", "30", "Seconds for the estimator to confirm lab_sim's reset from the sensors "
                    "before the episode is recorded as not started"),
+    LaunchArgument("balance_marker", "false", "true: the scene check senses the balance's pose from the marker "
+                   "on the simulated balance's pan (markers: balance) and refuses a balance more than 1 cm from "
+                   "the instance's place, as the real launch does; false: the balance is taken to stand where the "
+                   "instance says", choices=("true", "false")),
     LaunchArgument("confirm", "auto", "auto: an episode starts once its scene check passes; operator: also only "
                    "after a confirmation (`labference operator confirm`), as on the real cell",
                    choices=("auto", "operator")),  # episodes.operator.CONFIRM_MODES
@@ -81,7 +85,7 @@ NODES = (
                          "markers_json": json.dumps(task_family(TASK).cell_description().marker_table())}),
     NodeSpec("world_estimator", "world_estimator",
              parameters={"task": TASK, "marker_camera": MARKER_CAMERA, "marker_timeout_s": MARKER_TIMEOUT_S,
-                         **SIM_TIME}),
+                         "balance_marker": Param("balance_marker", bool), **SIM_TIME}),
     NodeSpec("referee", "referee", parameters={"task": TASK},
              remappings=(("/balance/reading", "/evaluator/balance_reading"),)),
     NodeSpec("shadow_referee", "referee", parameters={"task": TASK, "records_subdir": "shadow"},

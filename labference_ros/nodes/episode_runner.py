@@ -62,7 +62,8 @@ class EpisodeRunner(Node):
             ("step_mode", "sync"), ("camera_rate", CAMERA_RATE_HZ), ("service_timeout_s", 30.0),
             ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
             ("support", "none"), ("task", DEFAULT_FAMILY), ("image_width", 320), ("image_height", 240),
-            ("setup", "sim"), ("setup_timeout_s", 300.0), ("confirm", "auto"))}
+            ("setup", "sim"), ("setup_timeout_s", 300.0), ("confirm", "auto"), ("arm_homing", False),
+            ("arm_home_timeout_s", 120.0))}
         # sim: lab_sim resets the scene; operator: a person sets it up and the reset
         # service (the world estimator's scene check) says when it matches the instance.
         self.setup = str(p["setup"])
@@ -72,6 +73,9 @@ class EpisodeRunner(Node):
         # auto: an episode starts once its scene matches; operator: also once a person confirmed
         # that hands are clear. The confirmations and the operator's steps: operator.jsonl.
         self.desk = OperatorDesk(self, str(p["confirm"]), served=self.setup != "sim")
+        # A real arm homed by its bridge before the session and after each episode: waited for.
+        self.arm_homing = bool(p["arm_homing"]) and self.setup != "sim"
+        self.arm_home_timeout_s = float(p["arm_home_timeout_s"])
         has_balance = task_family(str(p["task"])).cell_description().balance is not None
         self.connected_topics = connected_topics(self.setup, has_balance, str(p["step_mode"]))
         self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
@@ -217,6 +221,8 @@ class EpisodeRunner(Node):
             self.get_logger().error(f"graph not ready after {self.startup_timeout_s:g} s, missing "
                                     f"{', '.join(self.graph_missing())}; episodes will record the failures")
         self.desk.write_events()  # those that came before the run directory was made
+        if self.arm_homing:
+            yield from self.desk.wait_homed("", self.arm_home_timeout_s)
         self.run.open_bar()
         for index, instance in enumerate(instances):
             attempt = yield from self.episode(run_dir, index, instance)
@@ -327,6 +333,8 @@ class EpisodeRunner(Node):
             if (yield Until(lambda: self.desk.is_released(eid), self.service_timeout_s)) is None:
                 self.get_logger().warning(f"{eid}: the hand's release was not reported within "
                                           f"{self.service_timeout_s:g} s")
+        if started and self.arm_homing:  # lifted clear of the scene and homed before the next
+            yield from self.desk.wait_homed(eid, self.arm_home_timeout_s)
         # Task time excludes setup (the control protocol): an episode that never started took none.
         total = time.monotonic() - wall0
         attempt.wall_s = task_wall

@@ -44,10 +44,25 @@ denominators. Recovering the arm is franka_ros2's (its controller acknowledges a
 reflex when it is activated again); a fault still there when the next episode
 starts is that episode's fault too.
 
+Homing and retreat (devices/arm_moves.ArmChores, with `arm_homing`): before the
+session the arm is driven to its home pose (`home`, the cell's), and after each
+episode, once the hand's bridge says it released what the hand held (on
+/operator/events; at most `release_wait_s`, 10, later), the hand is lifted `lift_m`
+(0.05 m) straight up and the arm is homed, so the operator can set the next scene.
+Each move is one trajectory message (points 50 ms apart, positions, velocities,
+accelerations; jerk-limited at a quarter of the robot's limits) checked at 1 kHz
+against the robot's limits before it is sent; a move that would leave them, or an arm
+not ready (a fault), is refused; a fault or stale joint states during the move, or a
+goal not reached, fail it. Each verdict goes to /operator/events (JSON `episode_id`,
+'' for the session, `device` arm, `action` lift or home, `detail`: done, refused:
+<reason>, failed: <cause>), which the episode runner writes to operator.jsonl and
+waits for before the next episode. No rows are sent while the arm homes.
+
 Parameters: robot_model (fr3), graph_controller (panda_arm_controller),
 controller (the robot's trajectory controller, joint_trajectory_controller),
 control_interval_s (0.02), command_latency_s (0.06), joint_state_timeout_s (0.25),
-watch_robot_state (true).
+watch_robot_state (true), arm_homing (false; the real launch's argument, true), home,
+lift_m, release_wait_s.
 """
 from __future__ import annotations
 
@@ -58,7 +73,7 @@ from collections import deque
 import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -66,6 +81,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.srv import SetPause
 from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import robot_model
+from labference_ros.devices.arm_moves import ArmChores
 from labference_ros.devices.franka_arm import CommandGate, FaultWatch
 from labference_ros.nodes.runtime import run_node
 
@@ -74,11 +90,23 @@ FAULT_TOPIC = "/hardware/fault"
 LATE_TOPIC = "/arm/late_rows"  # the tested system's rows came too late to follow: not a fault
 GRAPH_JOINT_STATES = "/arm/joint_states"
 WATCH_HZ = 20.0
+OPERATOR_EVENTS = "/operator/events"  # latched, as the hand's bridge publishes them
+AT_REST_RAD_S = 0.01
 
 
 def _duration(seconds: float) -> Duration:
     ns = int(round(seconds * 1e9))
     return Duration(sec=ns // 10**9, nanosec=ns % 10**9)
+
+
+def trajectory_message(command) -> JointTrajectory:
+    """A core.trajectory_commands.TrajectoryCommand as franka_ros2's message (stamp zero)."""
+    traj = JointTrajectory(joint_names=list(command.joint_names))
+    for t, q, dq, ddq in zip(command.times, command.positions, command.velocities, command.accelerations):
+        traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in q], velocities=[float(x) for x in dq],
+                                                accelerations=[float(x) for x in ddq],
+                                                time_from_start=_duration(float(t))))
+    return traj
 
 
 class FrankaArmBridge(Node):
@@ -87,7 +115,8 @@ class FrankaArmBridge(Node):
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("graph_controller", "panda_arm_controller"), ("controller", ""),
             ("control_interval_s", 0.02), ("command_latency_s", 0.06), ("joint_state_timeout_s", 0.25),
-            ("watch_robot_state", True))}
+            ("watch_robot_state", True), ("arm_homing", False), ("home", list(common_cell().robot.home)),
+            ("lift_m", 0.05), ("release_wait_s", 10.0))}
         self.robot = robot_model(str(v["robot_model"]))
         graph_robot = common_cell().robot  # the graph's arm, alike in every cell
         self.graph_arm = graph_robot.arm_joints
@@ -103,6 +132,12 @@ class FrankaArmBridge(Node):
         self.robot_offset = 0.0  # the estimate a path's messages are stamped with (fixed while it runs)
         self.offset_of_path = -1
         self.measured: np.ndarray | None = None
+        self.moving = False  # the measured arm not at rest
+        self.chores: ArmChores | None = None
+        if bool(v["arm_homing"]):
+            self.chores = ArmChores(self.robot, np.asarray(v["home"], float), float(v["lift_m"]),
+                                    float(v["release_wait_s"]))
+            self.chores.session()
         self.episode = ""
         self.fault = ""  # the fault that stopped the current episode's rows
         self.said = ""
@@ -113,6 +148,10 @@ class FrankaArmBridge(Node):
         self.pub_fault = self.create_publisher(String, FAULT_TOPIC, qos)
         self.pub_late = self.create_publisher(String, LATE_TOPIC, qos)
         self.pause = self.create_client(SetPause, "/policy_bridge/pause")
+        if self.chores is not None:
+            latched = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.pub_events = self.create_publisher(String, OPERATOR_EVENTS, latched)
+            self.create_subscription(String, OPERATOR_EVENTS, self.on_operator_event, latched)
         self.create_subscription(JointTrajectory, f"/{v['graph_controller']}/joint_trajectory", self.on_rows, qos)
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, qos)
         self.create_subscription(String, "/policy_bridge/status", self.on_status, qos)
@@ -128,6 +167,11 @@ class FrankaArmBridge(Node):
     # -- commands ---------------------------------------------------------------------------------------------
     def on_rows(self, msg: JointTrajectory) -> None:
         if self.fault or not msg.points:
+            return
+        if self.chores is not None and self.chores.busy:
+            if self.said != "homing":
+                self.get_logger().error("rows not sent: the arm is homing")
+                self.said = "homing"
             return
         names = tuple(msg.joint_names)
         if names not in (self.graph_arm, self.robot.arm_joints):
@@ -161,14 +205,10 @@ class FrankaArmBridge(Node):
             if stream.starts > 1:
                 self.get_logger().warning(f"row stream started again (start {stream.starts}): a row came "
                                           "late or after a gap")
-        traj = JointTrajectory(joint_names=list(command.joint_names))
+        traj = trajectory_message(command)
         robot_now = now + self.robot_offset
         traj.header.stamp.sec = int(robot_now)
         traj.header.stamp.nanosec = int(round((robot_now - int(robot_now)) * 1e9)) % 10**9
-        for t, q, dq, ddq in zip(command.times, command.positions, command.velocities, command.accelerations):
-            traj.points.append(JointTrajectoryPoint(positions=[float(x) for x in q], velocities=[float(x) for x in dq],
-                                                    accelerations=[float(x) for x in ddq],
-                                                    time_from_start=_duration(float(t))))
         self.pub_traj.publish(traj)
 
     def _now(self) -> float:
@@ -179,6 +219,8 @@ class FrankaArmBridge(Node):
         by_name = dict(zip(msg.name, msg.position))
         if all(j in by_name for j in self.robot.arm_joints):
             self.measured = np.array([by_name[j] for j in self.robot.arm_joints])
+            speeds = dict(zip(msg.name, msg.velocity))
+            self.moving = any(abs(speeds.get(j, 0.0)) > AT_REST_RAD_S for j in self.robot.arm_joints)
             self.watch.joint_state(time.monotonic())
             stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
             if stamp > 0:
@@ -207,9 +249,40 @@ class FrankaArmBridge(Node):
             self.offset_of_path = -1
         elif state != "running" and episode == self.episode:
             self.episode = ""  # between episodes the operator may guide or stop the arm
+            if self.chores is not None:
+                self.chores.episode_ended(episode, time.monotonic())
+
+    def on_operator_event(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+            if data.get("device", "hand") == "hand" and data["action"] == "release":
+                self.chores.hand_released(str(data["episode_id"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return
+
+    def do_chores(self, fault: str) -> None:
+        """The homing and retreat between episodes: the next message, and the verdicts said."""
+        now = time.monotonic()
+        measured_at = self.watch.last_joint_state or 0.0
+        events, command = self.chores.tick(now, self.measured, measured_at, self.moving, fault)
+        for episode, action, detail in events:
+            said = f"arm {action} ({episode or 'session'}): {detail}"
+            if detail.startswith("done"):
+                self.get_logger().info(said)
+            else:
+                self.get_logger().error(said)
+            self.pub_events.publish(String(data=json.dumps({"episode_id": episode, "device": "arm",
+                                                            "action": action, "detail": detail})))
+        if command is not None:
+            move = self.chores.move
+            self.get_logger().info(f"arm {move.action} ({move.episode_id or 'session'}): "
+                                   f"{command.times[-1]:.2f} s to {np.round(move.goal, 4).tolist()}")
+            self.pub_traj.publish(trajectory_message(command))  # a zero stamp: from receipt
 
     def check(self) -> None:
         cause = self.watch.fault(time.monotonic(), self.watch_robot_state)
+        if self.chores is not None and not self.episode:
+            self.do_chores(cause)
         if not cause or self.fault:
             return
         if not self.episode:

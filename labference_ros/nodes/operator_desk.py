@@ -2,7 +2,8 @@
 (`labference operator confirm`) that lets a waiting episode start, /episode_runner/pause
 (`labference operator pause|resume`), passed on to the policy bridge for the running
 episode, and the episode's operator.jsonl, which also takes the hand's homing and
-releases from /operator/events (nodes/franka_gripper_bridge.py). The rules are in
+releases and the arm's homing and retreat from /operator/events
+(nodes/franka_gripper_bridge.py, nodes/franka_arm_bridge.py). The rules are in
 episodes/operator.py."""
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from labference.srv import OperatorConfirm, SetPause
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 
-from labference_ros.episodes.operator import (CONFIRM_REFUSED, CONFIRMED, HAND_EVENT, INTERVENTION_FAILED, PAUSE,
-                                              RESUME, ConfirmGate, OperatorLog, hand_event)
+from labference_ros.episodes.operator import (ARM_EVENT, CONFIRM_REFUSED, CONFIRMED, INTERVENTION_FAILED, PAUSE,
+                                              RESUME, ConfirmGate, OperatorLog, device_event)
 from labference_ros.episodes.run_progress import say
+from labference_ros.nodes.stepwise import Until
 
 CONFIRM_SERVICE = "/episode_runner/confirm"
 PAUSE_SERVICE = "/episode_runner/pause"
 OPERATOR_EVENTS = "/operator/events"
+ARM_BRIDGE = "franka_arm_bridge"  # its node name
 # Latched: the hand is homed before the session, possibly before the runner is up.
 OPERATOR_EVENTS_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -30,8 +33,9 @@ class OperatorDesk:
         self.runner = runner
         self.gate = ConfirmGate(confirm_mode)
         self.log = OperatorLog(None)  # the current episode's operator.jsonl
-        self.events: list[tuple[str, dict]] = []  # the hand's events not yet written
+        self.events: list[tuple[str, str, dict]] = []  # the hand's and arm's events not yet written
         self.released: set[str] = set()  # episodes whose hand the bridge opened (or tried to)
+        self.homed: dict[str, str] = {}  # episode id ('' the session) -> the arm's homing verdict
         self.served = served
         self.running: str | None = None  # the episode between its start and its finish
         if served:
@@ -97,32 +101,51 @@ class OperatorDesk:
 
     def on_event(self, msg) -> None:
         try:
-            eid, fields = hand_event(msg.data)
+            eid, kind, fields = device_event(msg.data)
         except (ValueError, KeyError, TypeError):
             self.runner.get_logger().warning(f"unreadable {OPERATOR_EVENTS}: {msg.data!r}")
             return
-        self.events.append((eid, fields))
-        if fields["action"] == "release":
+        self.events.append((eid, kind, fields))
+        if kind == ARM_EVENT and fields["action"] == "home":
+            self.homed[eid] = fields["detail"]
+            if fields["detail"].startswith("done"):
+                say(f"{eid or 'session'}: the arm is at home")
+            else:
+                say(f"{eid or 'session'}: the arm was not homed ({fields['detail']}): home it before the next "
+                    "episode")
+        elif fields["action"] == "release":
             self.released.add(eid)
         self.write_events()
 
     def hand_present(self) -> bool:
-        """A hand's bridge in the graph (it says when it released): the runner waits for it."""
-        return self.served and self.runner.count_publishers(OPERATOR_EVENTS) > 0
+        """A hand's bridge in the graph (it says when it released): the runner waits for it. The
+        arm's bridge says its homing on the same topic, and is no hand."""
+        return self.served and any(info.node_name != ARM_BRIDGE
+                                   for info in self.runner.get_publishers_info_by_topic(OPERATOR_EVENTS))
 
     def is_released(self, episode_id: str):
         return True if episode_id in self.released else None
 
+    def wait_homed(self, episode_id: str, timeout_s: float):
+        """The runner's wait for the arm's homing after `episode_id` ('' before the session); one not
+        reported in time is noted as the arm's, with why."""
+        if (yield Until(lambda: self.homed.get(episode_id), timeout_s)) is None:
+            detail = f"not reported within {timeout_s:g} s: is franka_arm_bridge running with arm_homing?"
+            say(f"{episode_id or 'session'}: the arm's homing was {detail}")
+            self.events.append((episode_id, ARM_EVENT, {"action": "home", "detail": detail}))
+            self.homed[episode_id] = detail
+            self.write_events()
+
     def write_events(self) -> None:
-        """The hand's events into operator.jsonl: the episode's, or the run's for the session's
+        """The hand's and the arm's events into operator.jsonl: the episode's, or the run's for the session's
         own (the homing), once the run directory exists."""
         run_log = self.runner.run.log
         if run_log is None:
             return
-        for eid, fields in self.events:
+        for eid, kind, fields in self.events:
             log = OperatorLog((run_log.episode_dir(eid) if eid else run_log.run_dir) / "operator.jsonl")
             try:
-                log.note(HAND_EVENT, self.runner.sim_now, episode_id=eid, **fields)
+                log.note(kind, self.runner.sim_now, episode_id=eid, **fields)
             except OSError as exc:
                 self.runner.get_logger().error(f"cannot write {exc.filename}: {exc.strerror or exc}")
             log.close()

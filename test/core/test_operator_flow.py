@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from labference_ros.episodes.operator import (CONFIRMED, SCENE_REFUSED, ConfirmGate, OperatorLog, hand_event)
+from labference_ros.episodes.operator import (CONFIRMED, SCENE_REFUSED, ConfirmGate, OperatorLog, device_event,
+                                              hand_event)
 
 
 def test_a_confirmation_before_the_scene_matches_is_refused_and_starts_nothing():
@@ -83,6 +84,27 @@ def test_hand_events_name_their_episode_or_the_session():
     for bad in ("not json", '{"episode_id": "x"}', "[1]"):
         with pytest.raises((ValueError, KeyError, TypeError)):
             hand_event(bad)
+
+
+def test_the_arms_events_are_its_own_kind_and_the_hands_stay_hand():
+    assert device_event('{"episode_id": "", "device": "arm", "action": "home", "detail": "done"}') == (
+        "", "arm", {"action": "home", "detail": "done"})
+    assert device_event('{"episode_id": "0000_a", "device": "arm", "action": "lift", "detail": "refused: x"}') == (
+        "0000_a", "arm", {"action": "lift", "detail": "refused: x"})
+    assert device_event('{"episode_id": "0000_a", "action": "release", "detail": "done"}')[1] == "hand"
+    with pytest.raises(KeyError):
+        device_event('{"episode_id": "", "device": "wrist", "action": "home"}')
+
+
+def test_the_real_launch_homes_the_arm_unless_told_not_to():
+    from labference_ros.graphs import weighing_real
+
+    assert weighing_real.GRAPH.argument("arm_homing").default == "true"
+    assert weighing_real.GRAPH.argument("arm_homing").choices == ("true", "false")
+    # The same argument reaches the arm's bridge (it homes) and the runner (it waits).
+    nodes = {n.name: n for n in weighing_real.NODES}
+    for name in ("franka_arm_bridge", "episode_runner"):
+        assert nodes[name].parameters["arm_homing"].argument == "arm_homing"
 
 
 def test_the_launch_files_offer_the_runners_confirmation_modes():

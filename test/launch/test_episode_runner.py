@@ -205,6 +205,9 @@ def _launch_real_with_fakes(args, knobs, arm="fake_idle.py", gripper="fake_idle.
     # discovery:=localhost: no robot PC to reach (the real graph's default is the subnet);
     # confirm:=auto unless the test plays the operator.
     confirm = [] if any(a.startswith("confirm:=") for a in args) else ["confirm:=auto"]
+    # A stood-in arm bridge homes nothing: the runner is not to wait for it.
+    if arm is not None and not any(a.startswith("arm_homing:=") for a in args):
+        confirm.append("arm_homing:=false")
     argv = [labference, "launch", "weighing_real.launch.py", "discovery:=localhost", *confirm, *args]
     for exe, fake in {"balance_sics": "fake_balance.py", "fiducial_tracker": tracker,
                       "world_estimator": "fake_world_estimator.py", "referee": "fake_referee.py",
@@ -286,6 +289,11 @@ def test_the_real_arm_bridge_turns_a_reflex_and_stalled_joint_states_into_hardwa
                                                           ("error", "error")], [r.get("error") for r in rows]
     assert rows[0]["error"].startswith("hardware_fault: robot error: joint_reflex")
     assert rows[2]["error"].startswith("hardware_fault: joint states stale")
+    # After each episode, faulted ones too once the arm was recovered, it is lifted clear and homed.
+    for row in rows:
+        steps = _operator_log(run_dir / "episodes" / row["episode_id"] / "operator.jsonl")
+        assert [(e["action"], e["detail"]) for e in steps if e["kind"] == "arm"] == [("lift", "done"),
+                                                                                     ("home", "done")], steps
 
 
 def test_a_scene_never_set_up_leaves_the_episode_unscored_with_the_reason(tmp_path):
@@ -353,19 +361,24 @@ def _printed(proc, node):
 
 @pytest.mark.slow
 def test_an_episode_starts_only_once_the_operator_confirmed_and_a_held_object_is_released_at_its_end(tmp_path):
-    """The real launch with confirm:=operator, its real hand bridge against franka_standin (franka_ros2's
-    robot PC, started in the marker tracker's place to share the launch's domain): a confirmation before
+    """The real launch with confirm:=operator, its real hand and arm bridges against franka_standin
+    (franka_ros2's robot PC, started in the marker tracker's place to share the launch's domain, its arm
+    away from home): the arm is homed before the first episode, with no reflex. A confirmation before
     the scene matches is refused; once it matches the runner waits for `labference operator confirm`,
     records it with its times, and starts the episode after it. The operator pauses and resumes the
     running episode (`labference operator pause|resume`, passed on to the policy bridge), the stand-in
     system stops once resumed, still holding what it grasped: the hand is opened before the session
-    ends, and the interventions, the homing and the release are in the records with their times."""
+    ends, then the arm is lifted clear and homed, and the interventions, the homings, the release and
+    the lift are in the records with their times. (joint_state_timeout_s 2: this shared machine
+    stalls processes for longer than franka_ros2's 0.25 s.)"""
     run_dir, scene_set_up = tmp_path / "run", tmp_path / "scene-set-up"
     proc = _launch_real_with_fakes(["episodes:=1", "deadline_s:=1000", "service_timeout_s:=20", "record:=false",
-                                    "confirm:=operator", "setup_timeout_s:=200", f"output_dir:={run_dir}"],
+                                    "confirm:=operator", "setup_timeout_s:=200", "joint_state_timeout_s:=2.0",
+                                    f"output_dir:={run_dir}"],
                                    {"FAKE_GRASP": "0", "FAKE_DONE_AFTER_RESUME": "0",
-                                    "FAKE_SETUP_UNTIL_FILE": str(scene_set_up)},
-                                   gripper=None, tracker="fake_robot_pc.py")
+                                    "FAKE_SETUP_UNTIL_FILE": str(scene_set_up),
+                                    "FAKE_ARM_START": "0.3,-0.4,0.2,-2.0,0.1,1.9,-0.5"},
+                                   arm=None, gripper=None, tracker="fake_robot_pc.py")
     try:
         assert _wait_for_text(proc, "set the scene up as the instance says", 240), proc.seen[-20:]
         early = _operator("confirm", "--operator", "ana")
@@ -412,7 +425,16 @@ def test_an_episode_starts_only_once_the_operator_confirmed_and_a_held_object_is
     assert hand[-1] == "hand move 0.080" and hand.index("hand move 0.080") > hand.index("hand grasp 0.030"), hand
     assert [(e["action"], e["detail"]) for e in entries if e["kind"] == "hand"] == [("release", "done")], entries
     session = _operator_log(run_dir / "operator.jsonl")
-    assert [(e["kind"], e["action"], e["detail"]) for e in session] == [("hand", "homing", "done")]
+    assert sorted((e["kind"], e["action"], e["detail"]) for e in session) == [("arm", "home", "done"),
+                                                                              ("hand", "homing", "done")]
+    # The arm: homed before the first episode's scene check, then, after the hand's release, lifted
+    # clear and homed again before the run ended; three trajectories, no reflex on the way.
+    homed = next(e for e in session if e["kind"] == "arm")
+    assert homed["wall_time"] <= entries[0]["wall_time"], (homed, entries[0])
+    after = [(e["kind"], e["action"], e["detail"]) for e in entries if e["kind"] in ("hand", "arm")]
+    assert after == [("hand", "release", "done"), ("arm", "lift", "done"), ("arm", "home", "done")], entries
+    arm = [line for line in _printed(proc, "fiducial_tracker") if line.startswith("arm ")]
+    assert [line.split(" ")[1] for line in arm] == ["trajectory"] * 3, arm
 
 
 def test_an_episode_never_confirmed_does_not_start_and_says_why(tmp_path):

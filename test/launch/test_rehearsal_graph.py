@@ -26,9 +26,12 @@ from labference_ros.reporting.agreement import compare_run
 from rosproc import Proc
 
 PAUSE_PEER = pathlib.Path(__file__).resolve().parents[1] / "peers" / "rehearsal_pause.py"
-# (system, condition, seed, episodes): the scripted expert's second episode is paused.
+# (system, condition, seed, episodes): the scripted expert's second episode is paused; the
+# fixed-preference one runs with balance_marker:=true (the scene check senses the balance's pose
+# from the marker on the simulated balance, as on the real cell).
 CASES = [("scripted_expert", "basic", 0, 2), ("display_reader", "basic", 1, 1), ("fixed_preference", "basic", 2, 1),
          ("display_reader", "extended", 3, 1)]
+BALANCE_MARKER_SYSTEM = "fixed_preference"
 DEADLINE_S = 120  # sim s: realtime at half speed, the scripted systems replan between chunks
 
 
@@ -65,7 +68,8 @@ def test_the_sensor_only_referee_agrees_with_the_shadow_referee(system, conditio
     pause = episodes > 1
     proc = Proc([labference, "launch", "weighing_rehearsal.launch.py", f"episodes:={episodes}", f"system:={system}",
                  f"condition:={condition}", f"seed:={seed}", "record:=false", f"deadline_s:={DEADLINE_S}",
-                 f"output_dir:={run_dir}"], env=env)
+                 f"output_dir:={run_dir}", f"balance_marker:={str(system == BALANCE_MARKER_SYSTEM).lower()}"],
+                env=env)
     peer = Proc([sys.executable, str(PAUSE_PEER), "0001_"], env=env) if pause else None
     try:
         paused = peer.wait_for("RESULT", timeout=400) if peer is not None else None

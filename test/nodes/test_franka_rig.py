@@ -128,3 +128,44 @@ def test_doctor_rig_sees_the_robot_pc_and_the_balance_and_names_what_is_missing(
     assert "/fr3_gripper: move, grasp, homing" in done.stdout and "150.0000 g" in done.stdout
     assert "no image on /cameras/overhead/image_raw" in done.stdout
     assert done.returncode == 1 and "1 problem(s)" in done.stdout and "Traceback" not in done.stderr
+
+
+ARM_AWAY = "[0.3, -0.4, 0.2, -2.0, 0.1, 1.9, -0.5]"
+HOMING_PROBE = pathlib.Path(__file__).resolve().parents[1] / "peers" / "arm_homing_probe.py"
+
+
+@pytest.mark.slow
+def test_the_fr3_is_homed_before_the_session_and_a_failed_or_refused_homing_says_why():
+    """franka_arm_bridge with arm_homing against franka_standin (the arm away from home, no hand):
+    homed before the session without a reflex; after e1 lifted, then homing fails as the joint
+    states stall; after e2, a reflex refuses the lift (the arm is not ready) and the homing."""
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        nodes = [Proc([sys.executable, "-m", "labference_ros.nodes.franka_standin", "--ros-args",
+                       "-p", f"start:={ARM_AWAY}"], env=env),
+                 Proc(ARM_BRIDGE + ["-p", "arm_homing:=true", "-p", "release_wait_s:=1.0"], env=env)]
+        probe = None
+        try:
+            probe = Proc([sys.executable, str(HOMING_PROBE)], env=env)
+            lines = probe.wait_for("RESULT", timeout=180)
+            for node in nodes:
+                node.wait_for("\0", timeout=0.5)  # what they said meanwhile
+            said = nodes[1].seen + nodes[0].seen
+            assert lines, probe.seen + said
+            result = json.loads(lines[0][len("RESULT "):])
+        finally:
+            if probe is not None:
+                probe.stop()
+            for node in reversed(nodes):
+                node.stop()
+    assert result["session"] == [["home", "done"]], (result, said)
+    assert not result["session_reflex"], said  # the robot mode was never reflex on the way home
+    assert result["session_at"] == pytest.approx([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853], abs=5e-3)
+    assert result["e1"][0] == ["lift", "done"], (result, said)
+    assert len(result["e1"]) == 2 and result["e1"][1][0] == "home" and result["e1"][1][1].startswith(
+        "failed: joint states stale: none for 2."), "\n".join([json.dumps(result)] + said)
+    assert result["stalled_short_of_home"] > 0.01, result
+    assert result["e2"] == [
+        ["lift", "refused: the arm is not ready: robot error: joint_reflex (robot mode reflex)"],
+        ["home", "not done: the lift was refused"]], (result, said)

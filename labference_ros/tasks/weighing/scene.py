@@ -60,12 +60,13 @@ def _label_texture(spec: mujoco.MjSpec, name: str) -> str:
     return f"label_{name}"
 
 
-def _marker_texture(spec: mujoco.MjSpec, name: str) -> str:
+def _marker_texture(spec: mujoco.MjSpec, name: str, marker_id: int | None = None) -> str:
     """The object's ArUco marker: dark cells black, light cells in its label colour (white
-    on the sample), so the label's colour still tells the standards apart in other cameras."""
-    shape = object_shape(name)
+    on the sample and the balance), so the label's colour still tells the standards apart
+    in other cameras."""
+    marker_id = object_shape(name).marker_id if marker_id is None else marker_id
     cell_px = 8
-    grey = marker_image(shape.marker_id, cell_px * 6)  # 4x4 bits and a one-cell border
+    grey = marker_image(marker_id, cell_px * 6)  # 4x4 bits and a one-cell border
     colour = np.asarray(LABEL_COLOURS.get(name, (255, 255, 255)), np.float64)
     img = np.ascontiguousarray((grey[..., None] / 255.0 * colour).astype(np.uint8))
     tex = spec.add_texture(name=f"marker_{name}", type=mujoco.mjtTexture.mjTEXTURE_2D,
@@ -101,7 +102,7 @@ def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: fl
 READY_LAMP_GEOM = "ready_lamp"
 
 
-def _add_balance(spec: mujoco.MjSpec, bxy, ready_lamp: bool = False) -> None:
+def _add_balance(spec: mujoco.MjSpec, bxy, ready_lamp: bool = False, fiducials: bool = False) -> None:
     bx, by = bxy
     g = BALANCE
     housing = spec.worldbody.add_body(name="balance_body", pos=[bx, by, 0])
@@ -157,6 +158,13 @@ def _add_balance(spec: mujoco.MjSpec, bxy, ready_lamp: bool = False) -> None:
     pan.add_geom(name="pan_post", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.01, 0.006, 0],
                  pos=[0, 0, -0.009], rgba=[0.3, 0.3, 0.3, 1], contype=0, conaffinity=0)
     pan.add_site(name=PAN_SITE, pos=[0, 0, 0], size=[0.005] * 3)
+    if fiducials and g.marker_id is not None:  # where the balance stands, for the scene check
+        half = g.marker_side / 2
+        mx, my = g.marker_xy
+        housing.add_geom(name="balance_marker", type=mujoco.mjtGeom.mjGEOM_BOX,
+                         size=[half, half, LABEL_LIFT_M / 2], pos=[mx, my, g.housing_height + LABEL_LIFT_M / 2],
+                         material=_marker_texture(spec, "balance", g.marker_id),
+                         contype=0, conaffinity=0, density=0, group=1)
     spec.add_sensor(name="pan_force", type=mujoco.mjtSensor.mjSENS_FORCE,
                     objtype=mujoco.mjtObj.mjOBJ_SITE, objname=PAN_SITE)
     spec.add_sensor(name="pan_torque", type=mujoco.mjtSensor.mjSENS_TORQUE,
@@ -170,7 +178,7 @@ def build_weighing_spec(instance: WeighingInstance, fiducials: bool = False) -> 
     if missing:
         raise ValueError(f"instance layout lacks {missing}; fill it with tasks.weighing.layout.generate_layout")
     spec = cell_spec(CELL, "labference_weighing", ("front", MARKER_CAMERA) if fiducials else ("front",))
-    _add_balance(spec, instance.layout["balance"], ready_lamp=bool(instance.external_event))
+    _add_balance(spec, instance.layout["balance"], ready_lamp=bool(instance.external_event), fiducials=fiducials)
     places = start_places(instance)
     for name in STANDARDS:
         x, y, surface_z = places[name]
