@@ -119,6 +119,17 @@ def test_an_unknown_binding_is_one_clear_error():
         parse_cell(data)
 
 
+def test_a_referee_refuses_an_instance_of_another_binding():
+    from labference_ros.tasks.weighing.referee import Referee
+
+    (basic,), (heldout,) = generate("basic", 1, 0, 0, 0), generate("heldout_blocks", 1, 0, 0, 0)
+    with pytest.raises(ValueError, match="binds 'the default objects', condition heldout_blocks binds 'blocks'"):
+        Referee(contract_for("heldout_blocks"), basic)
+    with pytest.raises(ValueError, match="binds 'blocks', condition basic binds 'the default objects'"):
+        Referee(contract_for("basic"), heldout)
+    Referee(contract_for("heldout_blocks"), heldout)
+
+
 @pytest.mark.slow
 def test_the_reference_program_certifies_heldout_instances(tmp_path):
     """The scripted expert solves the held-out binding through the graph's episode loop:
