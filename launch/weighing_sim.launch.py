@@ -32,7 +32,7 @@ def generate_launch_description():
         DeclareLaunchArgument('agent_model', default_value='',
                               description='system:=agent: model name'),
         DeclareLaunchArgument('condition', default_value='basic',
-                              description="Task condition of generated instances (hidden_event: basic, started only once the balance's ready lamp lights at a hidden time)", choices=['basic', 'extended', 'hidden_event']),
+                              description="Task condition of generated instances (hidden_event: basic, started only once the balance's ready lamp lights at a hidden time; heldout_blocks: basic's instances with the held-out standards, square blocks of the same masses)", choices=['basic', 'extended', 'hidden_event', 'heldout_blocks']),
         DeclareLaunchArgument('seed', default_value='0',
                               description='Base seed of the task, layout and policy streams'),
         DeclareLaunchArgument('support', default_value='none',

@@ -6,7 +6,7 @@ and a real rig's tools all read the same description.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,6 +21,11 @@ LOAD_CELL_FRAME = "pan_load_cell"  # the balance's load cell: its URDF link and 
 # LABEL_LIFT_M above the face. A marker, where there is one, fills the same square.
 LABEL_SIDE_PER_RADIUS = 1.38
 LABEL_LIFT_M = 0.0008
+# An object's body: an upright cylinder, or a square block standing on a face with its
+# sides along the world axes (the fingers close across two of them).
+OBJECT_KINDS = ("cylinder", "block")
+# The objects a cell's condition binds when it names no binding.
+DEFAULT_BINDING = "default"
 # The simulator's robot models (MuJoCo Menagerie) and the arm each one is.
 SIM_MODELS = {"franka_panda": "panda"}
 
@@ -103,13 +108,19 @@ class BalanceFixture:
 
 @dataclass(frozen=True)
 class ObjectShape:
-    """An upright cylinder."""
+    """An upright cylinder, or an upright square block (kind "block"). radius: half the
+    width the fingers close across (a cylinder's radius, half a block's side)."""
     name: str
     radius: float
     height: float
     rgba: tuple[float, float, float, float]
     label_rgb: tuple[int, int, int] | None = None
     marker_id: int | None = None  # the ArUco (4x4_50) marker on its top face, where markers are tracked
+    kind: str = "cylinder"
+
+    def __post_init__(self):
+        if self.kind not in OBJECT_KINDS:
+            raise ValueError(f"object {self.name}: unknown kind {self.kind!r} (known: {', '.join(OBJECT_KINDS)})")
 
     @property
     def label_side(self) -> float:
@@ -137,6 +148,20 @@ class CellDescription:
     cameras: dict[str, CameraMount]
     balance: BalanceFixture | None  # None: a cell without a balance (the centrifuge cell)
     objects: dict[str, ObjectShape]
+    # Object bindings (held-out objects): binding name -> the objects it replaces, each
+    # another object of the same role (same name, same label and marker) with another
+    # geometry. The default binding is `objects` as they are.
+    bindings: dict[str, dict[str, ObjectShape]] = field(default_factory=dict)
+
+    def bound(self, binding: str | None) -> "CellDescription":
+        """The cell with `binding`'s objects in place of the ones they replace (the cell
+        itself for the default binding). An unknown binding raises ValueError."""
+        if binding in (None, "", DEFAULT_BINDING):
+            return self
+        if binding not in self.bindings:
+            known = ", ".join([DEFAULT_BINDING, *sorted(self.bindings)])
+            raise ValueError(f"cell {self.name} has no object binding {binding!r} (known: {known})")
+        return replace(self, objects={**self.objects, **self.bindings[binding]}, bindings={})
 
     def label_colours(self) -> dict[str, tuple[int, int, int]]:
         return {n: o.label_rgb for n, o in self.objects.items() if o.label_rgb is not None}
@@ -175,12 +200,24 @@ def parse_cell(data: dict) -> CellDescription:
     balance = None
     if data.get("balance") is not None:
         balance = BalanceFixture(**{k: _tuple(v) if isinstance(v, list) else v for k, v in data["balance"].items()})
+    objects = _objects(data["objects"])
+    bindings = {}
+    for binding, replaced in (data.get("bindings") or {}).items():
+        unknown = sorted(set(replaced) - set(objects))
+        if binding == DEFAULT_BINDING or unknown:
+            raise ValueError(f"cell {data['name']}: binding {binding!r} "
+                             + (f"replaces objects the cell has not: {unknown}" if unknown else "is reserved"))
+        bindings[binding] = _objects(replaced)
+    return CellDescription(name=data["name"], robot=robot, table=table, cameras=cameras, balance=balance,
+                           objects=objects, bindings=bindings)
+
+
+def _objects(data: dict) -> dict[str, ObjectShape]:
     objects = {}
-    for name, obj in data["objects"].items():
+    for name, obj in data.items():
         fields = {k: _tuple(v) if isinstance(v, list) else v for k, v in obj.items()}
         objects[name] = ObjectShape(name=name, **fields)
-    return CellDescription(name=data["name"], robot=robot, table=table, cameras=cameras, balance=balance,
-                           objects=objects)
+    return objects
 
 
 def load_cell(path: str | Path) -> CellDescription:

@@ -155,8 +155,9 @@ ALLOW_INCOMPLETE_HELP = ("Go on when record files are unreadable or inconsistent
 @click.option("--compare", "candidate", metavar="CELL",
               help="Relative rule: the candidate cell, named by its tested system (e.g. scripted_expert) or by "
                    "FIELD=VALUE[,FIELD=VALUE] over tested_system, task_condition, observation_condition, "
-                   "intervention_mode, intervention_site, intervention_protocol, intervention_compatibility, safety (e.g. "
-                   "intervention_protocol=full_rollout). Needs --reference.")
+                   "intervention_mode, intervention_site, intervention_protocol, intervention_compatibility, safety, "
+                   "binding (e.g. intervention_protocol=full_rollout, or task_condition=heldout_blocks). Needs "
+                   "--reference.")
 @click.option("--allow-incomplete", is_flag=True, help=ALLOW_INCOMPLETE_HELP)
 @click.option("--reference", "references", metavar="CELL", multiple=True,
               help="Relative rule: the reference cell (same syntax); repeat for one comparison per reference. "

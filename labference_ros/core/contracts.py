@@ -15,7 +15,7 @@ from functools import cached_property
 CONTRACT_SCHEMA = 1
 # Fields added after contracts were first hashed: left out of the record (and the hash)
 # while unset, so the contracts that do not declare them keep their identity.
-OPTIONAL_FIELDS = ("external_event",)
+OPTIONAL_FIELDS = ("external_event", "binding", "rebinds")
 
 
 class HashedContract:

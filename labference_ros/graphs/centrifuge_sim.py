@@ -20,8 +20,10 @@ SYSTEMS = ("scripted_expert, plan_follower, dropper, hurried, second_guess, impa
 ARGUMENTS = tuple(
     dataclasses.replace(a, description=f"Tested system (policy registry name): {SYSTEMS}") if a.name == "system"
     else dataclasses.replace(a, description="Task condition of generated instances (hidden_event: basic, started "
-                                            "only once the centrifuge's ready lamp lights at a hidden time)",
-                             choices=(*a.choices, "hidden_event")) if a.name == "condition"
+                                            "only once the centrifuge's ready lamp lights at a hidden time; "
+                                            "heldout_tubes: basic's instances with the held-out tube pair, "
+                                            "slimmer and longer with red caps)",
+                             choices=(*a.choices, "hidden_event", "heldout_tubes")) if a.name == "condition"
     else a for a in weighing_sim.ARGUMENTS if a.name != "monitor")
 
 

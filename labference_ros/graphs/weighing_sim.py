@@ -99,11 +99,14 @@ NODES = (
              ends_graph=True),
 )
 
-# The simulator alone runs the hidden-event condition: its ready lamp is lab_sim's environment
-# transition (the other graphs share ARGUMENTS as they are).
+# The simulator alone runs the hidden-event condition (its ready lamp is lab_sim's environment
+# transition) and the held-out binding (a real cell would need the block standards): the other
+# graphs share ARGUMENTS as they are.
 SIM_ARGUMENTS = tuple(dataclasses.replace(
     a, description="Task condition of generated instances (hidden_event: basic, started only once the "
-                   "balance's ready lamp lights at a hidden time)", choices=(*a.choices, "hidden_event"))
+                   "balance's ready lamp lights at a hidden time; heldout_blocks: basic's instances with the "
+                   "held-out standards, square blocks of the same masses)",
+    choices=(*a.choices, "hidden_event", "heldout_blocks"))
     if a.name == "condition" else a for a in ARGUMENTS)
 
 GRAPH = Graph(name="weighing_sim", package="labference",

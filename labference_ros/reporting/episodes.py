@@ -133,11 +133,13 @@ def load(roots) -> list[dict]:
 
 
 def unit(ep: dict) -> str:
-    """The attempt's task unit: instance#repeat (the instance alone without a repeat)."""
+    """The attempt's task unit: instance#repeat (the instance alone without a repeat). An
+    instance of a held-out binding is the unit of its twin (instance.binding_twin: the same
+    draws with the default objects), so `report --compare` pairs two bindings unit by unit."""
     run = ep.get("run") or {}
     rep = run.get("repeat")
-    return f"{ep.get('instance_id') or ep['episode_id']}#{rep}" if rep is not None else \
-        str(ep.get("instance_id") or ep["episode_id"])
+    iid = (run.get("instance") or {}).get("binding_twin") or ep.get("instance_id") or ep["episode_id"]
+    return f"{iid}#{rep}" if rep is not None else str(iid)
 
 
 def resolve(attempts) -> tuple[list[dict], dict]:

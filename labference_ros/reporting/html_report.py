@@ -401,6 +401,21 @@ def interface_errors_table(e: dict | None) -> str:
                  [[esc(r[0])] + r[1:] for r in rows], numeric_from=1)
 
 
+def bindings_section(g: dict) -> str:
+    """One group of cells that differ in their object binding (reporting/bindings.py): a
+    row per binding, each rate as estimate, k / N and 95% interval."""
+    from .bindings import RATES
+
+    def rate(iv: dict | None) -> str:
+        if not iv or iv.get("n") is None:
+            return _na()
+        return f"{pct(iv.get('estimate'))} {_count(iv, iv['n'])} {interval(iv)}"
+    rows = [[esc(r["binding"]), esc(r["condition"]), esc(r["units"])] + [rate(r["intervals"].get(k)) for _, k in RATES]
+            for r in g["rows"]]
+    return "\n".join([f"<h2>Object bindings side by side: task={esc(g['task'])} / {esc(cell_name(g['shared']))}</h2>",
+                      table(["binding", "condition", "units", *(label for label, _ in RATES)], rows, numeric_from=2)])
+
+
 def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> str:
     """The whole page as text."""
     b = rep["bootstrap"]
@@ -426,6 +441,7 @@ def render(rep: dict, images: dict[str, bytes], plots_skipped: bool = False) -> 
                       [[esc(cell_name(c["cell"]))] + [num(((c.get("runtime") or {}).get(k) or {}).get("mean_s"), " s")
                                                        for k in ("wall", "inference", "motion", "waiting",
                                                                  "not_inference")] for c in cells]))
+    body += [bindings_section(g) for g in rep.get("bindings") or []]
     fixed = [c for c in comps if c.get("design") != "sequential"]
     sequential = [c for c in comps if c.get("design") == "sequential"]
     if fixed:

@@ -52,6 +52,8 @@ def identity(run: dict) -> dict:
         "intervention_compatibility": _incompatible(iv.get("compatibility")),
         # Chunks checked against the Franka envelope (safety:=franka) or not (None): never pooled.
         "safety": pol.get("safety"),
+        # The cell's object binding (a held-out one; None: the default objects): never pooled.
+        "binding": _get(run, "instance", "binding") or None,
     }
 
 
@@ -65,7 +67,7 @@ def _incompatible(statuses) -> str | None:
 
 
 CELL = ("tested_system", "task_condition", "observation_condition", "intervention_mode", "intervention_site",
-        "intervention_protocol", "intervention_compatibility", "safety")
+        "intervention_protocol", "intervention_compatibility", "safety", "binding")
 SHARED = ("task", "task_version", "contract_hash", "action_convention", "history_protocol")
 REPORT_WIDE = ("evaluation_version", "records_schema", "asset_revision", "layout_revision")
 

@@ -16,6 +16,7 @@ from labference_ros.core.records import write_json_atomic, write_text_atomic
 from labference_ros.tasks import available, family_of_contract_id
 
 from . import accounting as acc
+from . import bindings
 from . import design
 from . import oracle_gains
 from .bootstrap import DRAWS, SEED, Resampler
@@ -258,6 +259,7 @@ def build(roots, level: str = "pair", draws: int = DRAWS, seed: int = SEED, comp
             "rate_intervals": {"confidence": 0.95, "independent": "wilson", "clustered": "wilson_design_effect",
                                "level": level},
             "sr_steps": _shared_steps(out), "cells": out,
+            "bindings": bindings.groups(out, list(cells.values())),
             "comparisons": [_comparison(cells, c, r, draws, seed, test) for c, r in comparisons],
             "oracle_gains": oracle_gains.find(roots)}
 
@@ -425,7 +427,8 @@ def format_report(rep: dict) -> str:
             f"(independent episodes), Wd = Wilson on the design-effect-adjusted n (clusters of {b['level']}s); "
             f"time/success: cluster bootstrap over {b['level']}s, {b['draws']} draws, seed {b['seed']}; "
             f"n/a = zero denominator or unknown")
-    return "\n\n".join([head] + [format_cell(c) for c in rep["cells"]])
+    side_by_side = bindings.format_groups(rep.get("bindings") or [], rate_text)
+    return "\n\n".join([head] + [format_cell(c) for c in rep["cells"]] + ([side_by_side] if side_by_side else []))
 
 
 def write(rep: dict, out_dir: Path, plots: bool = True) -> list[str]:

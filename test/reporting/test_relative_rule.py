@@ -116,10 +116,10 @@ def test_the_same_inputs_give_the_same_intervals():
 
 
 def test_cells_are_selected_by_system_or_fields_and_ambiguity_is_refused():
-    assert len(CELL) == 8  # the keys below follow identity.CELL
-    cells = {("a", "basic", "full", "none", None, None, None, None): _arm("a", 3, range(3), cost=0.5),
-             ("b", "basic", "full", "none", None, None, None, None): _arm("b", 3, range(3)),
-             ("b", "hard", "full", "none", None, None, None, None): _arm("b", 3, range(3))}
+    assert len(CELL) == 9  # the keys below follow identity.CELL
+    cells = {("a", "basic", "full", "none", None, None, None, None, None): _arm("a", 3, range(3), cost=0.5),
+             ("b", "basic", "full", "none", None, None, None, None, None): _arm("b", 3, range(3)),
+             ("b", "hard", "full", "none", None, None, None, None, None): _arm("b", 3, range(3))}
     assert parse_selector("a") == {"tested_system": "a"}
     c = compare_cells(cells, "a", "tested_system=b,task_condition=basic")
     assert c["candidate"]["tested_system"] == "a" and c["reference"]["task_condition"] == "basic"
@@ -132,8 +132,8 @@ def test_cells_are_selected_by_system_or_fields_and_ambiguity_is_refused():
 
 
 def test_a_full_rollout_cell_is_selected_by_its_intervention_protocol():
-    cells = {("a", "basic", "full", "none", None, None, None, None): _arm("a", 3, range(3), cost=0.5),
-             ("a", "basic", "full", "replace", "state", "full_rollout", None, None): _arm("a", 3, range(3))}
+    cells = {("a", "basic", "full", "none", None, None, None, None, None): _arm("a", 3, range(3), cost=0.5),
+             ("a", "basic", "full", "replace", "state", "full_rollout", None, None, None): _arm("a", 3, range(3))}
     with pytest.raises(CellSelectionError, match="2 cells"):
         compare_cells(cells, "a", "a")
     c = compare_cells(cells, "tested_system=a,intervention_mode=none", "intervention_protocol=full_rollout")
@@ -141,5 +141,5 @@ def test_a_full_rollout_cell_is_selected_by_its_intervention_protocol():
     assert c["reference"] == {"tested_system": "a", "task_condition": "basic", "observation_condition": "full",
                               "intervention_mode": "replace", "intervention_site": "state",
                               "intervention_protocol": "full_rollout", "intervention_compatibility": None,
-                              "safety": None}
+                              "safety": None, "binding": None}
     assert "intervention_protocol=full_rollout" in format_comparison(c)

@@ -101,6 +101,11 @@ class CentrifugeContract(HashedContract):
     # An external event at a hidden time (core.external_events): until it happens the
     # legal set is Wait and touching an affected object is a premature interaction.
     external_event: ExternalEventSpec | None = None
+    # A held-out object binding (cell description `bindings`; docs/protocol.md): the tubes
+    # this condition's scenes hold instead of the default ones (None: the default tubes; its
+    # `tube` is their geometry), and the condition whose instances it rebinds.
+    binding: str | None = None
+    rebinds: str | None = None
 
     @property
     def clearance_m(self) -> float:
@@ -129,14 +134,23 @@ READY_LAMP = ExternalEventSpec(
     cue="the green ready lamp beside the rotor lights (front camera)")
 
 
-def _centrifuge(condition: str, seated: int, external_event: ExternalEventSpec | None = None) -> CentrifugeContract:
+# The held-out tube pair (cell/centrifuge_cell.yaml binding `slim_tubes`): slimmer and longer,
+# the same mass; its caps are red.
+HELDOUT_BINDING = "slim_tubes"
+HELDOUT_TUBE = TubeGeometry(radius_m=0.0060, length_m=0.095)
+
+
+def _centrifuge(condition: str, seated: int, external_event: ExternalEventSpec | None = None,
+                tube: TubeGeometry | None = None, binding: str | None = None,
+                rebinds: str | None = None) -> CentrifugeContract:
     contract = CentrifugeContract(
         task=TASK, condition=condition, version="0.1.0", state_variables=_STATE_VARIABLES,
         authorized_evidence=_EVIDENCE, operation_types=("pick", "insert", "wait", "stop"),
         exposes_wait=True, exposes_stop=True, stop_requires_completion=True,
-        rotor=RotorGeometry(), tube=TubeGeometry(), insertion=InsertionThresholds(),
+        rotor=RotorGeometry(), tube=tube or TubeGeometry(), insertion=InsertionThresholds(),
         approach=ApproachThresholds(), terminal=TerminalConditions(), opportunities=OpportunityRules(),
-        diagnostics=DiagnosticInterfaces(), initially_seated=seated, external_event=external_event)
+        diagnostics=DiagnosticInterfaces(), initially_seated=seated, external_event=external_event,
+        binding=binding, rebinds=rebinds)
     if contract.clearance_m <= 0:
         raise ValueError("the tube does not fit the socket bore")
     return contract
@@ -150,4 +164,6 @@ def contract_for(condition: str) -> CentrifugeContract:
         return _centrifuge("extended", 0)
     if condition == "hidden_event":  # basic, started only once the ready lamp lights (SciHorizon-eLab 4)
         return _centrifuge("hidden_event", 1, READY_LAMP)
+    if condition == "heldout_tubes":  # basic's instances with the held-out tube pair
+        return _centrifuge("heldout_tubes", 1, tube=HELDOUT_TUBE, binding=HELDOUT_BINDING, rebinds="basic")
     raise ValueError(f"unknown centrifuge condition {condition!r}")

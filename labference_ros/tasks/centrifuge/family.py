@@ -11,7 +11,7 @@ from labference_ros.tasks.base import TaskFamily, launch_seeds
 
 class CentrifugeFamily(TaskFamily):
     name = "centrifuge_loading"
-    conditions = ("basic", "extended", "hidden_event")
+    conditions = ("basic", "extended", "hidden_event", "heldout_tubes")
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.centrifuge.systems:ScriptedExpert",
         "plan_follower": "labference_ros.tasks.centrifuge.systems:PlanFollower",

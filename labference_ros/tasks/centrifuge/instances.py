@@ -18,7 +18,7 @@ import hashlib
 import json
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from labference_ros.core import instance_lists
 from labference_ros.core.external_events import instance_record
@@ -35,7 +35,7 @@ STAND_XY = (0.45, 0.25)  # nominal tube stand for tubes outside the rotor
 @dataclass(frozen=True)
 class CentrifugeInstance:
     instance_id: str
-    condition: str  # "basic" | "extended" | "hidden_event"
+    condition: str  # "basic" | "extended" | "hidden_event" | "heldout_tubes"
     task_seed: int
     layout_seed: int
     policy_seed: int
@@ -50,11 +50,16 @@ class CentrifugeInstance:
     # The condition's external event (core.external_events.instance_record: name, window,
     # trigger_t drawn with the task seed); empty where the condition declares none.
     external_event: dict = field(default_factory=dict)
+    # The cell's object binding its scene holds (contract.binding; empty: the default tubes)
+    # and, for a held-out binding, the rebound condition's instance it is the twin of.
+    binding: str = ""
+    binding_twin: str = ""
 
     def to_json(self) -> str:
         data = asdict(self)
-        if not data["external_event"]:
-            del data["external_event"]  # the instances of conditions without one keep their form
+        for key in ("external_event", "binding", "binding_twin"):
+            if not data[key]:
+                del data[key]  # the instances of conditions without one keep their form (and hash)
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -108,7 +113,13 @@ def strata(condition: str) -> list[tuple[int | None, int]]:
 
 
 def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list[CentrifugeInstance]:
-    """n instances; every stratum once per len(strata) instances, in a task-seed order."""
+    """n instances; every stratum once per len(strata) instances, in a task-seed order. A
+    held-out binding's condition: its rebound condition's instances with its binding."""
+    contract = contract_for(condition)
+    if contract.rebinds:
+        return [replace(i, instance_id=condition + i.instance_id[len(i.condition):], condition=condition,
+                        binding=contract.binding or "", binding_twin=i.instance_id)
+                for i in generate(contract.rebinds, n, task_seed, layout_seed, policy_seed)]
     plan = strata(condition)
     spec = contract_for(condition).external_event
     order = list(plan)

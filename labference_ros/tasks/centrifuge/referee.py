@@ -50,6 +50,9 @@ class Referee(RefereeCore):
         self._unfinished_noted: set[str] = set()
         self._removals: dict[str, dict] = {}  # tube -> its confirmed Pick, until it is inserted again
         self._trigger = "confirmed_change"  # what the next new evidence is
+        if (contract.binding or "") != getattr(instance, "binding", ""):  # the tubes the condition scores
+            raise ValueError(f"instance {instance.instance_id} binds {instance.binding or 'the default objects'!r}, "
+                             f"condition {contract.condition} binds {contract.binding or 'the default objects'!r}")
         if contract.external_event is not None:  # the hidden-event condition (core.external_events)
             if not instance.external_event:
                 raise ValueError(f"instance {instance.instance_id} lacks the trigger time of its condition's "

@@ -192,8 +192,9 @@ def build_spec(instance: CentrifugeInstance, fiducials: bool = False) -> mujoco.
     add_rotor(spec, contract, instance.rotor_pose, housing=True)
     if instance.external_event:
         add_ready_lamp(spec, instance.rotor_pose)
+    cell = CELL.bound(instance.binding)  # the held-out tubes' colours (their size is the contract's)
     for name in contract.tubes:
-        shape = CELL.objects[name]
+        shape = cell.objects[name]
         if name in instance.seated:
             pos, quat = seated_pose(contract, instance.rotor_pose, instance.seated[name])
         elif name in instance.stand:

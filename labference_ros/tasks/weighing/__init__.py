@@ -21,7 +21,7 @@ from labference_ros.tasks.base import TaskFamily
 
 class WeighingFamily(TaskFamily):
     name = "feedback_weighing"
-    conditions = ("basic", "extended", "hidden_event")
+    conditions = ("basic", "extended", "hidden_event", "heldout_blocks")
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.weighing.systems.scripted:ScriptedExpert",
         "display_reader": "labference_ros.tasks.weighing.systems.scripted:DisplayReader",
@@ -128,8 +128,9 @@ class WeighingFamily(TaskFamily):
             raise PlanningError(f"prefix operation {operation} is infeasible")
         xyz = measurement.objects[operation.object].position
         if operation.destination == PAN:
-            return plan_to_pan(planner, arm_q, operation.object, xyz, instance.layout["balance"])
-        return plan_to_table(planner, arm_q, operation.object, xyz, instance.layout[operation.object])
+            return plan_to_pan(planner, arm_q, operation.object, xyz, instance.layout["balance"], instance.binding)
+        return plan_to_table(planner, arm_q, operation.object, xyz, instance.layout[operation.object],
+                             instance.binding)
 
     def cell_description(self):
         from labference_ros.cell.description import weighing_cell

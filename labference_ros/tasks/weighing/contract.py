@@ -85,7 +85,7 @@ class DiagnosticInterfaces:
 @dataclass(frozen=True)
 class TaskContract(HashedContract):
     task: str
-    condition: str  # "basic" | "extended" | "hidden_event"
+    condition: str  # "basic" | "extended" | "hidden_event" | "heldout_blocks"
     version: str
     # 1. decision-relevant state (names of the fields of z_t, see task_state.TaskState)
     state_variables: tuple[str, ...]
@@ -117,6 +117,13 @@ class TaskContract(HashedContract):
     # An external event at a hidden time (core.external_events): until it happens the
     # legal set is Wait and touching an affected object is a premature interaction.
     external_event: ExternalEventSpec | None = None
+    # A held-out object binding (cell description `bindings`): the cell's objects this
+    # condition's scenes hold instead of the default ones (None: the default objects), and
+    # the condition whose instances it rebinds: the same draws from the same seeds, each
+    # instance the twin of that condition's one (its `binding_twin`). The success
+    # specification is that condition's.
+    binding: str | None = None
+    rebinds: str | None = None
 
 
     @property
@@ -160,7 +167,8 @@ READY_LAMP = ExternalEventSpec(
 
 
 def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, int], min_edits: int,
-              external_event: ExternalEventSpec | None = None) -> TaskContract:
+              external_event: ExternalEventSpec | None = None, binding: str | None = None,
+              rebinds: str | None = None) -> TaskContract:
     return TaskContract(
         task="feedback_weighing",
         condition=condition,
@@ -180,6 +188,8 @@ def _weighing(condition: str, targets: tuple[int, ...], goal_size: tuple[int, in
         goal_size=goal_size,
         min_start_goal_edits=min_edits,
         external_event=external_event,
+        binding=binding,
+        rebinds=rebinds,
     )
 
 
@@ -199,6 +209,17 @@ def weighing_hidden_event() -> TaskContract:
     return _weighing("hidden_event", (160, 180, 200), (1, 1), 1, READY_LAMP)
 
 
+# The held-out binding of the standards (cell/weighing_cell.yaml `bindings`): square blocks
+# of the same masses, labels and markers.
+HELDOUT_BINDING = "blocks"
+
+
+def weighing_heldout_blocks() -> TaskContract:
+    """Basic weighing with the held-out standards: the basic instances (same seeds, same
+    targets, layouts and answers) with the standards bound to HELDOUT_BINDING's blocks."""
+    return _weighing("heldout_blocks", (160, 180, 200), (1, 1), 1, binding=HELDOUT_BINDING, rebinds="basic")
+
+
 def contract_for(condition: str) -> TaskContract:
     if condition == "basic":
         return weighing_basic()
@@ -206,4 +227,6 @@ def contract_for(condition: str) -> TaskContract:
         return weighing_extended()
     if condition == "hidden_event":
         return weighing_hidden_event()
+    if condition == "heldout_blocks":
+        return weighing_heldout_blocks()
     raise ValueError(f"unknown weighing condition {condition!r}")

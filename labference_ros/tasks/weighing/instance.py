@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 @dataclass(frozen=True)
 class WeighingInstance:
     instance_id: str
-    condition: str  # "basic" | "extended" | "hidden_event"
+    condition: str  # "basic" | "extended" | "hidden_event" | "heldout_blocks"
     task_seed: int
     layout_seed: int
     policy_seed: int
@@ -31,11 +31,17 @@ class WeighingInstance:
     # The condition's external event (core.external_events.instance_record: name, window,
     # trigger_t drawn with the task seed); empty where the condition declares none.
     external_event: dict = field(default_factory=dict)
+    # The cell's object binding its scene holds (contract.binding; empty: the default
+    # objects) and, for a held-out binding, the instance of the rebound condition it is
+    # the twin of (same draws, the default objects).
+    binding: str = ""
+    binding_twin: str = ""
 
     def to_json(self) -> str:
         data = asdict(self)
-        if not data["external_event"]:
-            del data["external_event"]  # the instances of conditions without one keep their form
+        for key in ("external_event", "binding", "binding_twin"):
+            if not data[key]:
+                del data[key]  # the instances of conditions without one keep their form (and hash)
         return json.dumps(data, sort_keys=True)
 
     @classmethod

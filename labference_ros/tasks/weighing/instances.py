@@ -95,6 +95,9 @@ def generate(condition: str, n: int, task_seed: int, layout_seed: int, policy_se
              layout_fn: LayoutFn | None | str = "default", contract: TaskContract | None = None) -> list[WeighingInstance]:
     """n single instances, balanced over (target, W*) strata."""
     contract = contract or contract_for(condition)
+    if contract.rebinds:  # a held-out binding: the rebound condition's instances, rebound
+        return [_rebound(i, contract) for i in generate(contract.rebinds, n, task_seed, layout_seed, policy_seed,
+                                                         layout_fn)]
     layout_fn = default_layout_fn() if layout_fn == "default" else layout_fn
     rng = random.Random(f"{GENERATOR_VERSION}:task:{condition}:{task_seed}")
     plan = strata(contract)
@@ -118,6 +121,9 @@ def generate_pairs(condition: str, n_pairs: int, task_seed: int, layout_seed: in
     """Answer-changing pairs: same target, start arrangement and layout draw;
     different hidden sample mass and W*; disjoint legal sets at the first choice."""
     contract = contract or contract_for(condition)
+    if contract.rebinds:
+        return [(_rebound(a, contract), _rebound(b, contract))
+                for a, b in generate_pairs(contract.rebinds, n_pairs, task_seed, layout_seed, policy_seed, layout_fn)]
     layout_fn = default_layout_fn() if layout_fn == "default" else layout_fn
     rng = random.Random(f"{GENERATOR_VERSION}:pairs:{condition}:{task_seed}")
     targets = list(contract.targets_g)
@@ -154,6 +160,16 @@ def generate_pairs(condition: str, n_pairs: int, task_seed: int, layout_seed: in
                 external_event=_external_event(contract, task_seed * 1_000_003 + k)))
         out.append((members[0], members[1]))
     return out
+
+
+def _rebound(instance: WeighingInstance, contract: TaskContract) -> WeighingInstance:
+    """`instance` of the rebound condition with the contract's binding: its ids name the
+    held-out condition, binding_twin the instance it repeats."""
+    def renamed(ident: str) -> str:
+        return contract.condition + ident[len(instance.condition):] if ident else ident
+    return replace(instance, instance_id=renamed(instance.instance_id), condition=contract.condition,
+                   pair_id=renamed(instance.pair_id), binding=contract.binding or "",
+                   binding_twin=instance.instance_id)
 
 
 def write_instance_list(path: str | Path, instances, meta: dict | None = None) -> None:

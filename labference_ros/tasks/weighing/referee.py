@@ -59,6 +59,9 @@ class Referee(RefereeCore):
         # hold), so contact flicker shorter than that is the same interval.
         self._pressure_last_contact_t: float | None = None
         self._pressure_onset_in_interval = False
+        if (contract.binding or "") != getattr(instance, "binding", ""):  # the objects the condition scores
+            raise ValueError(f"instance {instance.instance_id} binds {instance.binding or 'the default objects'!r}, "
+                             f"condition {contract.condition} binds {contract.binding or 'the default objects'!r}")
         if contract.external_event is not None:  # the hidden-event condition (core.external_events)
             if not instance.external_event:
                 raise ValueError(f"instance {instance.instance_id} lacks the trigger time of its condition's "

@@ -37,8 +37,11 @@ OBJECT_SOLREF = (0.005, 1.0)
 OBJECT_SOLIMP = (0.95, 0.99, 0.001, 0.5, 2.0)
 
 
-def object_shape(name: str) -> ObjectShape:
-    return SAMPLE_SHAPE if name == SAMPLE else STANDARD_SHAPES[name]
+def object_shape(name: str, binding: str | None = None) -> ObjectShape:
+    """The object's shape in the cell with `binding`'s objects (the default ones: None)."""
+    if not binding:
+        return SAMPLE_SHAPE if name == SAMPLE else STANDARD_SHAPES[name]
+    return CELL.bound(binding).objects[name]
 
 
 def _label_texture(spec: mujoco.MjSpec, name: str) -> str:
@@ -60,11 +63,11 @@ def _label_texture(spec: mujoco.MjSpec, name: str) -> str:
     return f"label_{name}"
 
 
-def _marker_texture(spec: mujoco.MjSpec, name: str, marker_id: int | None = None) -> str:
+def _marker_texture(spec: mujoco.MjSpec, name: str, binding: str | None = None, marker_id: int | None = None) -> str:
     """The object's ArUco marker: dark cells black, light cells in its label colour (white
     on the sample and the balance), so the label's colour still tells the standards apart
     in other cameras."""
-    marker_id = object_shape(name).marker_id if marker_id is None else marker_id
+    marker_id = object_shape(name, binding).marker_id if marker_id is None else marker_id
     cell_px = 8
     grey = marker_image(marker_id, cell_px * 6)  # 4x4 bits and a one-cell border
     colour = np.asarray(LABEL_COLOURS.get(name, (255, 255, 255)), np.float64)
@@ -77,16 +80,20 @@ def _marker_texture(spec: mujoco.MjSpec, name: str, marker_id: int | None = None
 
 
 def _add_object(spec: mujoco.MjSpec, name: str, xy, z_bottom: float, mass_kg: float,
-                fiducials: bool = False) -> None:
-    shape = object_shape(name)
+                fiducials: bool = False, binding: str | None = None) -> None:
+    shape = object_shape(name, binding)
     body = spec.worldbody.add_body(name=name, pos=[xy[0], xy[1], z_bottom + shape.height / 2])
     body.add_freejoint(name=f"{name}_free")
-    body.add_geom(name=f"{name}_geom", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                  size=[shape.radius, shape.height / 2, 0], mass=mass_kg, rgba=list(shape.rgba),
+    if shape.kind == "block":  # a square block, its sides along the world axes
+        geom_type, size = mujoco.mjtGeom.mjGEOM_BOX, [shape.radius, shape.radius, shape.height / 2]
+    else:
+        geom_type, size = mujoco.mjtGeom.mjGEOM_CYLINDER, [shape.radius, shape.height / 2, 0]
+    body.add_geom(name=f"{name}_geom", type=geom_type,
+                  size=size, mass=mass_kg, rgba=list(shape.rgba),
                   condim=4, friction=[1.0, 0.005, 0.0001], priority=1,
                   solref=list(OBJECT_SOLREF), solimp=list(OBJECT_SOLIMP))
     if fiducials and shape.marker_id is not None:
-        material = _marker_texture(spec, name)
+        material = _marker_texture(spec, name, binding)
     elif name in STANDARD_SHAPES:
         material = _label_texture(spec, name)
     else:
@@ -163,7 +170,7 @@ def _add_balance(spec: mujoco.MjSpec, bxy, ready_lamp: bool = False, fiducials: 
         mx, my = g.marker_xy
         housing.add_geom(name="balance_marker", type=mujoco.mjtGeom.mjGEOM_BOX,
                          size=[half, half, LABEL_LIFT_M / 2], pos=[mx, my, g.housing_height + LABEL_LIFT_M / 2],
-                         material=_marker_texture(spec, "balance", g.marker_id),
+                         material=_marker_texture(spec, "balance", marker_id=g.marker_id),
                          contype=0, conaffinity=0, density=0, group=1)
     spec.add_sensor(name="pan_force", type=mujoco.mjtSensor.mjSENS_FORCE,
                     objtype=mujoco.mjtObj.mjOBJ_SITE, objname=PAN_SITE)
@@ -177,14 +184,15 @@ def build_weighing_spec(instance: WeighingInstance, fiducials: bool = False) -> 
     missing = [k for k in ("balance", SAMPLE, *STANDARDS) if k not in instance.layout]
     if missing:
         raise ValueError(f"instance layout lacks {missing}; fill it with tasks.weighing.layout.generate_layout")
+    CELL.bound(instance.binding)  # an unknown binding: ValueError naming the known ones
     spec = cell_spec(CELL, "labference_weighing", ("front", MARKER_CAMERA) if fiducials else ("front",))
     _add_balance(spec, instance.layout["balance"], ready_lamp=bool(instance.external_event), fiducials=fiducials)
     places = start_places(instance)
     for name in STANDARDS:
         x, y, surface_z = places[name]
-        _add_object(spec, name, (x, y), surface_z, STANDARD_MASSES_G[name] / 1000.0, fiducials)
+        _add_object(spec, name, (x, y), surface_z, STANDARD_MASSES_G[name] / 1000.0, fiducials, instance.binding)
     x, y, surface_z = places[SAMPLE]
-    _add_object(spec, SAMPLE, (x, y), surface_z, instance.sample_mass_g / 1000.0, fiducials)
+    _add_object(spec, SAMPLE, (x, y), surface_z, instance.sample_mass_g / 1000.0, fiducials, instance.binding)
     return spec
 
 

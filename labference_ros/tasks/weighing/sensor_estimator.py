@@ -116,8 +116,8 @@ class SensorWorldEstimator:
     @classmethod
     def for_instance(cls, instance, params: EstimatorParameters | None = None) -> "SensorWorldEstimator":
         """Tracks start where the instance sets the objects up (the operator's set-up, checked
-        against the first frames)."""
-        cell = weighing_cell()
+        against the first frames); the objects' shapes are the instance's binding's."""
+        cell = weighing_cell().bound(getattr(instance, "binding", None))
         start = {name: (x, y, surface_z + cell.objects[name].height / 2)
                  for name, (x, y, surface_z) in start_places(instance).items()}
         return cls(balance_xy=tuple(instance.layout["balance"]), initial_positions=start,

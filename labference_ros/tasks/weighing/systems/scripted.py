@@ -3,7 +3,7 @@
 All three plan top-down pick-and-place with skills/motion.py and hand the plan
 out in chunks at the spec's control rate; they differ in what they know:
 
-- scripted_expert (privileged): reads the instance's goal set and the
+- scripted_expert (privileged): reads the instance's goal set, its objects' binding and the
   measured object positions, and completes the task.
 - display_reader: pixels only. Reads the balance display, parses the target
   from the instruction, picks the standard whose mass equals the residual,
@@ -48,6 +48,9 @@ class PickPlaceSystem(PlannedMotionSystem):
     def reset(self, session_id: str, policy_seed: int) -> None:
         super().reset(session_id, policy_seed)
         self.ready_lamp_seen = False
+        # The cell's object binding its grasps are planned for: the default objects unless
+        # the system knows better (the privileged expert reads the instance's binding).
+        self.binding: str | None = None
 
     def awaiting_cue(self, obs) -> bool:
         """The instruction asks to wait for the ready lamp and the display camera has not
@@ -78,7 +81,7 @@ class PickPlaceSystem(PlannedMotionSystem):
     def plan_move(self, obs, move):
         name, xyz, dest_xy, dest = move
         to = plan_to_pan if dest == "pan" else plan_to_table
-        return to(self.planner, obs.joint_positions, name, xyz, dest_xy)
+        return to(self.planner, obs.joint_positions, name, xyz, dest_xy, self.binding)
 
 
 class _PixelSystem(PickPlaceSystem):
@@ -235,6 +238,7 @@ class ScriptedExpert(PickPlaceSystem):
         if evaluator is None:
             raise ValueError(f"{self.name} is privileged and needs the evaluator view")
         inst = evaluator.instance
+        self.binding = getattr(inst, "binding", None) or None  # privileged: the objects' own geometry
         todo = [(n, d) for n, d in self.moves(inst, evaluator) if (n, d) not in self._done]  # each once
         if not todo:
             self.finished = True
