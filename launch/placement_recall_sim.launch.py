@@ -31,7 +31,7 @@ def generate_launch_description():
         DeclareLaunchArgument('agent_model', default_value='',
                               description='system:=agent: model name'),
         DeclareLaunchArgument('condition', default_value='basic-same',
-                              description='Task condition of generated instances: setting (basic, extended) and caps (same, distinct)', choices=['basic-same', 'basic-distinct', 'extended-same', 'extended-distinct']),
+                              description="Task condition of generated instances: setting (basic, extended) and caps (same, distinct); heldout_tubes: basic-same's instances with the held-out tubes, slimmer and longer", choices=['basic-same', 'basic-distinct', 'extended-same', 'extended-distinct', 'heldout_tubes']),
         DeclareLaunchArgument('seed', default_value='0',
                               description='Base seed of the task, layout and policy streams'),
         DeclareLaunchArgument('support', default_value='none',

@@ -17,11 +17,12 @@ at the retrieval, Pick(target, hole)), each in Assist and Replace.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from labference_ros.core.contracts import HashedContract
 from labference_ros.core.oracle_scope import OracleSites
-from labference_ros.tasks.placement_recall.instances import CAPS, RELEASE_REGION, TARGET, split_condition
+from labference_ros.tasks.placement_recall.instances import (BINDING_CONDITIONS, CAPS, RELEASE_REGION, TARGET,
+                                                             split_condition)
 from labference_ros.tasks.placement_recall.rack import RackGeometry
 
 TASK = "placement_recall"
@@ -136,6 +137,11 @@ class PlacementContract(HashedContract):
     # The scored reporting tracks besides the native choices (paper 4.3): explicit slot
     # reports and symbolic retrieval commitments (core.system.COMMITMENT_SOURCE).
     report_tracks: tuple[str, ...] = ("explicit", "commitment")
+    # A held-out object binding (cell description `bindings`; docs/protocol.md): the tubes
+    # this condition's scenes hold instead of the default ones (None: the default tubes; its
+    # `tube` is their geometry), and the condition whose instances it rebinds.
+    binding: str | None = None
+    rebinds: str | None = None
 
     @property
     def contract_id(self) -> str:
@@ -153,10 +159,26 @@ _STATE_VARIABLES = ("phase", "occupied", "intended_hole", "placed_hole", "transi
 _EVIDENCE = ("camera:front", "camera:wrist", "robot_state", "public_instruction", "authorized_history")
 
 
+# The held-out tubes (cell/placement_cell.yaml binding `slim_tubes`): slimmer and longer,
+# amber; they fit the rack's holes with more clearance and stand higher out of them.
+HELDOUT_TUBE = TubeGeometry(radius_m=0.0060, length_m=0.095)
+_BOUND_TUBES = {"slim_tubes": HELDOUT_TUBE}
+
+
 def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
     """basic: an empty rack and a still occlusion; extended: three distractors, the rack
     may turn. caps: "same" (all tubes alike) or "distinct" (one cap colour each); the
-    condition may carry it instead, as the family names its conditions ("basic-distinct")."""
+    condition may carry it instead, as the family names its conditions ("basic-distinct").
+    A held-out binding's condition (heldout_tubes): the contract of the condition it
+    rebinds with the bound tubes' geometry (and so their guides' clearance); every
+    seating, approach and terminal rule is the rebound condition's."""
+    if condition in BINDING_CONDITIONS and caps is None:
+        rebound, binding = BINDING_CONDITIONS[condition]
+        base = contract_for(rebound)
+        tube = _BOUND_TUBES[binding]
+        return _fits(replace(base, condition=condition, tube=tube, binding=binding, rebinds=rebound,
+                             guide_handoff=replace(base.guide_handoff,
+                                                   lateral_m=round(base.rack.hole_half_m - tube.radius_m, 6))))
     if caps is None:
         condition, caps = split_condition(condition)
     if condition not in ("basic", "extended"):
@@ -173,6 +195,10 @@ def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
         approach=ApproachThresholds(), guide_handoff=GuideHandoff(lateral_m=round(rack.hole_half_m - tube.radius_m, 6)),
         release_region=ReleaseRegion(), terminal=TerminalConditions(),
         opportunities=OpportunityRules())
+    return _fits(contract)
+
+
+def _fits(contract: PlacementContract) -> PlacementContract:
     if contract.rack.hole_half_m <= contract.tube.radius_m:
         raise ValueError("the tube does not fit the rack's holes")
     return contract

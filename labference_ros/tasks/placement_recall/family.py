@@ -1,7 +1,8 @@
 """The placement-recall family behind the TaskFamily interface (tasks/base.py).
 
 Its conditions name the setting and the caps together ("extended-same"): each is
-one contract (placement_recall.<setting>-<caps>@version). Everything here but
+one contract (placement_recall.<setting>-<caps>@version); heldout_tubes is basic-same
+with the held-out tubes (a held-out object binding). Everything here but
 build_scene and make_environment is pure and works on measurements; those two
 import the simulator, and only lab_sim calls them.
 """
@@ -13,7 +14,7 @@ from labference_ros.tasks.placement_recall.contract import HISTORY_PROTOCOL
 
 class PlacementRecallFamily(TaskFamily):
     name = "placement_recall"
-    conditions = ("basic-same", "basic-distinct", "extended-same", "extended-distinct")
+    conditions = ("basic-same", "basic-distinct", "extended-same", "extended-distinct", "heldout_tubes")
     reference_systems = {
         "scripted_expert": "labference_ros.tasks.placement_recall.systems:ScriptedExpert",
         "label_memory": "labference_ros.tasks.placement_recall.systems:LabelMemory",
@@ -40,21 +41,24 @@ class PlacementRecallFamily(TaskFamily):
         return PlacementInstance.from_json(text)
 
     def generate(self, condition: str, n: int, task_seed: int, layout_seed: int, policy_seed: int) -> list:
-        from labference_ros.tasks.placement_recall.instances import generate, split_condition
+        from labference_ros.tasks.placement_recall.instances import generate_condition
 
-        setting, caps = split_condition(condition)
-        return generate(setting, caps, n, task_seed, layout_seed, policy_seed)
+        return generate_condition(condition, n, task_seed, layout_seed, policy_seed)
 
     def accepts_condition(self, condition: str) -> bool:
-        from labference_ros.tasks.placement_recall.instances import split_condition
+        from labference_ros.tasks.placement_recall.instances import BINDING_CONDITIONS, split_condition
 
-        return "-".join(split_condition(condition)) in self.conditions  # a bare setting: same caps
+        # A held-out binding's condition by its name; the others with their caps (a bare setting: same caps).
+        return condition in BINDING_CONDITIONS or "-".join(split_condition(condition)) in self.conditions
 
     def checkpoint_starts(self, condition: str, n: int, seed: int) -> list:
         # n balanced blocks: the target placed in every hole under every rack movement.
         from labference_ros.core.operations import insert
-        from labference_ros.tasks.placement_recall.instances import TARGET, checkpoint_starts, split_condition
+        from labference_ros.tasks.placement_recall.instances import (BINDING_CONDITIONS, TARGET, checkpoint_starts,
+                                                                     split_condition)
 
+        if condition in BINDING_CONDITIONS:
+            raise ValueError(f"placement recall's checkpoints do not offer the held-out binding condition {condition}")
         setting, caps = split_condition(condition)
         return [(f"{inst.instance_id}:p1", inst, (insert(TARGET, hole),), None)
                 for inst, hole in checkpoint_starts(setting, caps, **launch_seeds(seed), blocks=n)]
@@ -144,10 +148,10 @@ class PlacementRecallFamily(TaskFamily):
         if operation.type != INSERT or operation.object not in measurement.objects or \
                 operation.destination not in LABELS:
             raise PlanningError(f"prefix operation {operation} is not an insertion of a measured tube into a hole")
-        rack = self.contract_for(instance.condition).rack
-        mouth = hole_positions(rack, rack_pose(measurement, instance.rack_pose))[operation.destination]
+        contract = self.contract_for(instance.condition)  # its tube: the instance's binding's
+        mouth = hole_positions(contract.rack, rack_pose(measurement, instance.rack_pose))[operation.destination]
         return plan_tube_insert(planner, arm_q, measurement.objects[operation.object].position, mouth,
-                                tube_open_width(reference_joint_spec().gripper))
+                                tube_open_width(reference_joint_spec().gripper), tube=contract.tube)
 
     def cell_description(self):
         from labference_ros.cell.description import placement_cell

@@ -31,12 +31,20 @@ from labference_ros.tasks.placement_recall.rack import COLUMNS, LABELS, ROWS, Ra
 GENERATOR_VERSION = "placement-gen-v2"  # v2: the condition names setting and caps
 CONDITIONS = ("basic", "extended")
 CAPS = ("same", "distinct")
-# The family's conditions as contracts, campaigns and reports name them: setting and caps.
-FAMILY_CONDITIONS = tuple(f"{c}-{k}" for c in CONDITIONS for k in CAPS)
+# Held-out object bindings (docs/protocol.md#held-out-object-bindings): a condition that
+# repeats another's instances from the same seeds with the cell description's binding in
+# the scene -> (the condition it rebinds, the binding).
+BINDING_CONDITIONS = {"heldout_tubes": ("basic-same", "slim_tubes")}
+# The family's conditions as contracts, campaigns and reports name them: setting and caps,
+# and the held-out bindings' conditions.
+FAMILY_CONDITIONS = (*(f"{c}-{k}" for c in CONDITIONS for k in CAPS), *BINDING_CONDITIONS)
 
 
 def split_condition(name: str) -> tuple[str, str]:
-    """"extended-distinct" -> ("extended", "distinct"); a bare setting means same caps."""
+    """"extended-distinct" -> ("extended", "distinct"); a bare setting means same caps; a
+    held-out binding's condition: the setting and caps of the condition it rebinds."""
+    if name in BINDING_CONDITIONS:
+        name = BINDING_CONDITIONS[name][0]
     setting, _, caps = name.partition("-")
     return setting, caps or "same"
 TARGET = "tube_target"
@@ -70,11 +78,18 @@ class PlacementInstance:
     # A checkpoint's handoff (oracle/checkpoints.py): the target already placed in this hole
     # by the start's prefix, so the referee starts after the placement. None: an episode.
     placed_hole: str | None = None
+    # The cell's object binding its scene holds (contract.binding; empty: the default tubes)
+    # and, for a held-out binding, the rebound condition's instance it is the twin of.
+    binding: str = ""
+    binding_twin: str = ""
 
     def to_json(self) -> str:
         data = asdict(self)
         if data["placed_hole"] is None:  # an episode's instance reads as it always did
             del data["placed_hole"]
+        for key in ("binding", "binding_twin"):
+            if not data[key]:
+                del data[key]  # the default binding's instances keep their form (and hash)
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -183,6 +198,20 @@ def generate(condition: str, caps: str, n: int, task_seed: int, layout_seed: int
             movement=movement, distractors=distractors, cap_colours=cap_colours,
             stratum=f"movement:{movement}:target_cap:{target_colour}", **_layout(layout_seed + i)))
     return out
+
+
+def generate_condition(condition: str, n: int, task_seed: int, layout_seed: int,
+                       policy_seed: int) -> list[PlacementInstance]:
+    """n instances of one of the family's conditions (FAMILY_CONDITIONS; a bare setting
+    means same caps). A held-out binding's condition: the instances of the condition it
+    rebinds, drawn from the same seeds, renamed, each recording its binding and its twin."""
+    if condition in BINDING_CONDITIONS:
+        rebound, binding = BINDING_CONDITIONS[condition]
+        return [replace(i, instance_id=condition + i.instance_id[len(i.condition):], condition=condition,
+                        binding=binding, binding_twin=i.instance_id)
+                for i in generate_condition(rebound, n, task_seed, layout_seed, policy_seed)]
+    setting, caps = split_condition(condition)
+    return generate(setting, caps, n, task_seed, layout_seed, policy_seed)
 
 
 def checkpoint_starts(setting: str, caps: str, task_seed: int, layout_seed: int, policy_seed: int = 0,

@@ -63,6 +63,9 @@ class Referee(RefereeCore):
     def __init__(self, contract: PlacementContract, instance: PlacementInstance, episode_id: str = "episode",
                  session_id: str = "", deadline_s: float | None = None):
         super().__init__(contract, episode_id, session_id, deadline_s)
+        if (contract.binding or "") != instance.binding:  # the tubes the condition scores
+            raise ValueError(f"instance {instance.instance_id} binds {instance.binding or 'the default objects'!r}, "
+                             f"condition {contract.condition} binds {contract.binding or 'the default objects'!r}")
         self.instance = instance
         self.pose = instance.rack_pose
         self.pose_at_placement = instance.rack_pose

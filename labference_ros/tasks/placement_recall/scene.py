@@ -8,7 +8,9 @@ seated in their holes. The rack is one mocap body "rack" (the environment moves
 it during the occluded transition; nothing the robot does can): a floor plate,
 passive guides between the holes (each hole a square well of its own), and an
 outer border whose four edges have four colours, with a red A1 marker on the
-corner at A1. Tubes are free bodies: a cylinder, body +z to the cap (visual).
+corner at A1. Tubes are free bodies: a cylinder, body +z to the cap (visual); their
+shape is the instance's binding's (CellDescription.bound: the default tubes, or a held-out
+binding's).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import mujoco
 
-from labference_ros.cell.description import placement_cell
+from labference_ros.cell.description import CellDescription, placement_cell
 from labference_ros.mujoco_cell.scene_base import cell_spec
 from labference_ros.tasks.base import SimScene
 from labference_ros.tasks.placement_recall.contract import RACK_OBJECT, TCP_OBJECT
@@ -44,8 +46,8 @@ class TubeShape:
     mass_kg: float = TUBE_MASS_KG
 
 
-def tube_shape(name: str) -> TubeShape:
-    shape = CELL.objects[name]
+def tube_shape(name: str, cell: CellDescription = CELL) -> TubeShape:
+    shape = cell.objects[name]
     return TubeShape(shape.radius, shape.height)
 
 
@@ -89,8 +91,9 @@ def add_rack(spec: mujoco.MjSpec, pose: RackPose, geometry: RackGeometry = RACK)
                   contype=0, conaffinity=0, group=1)
 
 
-def add_tube(spec: mujoco.MjSpec, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0), cap: str = "blue") -> None:
-    shape, look = tube_shape(name), CELL.objects[name]
+def add_tube(spec: mujoco.MjSpec, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0), cap: str = "blue",
+             cell: CellDescription = CELL) -> None:
+    shape, look = tube_shape(name, cell), cell.objects[name]
     body = spec.worldbody.add_body(name=name, pos=list(pos), quat=list(quat))
     body.add_freejoint(name=f"{name}_free")
     body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[shape.radius_m, shape.length_m / 2],
@@ -103,17 +106,18 @@ def add_tube(spec: mujoco.MjSpec, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0), cap
                   contype=0, conaffinity=0, density=0, group=1)
 
 
-def seated_position(name: str, label: str, pose: RackPose, geometry: RackGeometry = RACK) -> list[float]:
+def seated_position(name: str, label: str, pose: RackPose, geometry: RackGeometry = RACK,
+                    cell: CellDescription = CELL) -> list[float]:
     """Body centre of a tube standing upright on the floor of hole `label`."""
     from labference_ros.tasks.placement_recall.rack import hole_positions
 
     mouth = hole_positions(geometry, pose)[label]
-    return [float(mouth[0]), float(mouth[1]), float(mouth[2]) - geometry.depth_m + tube_shape(name).length_m / 2]
+    return [float(mouth[0]), float(mouth[1]), float(mouth[2]) - geometry.depth_m + tube_shape(name, cell).length_m / 2]
 
 
-def standing_position(name: str, xy) -> list[float]:
+def standing_position(name: str, xy, cell: CellDescription = CELL) -> list[float]:
     """Body centre of a tube standing upright on the table at xy."""
-    return [float(xy[0]), float(xy[1]), CELL.table.top_z + tube_shape(name).length_m / 2]
+    return [float(xy[0]), float(xy[1]), CELL.table.top_z + tube_shape(name, cell).length_m / 2]
 
 
 def add_release_region(spec: mujoco.MjSpec) -> None:
@@ -137,15 +141,19 @@ def add_grip_point(spec: mujoco.MjSpec) -> None:
 
 def build_spec(instance: PlacementInstance) -> mujoco.MjSpec:
     """The scene of `instance` before the robot acts: the rack at its first pose, the
-    distractors in their holes, the target upright on the table."""
+    distractors in their holes, the target upright on the table; the tubes are the
+    instance's binding's."""
     _check_height(instance)
+    cell = CELL.bound(instance.binding)
     spec = cell_spec(CELL, "labference_placement", ("front",))
     add_grip_point(spec)
     add_rack(spec, instance.rack_pose)
     add_release_region(spec)
-    add_tube(spec, TARGET, standing_position(TARGET, instance.target_start), cap=instance.cap_colours[TARGET])
+    add_tube(spec, TARGET, standing_position(TARGET, instance.target_start, cell), cap=instance.cap_colours[TARGET],
+             cell=cell)
     for name, label in sorted(instance.distractors.items()):
-        add_tube(spec, name, seated_position(name, label, instance.rack_pose), cap=instance.cap_colours[name])
+        add_tube(spec, name, seated_position(name, label, instance.rack_pose, cell=cell),
+                 cap=instance.cap_colours[name], cell=cell)
     return spec
 
 

@@ -86,10 +86,11 @@ def occluded(obs: PolicyObservation) -> bool:
     return image is not None and image.size > 0 and not np.any(image)
 
 
-def plan_tube_insert(planner, arm_q, tube_centre, mouth, open_width_m: float):
+def plan_tube_insert(planner, arm_q, tube_centre, mouth, open_width_m: float, tube=None):
     """A standing tube, picked top-down, inserted bottom first into the hole with this mouth
-    (the systems' placements and a checkpoint start's prefix plan it alike)."""
-    tube = contract_for("basic").tube  # the tubes and the rack are the same in every condition
+    (the systems' placements and a checkpoint start's prefix plan it alike). tube: its
+    TubeGeometry (default: the default tubes, as a system not told a held-out binding assumes)."""
+    tube = tube or contract_for("basic").tube
     mouth = np.asarray(mouth, float)
     return planner.plan_pick_insert(arm_q, np.asarray(tube_centre, float), tube.radius_m, tube.length_m, mouth,
                                     (0.0, 0.0, -1.0), clear_z=float(mouth[2]) + CLEARANCE_M,
@@ -126,6 +127,9 @@ class _Recall(AcceptsSupports, PlannedMotionSystem):
         self.remembered_hole: str | None = None  # the hole label the tube stood in before the occlusion
         self.commitments: list[dict] = []  # symbolic retrieval commitments not yet sent
         self.picked_hole: str | None = None  # cap_colour: the hole of the tube it reached for
+        # The tubes' geometry it plans with: the default tubes', the instance's binding's once a
+        # privileged decision has read the instance (the pixel systems are not told).
+        self.tube = contract_for("basic").tube
 
     def receive_prefix(self, prefix: list[dict]) -> None:
         """A checkpoint's authorized history: the start's prefix placed the target (the
@@ -214,6 +218,7 @@ class _Recall(AcceptsSupports, PlannedMotionSystem):
             raise ValueError(f"{self.name} is privileged: it needs the evaluator view")
         instance = evaluator.instance
         contract = contract_for(instance.condition)
+        self.tube = contract.tube  # the instance's binding's tubes
         target = contract.target
         t = obs.sim_time
         in_holes = dict(evaluator.facts.get("in_holes", {}))
@@ -263,7 +268,7 @@ class _Recall(AcceptsSupports, PlannedMotionSystem):
             self.remembered_hole = evaluator.facts.get("in_holes", {}).get("tube_target") or self.remembered_hole
             if self.released_at is None and self.chosen_hole is not None:  # a checkpoint's placement
                 rack = evaluator.facts["rack_pose"]
-                contract = contract_for("basic")
+                contract = contract_for(evaluator.instance.condition)
                 mouth = hole_positions(contract.rack, RackPose(tuple(rack[:3]), rack[3]))[self.chosen_hole]
                 self.released_at = mouth + np.array([0.0, 0.0, contract.tube.length_m / 2 - contract.rack.depth_m])
         return super().act(obs, evaluator)
@@ -287,8 +292,8 @@ class _Recall(AcceptsSupports, PlannedMotionSystem):
         _name, centre, (kind, where) = move
         width = tube_open_width(self.spec.gripper)
         if kind == "insert":
-            return plan_tube_insert(self.planner, obs.joint_positions, centre, where, width)
-        tube = contract_for("basic").tube  # the tubes are the same in every condition
+            return plan_tube_insert(self.planner, obs.joint_positions, centre, where, width, tube=self.tube)
+        tube = self.tube
         return self.planner.plan_pick_set_down(obs.joint_positions, centre, tube.radius_m, tube.length_m, where,
                                                TABLE_Z, open_width=width)
 
@@ -341,7 +346,7 @@ class Dropper(ScriptedExpert):
         if kind != "insert" or self.dropped:
             return super().plan_move(obs, move)
         self.dropped = True
-        tube = contract_for("basic").tube
+        tube = self.tube
         spot = (float(centre[0]), float(centre[1]), float(centre[2]) - tube.length_m / 2)  # where it stood
         self._note(t=obs.sim_time, abandon_at=list(spot))
         return self.planner.plan_pick_insert(
