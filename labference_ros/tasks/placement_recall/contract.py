@@ -172,7 +172,9 @@ def contract_for(condition: str, caps: str | None = None) -> PlacementContract:
     A held-out binding's condition (heldout_tubes): the contract of the condition it
     rebinds with the bound tubes' geometry (and so their guides' clearance); every
     seating, approach and terminal rule is the rebound condition's."""
-    if condition in BINDING_CONDITIONS and caps is None:
+    if condition in BINDING_CONDITIONS:
+        if caps is not None:
+            raise ValueError(f"condition {condition} names its caps itself (those of {BINDING_CONDITIONS[condition][0]})")
         rebound, binding = BINDING_CONDITIONS[condition]
         base = contract_for(rebound)
         tube = _BOUND_TUBES[binding]

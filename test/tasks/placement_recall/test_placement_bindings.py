@@ -35,6 +35,8 @@ def test_the_heldout_condition_is_basic_same_with_other_tubes():
     assert heldout["guide_handoff"] == {"lateral_m": 0.005, "max_tilt_deg": basic["guide_handoff"]["max_tilt_deg"]}
     assert "binding" not in basic and "heldout_tubes" in FAMILY.conditions
     assert FAMILY.accepts_condition("heldout_tubes") and not FAMILY.accepts_condition("heldout_blocks")
+    with pytest.raises(ValueError, match="condition heldout_tubes names its caps itself"):
+        contract_for("heldout_tubes", "distinct")
     # The contract's tube is the cell description's held-out tubes, each a new shape.
     for name in TUBES:
         shape = placement_cell().bound("slim_tubes").objects[name]
