@@ -188,6 +188,13 @@ def check_instances(values: dict[str, str], family) -> None:
         raise LaunchArgumentError(f"launch argument 'instances': cannot read instance list {path}: {exc}") from None
     if not items:
         raise LaunchArgumentError(f"launch argument 'instances': instance list {path} is empty")
+    cell = family.cell_description()
+    for item in items:  # a held-out binding the cell does not have: named before anything starts
+        try:
+            cell.bound(getattr(item, "binding", None))
+        except ValueError as exc:
+            raise LaunchArgumentError(f"launch argument 'instances': {path}: instance "
+                                      f"{getattr(item, 'instance_id', '?')}: {exc}") from None
 
 
 def writable_ancestor(path: Path) -> Path:

@@ -34,8 +34,8 @@ def wrench_msg(w, stamp) -> WrenchStamped:
 # What the writers keep for a reliable reader that fell behind (the recorder on a loaded
 # machine): DDS resends only what a writer still holds. In sync mode 200 samples (4 s of
 # the arm at 50 Hz) and frames up to IMAGE_HISTORY_BYTES per camera, at least 2 and at
-# most 10: sim time waits for the graph there, so a reader's backlog is the record, and
-# nothing is lost (bench_completeness.py). In realtime mode (the rehearsal) 10 and 2: a
+# most 10: sim time waits for the graph there, so a reader that lags by less than that
+# gets everything (bench_completeness.py: 100 % saturated). In realtime mode 10 and 2: a
 # reader that lags should skip to the present, as on a real cell, and a deep backlog
 # resent to it under load kept the sensor chain behind (docs/pitfalls.md).
 STATE_HISTORY = {"sync": 200, "realtime": 10}

@@ -57,8 +57,10 @@ from labference_ros.tasks import family as task_family
 READING_MAX_AGE_S = 1.0  # a reading older than this at the scene check: the balance is silent
 SILENT_SOURCE = "world_estimator"
 REOPENED_M = 0.01  # fingers this much wider than their narrowest since a close command: opened again
-# Samples kept for pairing by stamp, and the readers' depth: several seconds of a 50 Hz
-# arm and a 10 Hz tracker, more than a starved process falls behind before it is taken.
+# Samples kept for pairing by stamp, and the readers' depth: several seconds of a 30-50 Hz
+# arm (lab_sim, franka_ros2's broadcaster) and a 10 Hz tracker, more than a starved
+# process falls behind before it takes them. Pairing by stamp needs the robot PC's and
+# this PC's clocks to agree (docs/real-rig.md, step 2).
 PAIRING_SPAN_S = 4.0
 JOINT_STATE_DEPTH = 250
 MARKER_DEPTH = 50

@@ -4,11 +4,14 @@ A held-out binding is a condition whose scenes hold other objects of the same ro
 (cell description `bindings`); its cells carry identity field `binding` (None: the
 default objects). Cells of one task that differ only in their condition and binding
 form a group; a group with two bindings or more is shown as one table, a row per cell
-with its k/N and 95 % intervals, so transfer reads across the rows. The paired
+with its k/N and 95 % intervals, so transfer reads across the rows. Of the default
+objects' cells, only those of the conditions the held-out ones rebind are rows. The paired
 difference on the same draws is `report --compare` (a held-out instance is its twin's
 unit, reporting/episodes.unit).
 """
 from __future__ import annotations
+
+from labference_ros.tasks import family as task_family
 
 from .identity import cell_name
 
@@ -42,10 +45,32 @@ def groups(cells: list[dict], episodes_by_cell: list[list[dict]]) -> list[dict]:
                               "intervals": {k: c["intervals"].get(k) for _, k in RATES}})
     out = []
     for group in found.values():
+        _keep_rebound(group)
         if len({r["binding"] for r in group["rows"]}) > 1:
             group["rows"].sort(key=lambda r: (r["binding"] != DEFAULT, r["binding"], str(r["condition"])))
             out.append(group)
     return out
+
+
+def _rebinds(task: str | None, condition: str | None) -> str | None:
+    """The condition a held-out condition repeats with other objects (its contract's
+    `rebinds`), or None where the family or condition is unknown here."""
+    if not task or not condition:
+        return None
+    try:
+        return getattr(task_family(task).contract_for(condition), "rebinds", None)
+    except (KeyError, ValueError, TypeError, NotImplementedError):
+        return None
+
+
+def _keep_rebound(group: dict) -> None:
+    """Default-object rows only of the conditions the group's held-out ones rebind (basic
+    beside heldout_blocks, not extended or hidden_event), so each row compares like with
+    like; all of them where no held-out condition names what it rebinds."""
+    rebound = {_rebinds(group["task"], r["condition"]) for r in group["rows"] if r["binding"] != DEFAULT}
+    rebound.discard(None)
+    if rebound:
+        group["rows"] = [r for r in group["rows"] if r["binding"] != DEFAULT or r["condition"] in rebound]
 
 
 def format_groups(found: list[dict], rate_text) -> str:

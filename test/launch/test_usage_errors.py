@@ -63,6 +63,23 @@ def test_usage_errors_name_the_argument(tmp_path, tokens, needles):
     assert not (tmp_path / "run").exists()  # nothing started, nothing written
 
 
+def test_an_instance_with_a_binding_the_cell_lacks_is_named_before_anything_starts(tmp_path):
+    import json
+
+    from labference_ros.tasks import family
+
+    weighing = family("feedback_weighing")
+    listed = tmp_path / "list.json"
+    weighing.write_instances(listed, weighing.generate("heldout_blocks", 1, 1, 1, 1))
+    data = json.loads(listed.read_text())
+    data["instances"][0]["binding"] = "marble"
+    listed.write_text(json.dumps(data))
+    res = launch(f"instances:={listed}", tmp_path=tmp_path)
+    assert res.exit_code == 2, res.output
+    assert "has no object binding 'marble' (known: default, blocks)" in res.output, res.output
+    assert "Traceback" not in res.output and not (tmp_path / "run").exists()
+
+
 def test_output_dir_below_a_file(tmp_path):
     (tmp_path / "afile").write_text("x")
     res = launch(f"output_dir:={tmp_path / 'afile' / 'run'}")

@@ -90,3 +90,17 @@ def test_compare_pairs_each_heldout_instance_with_its_default_twin(tmp_path):
     assert (success["candidate_k"], success["reference_k"], success["n"]) == (2, 5, UNITS)
     assert abs(success["estimate"] + 0.6) < 1e-9 and success["lo"] < success["estimate"] < success["hi"]
     assert "paired" in res.output and "2/5 vs 5/5" in res.output
+
+
+def test_only_the_rebound_conditions_default_cells_sit_beside_a_held_out_binding(tmp_path):
+    """heldout_blocks repeats basic: an extended run of the same system in the same report
+    is no row of the bindings table (it would read as the baseline)."""
+    default = _binding_dir(tmp_path, "basic", "", successes=5)
+    extended = _binding_dir(tmp_path, "extended", "", successes=1)
+    heldout = _binding_dir(tmp_path, "heldout_blocks", "blocks", successes=2)
+    res = CliRunner().invoke(main, ["report", str(default), str(extended), str(heldout), "--no-plots", "--out",
+                                    str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    (group,) = json.loads((tmp_path / "rep" / "report.json").read_text())["bindings"]
+    assert [(r["binding"], r["condition"]) for r in group["rows"]] == [("default", "basic"),
+                                                                       ("blocks", "heldout_blocks")]
