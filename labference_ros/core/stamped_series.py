@@ -11,7 +11,6 @@ import bisect
 from typing import Generic, TypeVar
 
 Value = TypeVar("Value")
-STAMP_SLACK_S = 1e-9  # a sample stamped at the measurement's own instant belongs to it
 
 
 class StampedSeries(Generic[Value]):
@@ -56,12 +55,3 @@ class StampedSeries(Generic[Value]):
         candidates = [k for k in (i - 1, i) if first <= k < len(self._times)]
         k = min(candidates, key=lambda c: (abs(self._times[c] - t), -c))
         return self._times[k], self._values[k]
-
-    def at(self, t: float) -> tuple[float, Value] | None:
-        """The newest sample stamped at or before `t`; the oldest kept when every sample is
-        later (nothing earlier is known); None when nothing is kept."""
-        if not self._times:
-            return None
-        i = bisect.bisect_right(self._times, t + STAMP_SLACK_S) - 1
-        i = max(i, 0)
-        return self._times[i], self._values[i]

@@ -43,7 +43,9 @@ def main() -> int:
     from labference.srv import ResetEpisode
     from labference_ros.cell.description import weighing_cell
     from labference_ros.core.measurements import BalanceMeasurement
-    from labference_ros.msgconv import fill_balance_msg
+    from builtin_interfaces.msg import Time
+
+    from labference_ros.msgconv import fill_balance_msg, s_to_stamp, stamp_to_s
     from labference_ros.nodes.matching import measurement_qos
     from labference_ros.tasks import family
 
@@ -65,13 +67,8 @@ def main() -> int:
     def now():
         return node.get_clock().now()
 
-    def publish_frame(positions: dict, grams: float) -> None:
-        stamp = now().to_msg()
-        joints = JointState(name=[*robot.arm_joints, *robot.finger_joints],
-                            position=[*robot.home, 0.04, 0.04])
-        joints.header.stamp = stamp
-        pubs["joints"].publish(joints)
-        pubs["gripper"].publish(GripperCommand(grasp=False, width=0.08, speed=0.1))
+    def marker_frame(positions: dict, stamp) -> MarkerDetections:
+        """The tracker's detections of each object at its position, face up."""
         markers = MarkerDetections()
         markers.header.stamp = stamp
         for name, p in sorted(positions.items()):
@@ -81,7 +78,16 @@ def main() -> int:
             markers.names.append(name)
             markers.poses.append(pose)
             markers.reprojection_px.append(0.2)
-        pubs["markers"].publish(markers)
+        return markers
+
+    def publish_frame(positions: dict, grams: float) -> None:
+        stamp = now().to_msg()
+        joints = JointState(name=[*robot.arm_joints, *robot.finger_joints],
+                            position=[*robot.home, 0.04, 0.04])
+        joints.header.stamp = stamp
+        pubs["joints"].publish(joints)
+        pubs["gripper"].publish(GripperCommand(grasp=False, width=0.08, speed=0.1))
+        pubs["markers"].publish(marker_frame(positions, stamp))
         time.sleep(0.01)  # the estimator takes the markers before the reading that triggers a frame
         if grams is None:
             return  # a silent balance
@@ -96,11 +102,10 @@ def main() -> int:
             time.sleep(0.1)
 
     def stamp_of(t: float):
-        from builtin_interfaces.msg import Time
-        return Time(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+        return s_to_stamp(t, Time())
 
     def stamp_s(msg) -> float:
-        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        return stamp_to_s(msg.header.stamp)
 
     def reset():
         answer = peer.call(ResetEpisode, "/world_estimator/reset",
@@ -128,16 +133,7 @@ def main() -> int:
                                 position=[*robot.home, 0.01 + 0.0004 * k, 0.01 + 0.0004 * k])
             joints.header.stamp = stamp_of(t0 + 0.02 * k)
             pubs["joints"].publish(joints)
-        markers = MarkerDetections()
-        markers.header.stamp = stamp_of(t0 + 0.5)
-        for name, p in sorted(start.items()):
-            pose = Pose()
-            pose.position.x, pose.position.y, pose.position.z = p
-            pose.orientation.w = 1.0
-            markers.names.append(name)
-            markers.poses.append(pose)
-            markers.reprojection_px.append(0.2)
-        pubs["markers"].publish(markers)
+        pubs["markers"].publish(marker_frame(start, stamp_of(t0 + 0.5)))
         time.sleep(0.5)  # every joint state has arrived before the reading
         reading = BalanceMeasurement(raw_g=SAMPLE_G, filtered_g=SAMPLE_G, displayed_g=SAMPLE_G, stable=True)
         pubs["reading"].publish(fill_balance_msg(BalanceReading(), reading, t0 + 0.5, "mt_sics:/dev/probe"))
