@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 CONTROLLER_RATE_HZ = 1000.0  # franka_ros2's controller_manager update_rate
+REACHED_S = 0.002  # a point nearer than this is as good as reached: it goes in no message
+DELIVERY_S = 0.005  # how long a message may take to the controller (a LAN, this node's scheduling)
 
 
 @dataclass(frozen=True)
@@ -212,20 +214,34 @@ class RowStream:
     path not yet reached, times after `now`, and then the tail to rest; where the
     controller starts each message by the robot's clock (the node stamps it in the
     robot PC's time), successive messages describe one motion and its joins are exact.
-    A row later than the latency, or after a gap, starts the path again from where
-    the commanded motion is then (the last message's tail)."""
+    A row that is late, or comes after a gap, starts the path again from where the
+    commanded motion is then (on the last message, or its tail); a late row on a new
+    timeline, reached `latency_s` after its receipt. A row is late when the path's point
+    before it would be reached within `delivery_s` of its receipt: the controller then
+    takes the message after the arm has left the path for the last message's tail, and
+    would join the two over a moment (a discontinuity reflex). So rows tolerate
+    latency - interval - delivery of jitter, and messages `delivery_s` on their way (the
+    network, this node's scheduling, the clock offset's estimate): on one path every
+    message describes the same motion, and a new path departs from the last message's
+    motion at least the delivery allowance ahead."""
 
-    def __init__(self, joint_names, interval_s: float, max_acceleration, latency_s: float = 0.06):
+    def __init__(self, joint_names, interval_s: float, max_acceleration, latency_s: float = 0.06,
+                 delivery_s: float = DELIVERY_S):
         self.joint_names = tuple(joint_names)
         self.interval = float(interval_s)
         self.max_acceleration = tuple(max_acceleration)
         self.latency = float(latency_s)
+        self.delivery = float(delivery_s)
+        if not self.delivery >= REACHED_S or not self.latency - self.interval - self.delivery > 0:
+            raise ValueError(f"command latency {self.latency} s must exceed the row interval {self.interval} s "
+                             f"plus the delivery allowance {self.delivery} s (at least {REACHED_S} s)")
         self.offset: float | None = None
         self.path: list[tuple[float, StreamState]] = []  # (time reached, state there), the last row last
         self.sent: TrajectoryCommand | None = None
         self.sent_at = 0.0
         self.sent_from: StreamState | None = None  # the commanded state when the last message went out
         self.starts = 0  # paths begun: the first row, and each row late or after a gap
+        self.began_at_rest = True  # the current path began with the commanded motion at rest
 
     def commanded(self, t: float, measured=None) -> StreamState:
         """The commanded setpoint at time t: on the last message's motion (at rest after it,
@@ -235,9 +251,10 @@ class RowStream:
         return state_during(self.sent_from, self.sent, t - self.sent_at, self.interval)
 
     def late(self, now: float, stamp: float) -> bool:
-        """A row stamped `stamp` received at `now` would land at or before now on this
-        stream's clock (or no stream has begun): it cannot go on the path as planned."""
-        return self.offset is None or stamp + self.interval + self.offset - now <= 1e-3
+        """A row stamped `stamp` received at `now` comes too late for this stream's timeline
+        (or no stream has begun): the path's point before it is reached within the delivery
+        allowance, so the arm may be off the path when its message arrives."""
+        return self.offset is None or stamp + self.offset - now < self.delivery
 
     def send(self, now: float, stamp: float, rows, measured=None) -> TrajectoryCommand:
         """The message for rows (L x 7, one interval apart, the first stamped `stamp`)
@@ -245,14 +262,15 @@ class RowStream:
         rows = np.atleast_2d(np.asarray(rows, float))[:, :7]
         T = self.interval
         first = None if self.offset is None else stamp + T + self.offset
-        continues = (first is not None and self.path and first - now > 1e-3
+        continues = (first is not None and self.path and not self.late(now, stamp)
                      and abs(first - (self.path[-1][0] + T)) < 0.25 * T)
         if not continues:
             if self.late(now, stamp):
                 self.offset = now + self.latency - (stamp + T)  # a new stream, or a row too late
                 first = stamp + T + self.offset
-            start = first - T
+            start = first - T  # at least the delivery allowance ahead
             self.path = [(start, self.commanded(start, measured))]
+            self.began_at_rest = not (np.any(self.path[0][1].velocity) or np.any(self.path[0][1].acceleration))
             self.starts += 1
         at_send = self.commanded(now, measured)
         t, state = self.path[-1]
@@ -260,7 +278,7 @@ class RowStream:
             state = next_state(state, row, T)
             t += T
             self.path.append((t, state))
-        ahead = [(t, s) for t, s in self.path if t > now + 0.002]  # one nearer is as good as reached
+        ahead = [(t, s) for t, s in self.path if t > now + REACHED_S]
         tail_q, tail_v, tail_a = stopping_tail(state.last, state.velocity, T, self.max_acceleration)
         times = [t - now for t, _ in ahead]
         positions = [s.last for _, s in ahead]

@@ -32,7 +32,13 @@ import numpy as np
 
 from labference_ros.core.robots import RobotModel
 from labference_ros.core.safety import motion_problems
-from labference_ros.core.trajectory_commands import RowStream, TrajectoryCommand, message_motion, quintic
+from labference_ros.core.trajectory_commands import (
+    DELIVERY_S,
+    RowStream,
+    TrajectoryCommand,
+    message_motion,
+    quintic,
+)
 
 CYCLE_S = 0.001  # libfranka's control cycle
 # franka_msgs/msg/FrankaRobotState robot_mode values
@@ -225,9 +231,9 @@ class CommandGate:
     of that schedule once the system has caught up, is tried from where the arm is
     commanded, and the first whose message passes the check resumes the stream."""
 
-    def __init__(self, robot: RobotModel, interval_s: float, latency_s: float):
+    def __init__(self, robot: RobotModel, interval_s: float, latency_s: float, delivery_s: float = DELIVERY_S):
         self.robot = robot
-        self.stream = RowStream(robot.arm_joints, interval_s, robot.max_acceleration, latency_s)
+        self.stream = RowStream(robot.arm_joints, interval_s, robot.max_acceleration, latency_s, delivery_s)
         self.holding = False
         self.late_next: float | None = None  # while holding: the stamp the refused rows' next one carries
 

@@ -10,7 +10,9 @@ that brings the arm to rest (core.trajectory_commands.RowStream; the trajectory
 controller interpolates a quintic at 1 kHz, without the velocity steps of
 position-only points). A row is reached `command_latency_s` (0.06) after the first
 row of its stream arrived, on the rows' own stamps, so rows delivered up to
-latency - interval late land on the same path. Each message is stamped in the
+latency - interval - command_delivery_s late land on the same path, and each message
+may take up to command_delivery_s (0.005) to reach the controller: a later row starts
+a new path, whose points lie far enough ahead. Each message is stamped in the
 robot PC's clock: its offset from this PC's is estimated from franka_ros2's
 joint-state stamps (the smallest receipt delay seen), so a clock offset between
 the two PCs changes nothing. The next row replaces the tail; a stream that stops
@@ -60,7 +62,7 @@ waits for before the next episode. No rows are sent while the arm homes.
 
 Parameters: robot_model (fr3), graph_controller (panda_arm_controller),
 controller (the robot's trajectory controller, joint_trajectory_controller),
-control_interval_s (0.02), command_latency_s (0.06), joint_state_timeout_s (0.25),
+control_interval_s (0.02), command_latency_s (0.06), command_delivery_s (0.005), joint_state_timeout_s (0.25),
 watch_robot_state (true), arm_homing (false; the real launch's argument, true), home,
 lift_m, release_wait_s.
 """
@@ -81,6 +83,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.srv import SetPause
 from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import robot_model
+from labference_ros.core.trajectory_commands import DELIVERY_S
 from labference_ros.devices.arm_moves import ArmChores
 from labference_ros.devices.franka_arm import CommandGate, FaultWatch
 from labference_ros.nodes.runtime import run_node
@@ -114,7 +117,8 @@ class FrankaArmBridge(Node):
         super().__init__("franka_arm_bridge")
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("graph_controller", "panda_arm_controller"), ("controller", ""),
-            ("control_interval_s", 0.02), ("command_latency_s", 0.06), ("joint_state_timeout_s", 0.25),
+            ("control_interval_s", 0.02), ("command_latency_s", 0.06), ("command_delivery_s", DELIVERY_S),
+            ("joint_state_timeout_s", 0.25),
             ("watch_robot_state", True), ("arm_homing", False), ("home", list(common_cell().robot.home)),
             ("lift_m", 0.05), ("release_wait_s", 10.0))}
         self.robot = robot_model(str(v["robot_model"]))
@@ -126,7 +130,8 @@ class FrankaArmBridge(Node):
         self.watch = FaultWatch(joint_state_timeout_s=float(v["joint_state_timeout_s"]))
         self.watch_robot_state = bool(v["watch_robot_state"])
         self.latency = float(v["command_latency_s"])
-        self.gate = CommandGate(self.robot, self.interval, self.latency)
+        self.delivery = float(v["command_delivery_s"])
+        self.gate = CommandGate(self.robot, self.interval, self.latency, self.delivery)
         # Robot PC's clock minus this one's, less the smallest delivery delay: joint-state stamp minus receipt.
         self.clock_offsets: deque[float] = deque(maxlen=300)
         self.robot_offset = 0.0  # the estimate a path's messages are stamped with (fixed while it runs)
@@ -199,9 +204,11 @@ class FrankaArmBridge(Node):
         if command is None:
             return
         if stream.starts != self.offset_of_path:
-            # A new path: the estimate may move now; within a path every message keeps it, so a
-            # better estimate never shifts the path under the controller.
-            self.robot_offset, self.offset_of_path = max(self.clock_offsets), stream.starts
+            # A new path from rest: the estimate may move now. Never while the arm is commanded to
+            # move, so a better estimate never shifts the motion under the controller.
+            if stream.began_at_rest:
+                self.robot_offset = max(self.clock_offsets)
+            self.offset_of_path = stream.starts
             if stream.starts > 1:
                 self.get_logger().warning(f"row stream started again (start {stream.starts}): a row came "
                                           "late or after a gap")
@@ -245,7 +252,7 @@ class FrankaArmBridge(Node):
             # A new episode: its rows go out; a fault that is still there is its fault too.
             self.episode = episode
             self.fault = ""
-            self.gate = CommandGate(self.robot, self.interval, self.latency)
+            self.gate = CommandGate(self.robot, self.interval, self.latency, self.delivery)
             self.offset_of_path = -1
         elif state != "running" and episode == self.episode:
             self.episode = ""  # between episodes the operator may guide or stop the arm

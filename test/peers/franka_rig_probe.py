@@ -16,7 +16,7 @@ robot PC) and checks what the arm does:
 Prints "RESULT <json>".
 
 With the argument `late`, instead: episode e1, rows to full speed, then the probe falls
-0.6 s behind (past the bridge's latency) and sends the rest on its old schedule: the
+0.6 s behind (past what the bridge's latency absorbs) and sends the rest on its old schedule: the
 arm must stop and hold with no reflex and no hardware fault, /arm/late_rows names the
 tested system's lateness; rows on time from where the arm stands move it again; an
 injected reflex is still a hardware fault."""
@@ -148,7 +148,8 @@ def main() -> int:
     time.sleep(0.3)
     target = start + np.array([0.4, 0.3, 0.0, -0.2, 0.0, 0.0, 0.3])
     send(smooth(start, target - start, 1.5), rows_out, GRAPH_ARM)
-    time.sleep(0.8)
+    wait_until(lambda: np.abs(arm_now() - target).max() < 1e-4, 10)  # reached a latency after the rows
+    time.sleep(0.3)
     result["moved"] = {"error": float(np.abs(arm_now() - target).max()), "faults": list(faults),
                        "reflex": 4 in modes, "modes": sorted(set(modes))}
     # 3. an injected reflex
