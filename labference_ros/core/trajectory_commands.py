@@ -15,8 +15,8 @@ lost network) leaves the arm decelerating smoothly instead of stopping dead.
 
 `RowStream` puts the rows on one timeline: each is reached a fixed latency after
 its stream began, by the rows' own stamps, so rows that arrive early or late (up to
-the latency) describe the same path, and every message carries the points of that
-path not yet reached. The node stamps each message in the robot PC's clock (its
+the latency less one interval and a delivery allowance) describe the same path, and
+every message carries the points of that path not yet reached. The node stamps each message in the robot PC's clock (its
 offset estimated from the robot's joint-state stamps), so the controller aligns
 successive messages exactly, whatever the two PCs' clocks say and however the
 network delays them.
@@ -210,7 +210,7 @@ class RowStream:
     A row stamped `stamp` (the start of its interval, the graph's clock) is reached at
     `stamp + interval + offset`: the offset is fixed when a stream starts, `latency_s`
     ahead of the first row's receipt, so rows that arrive early or late (up to the
-    latency) still land on the same path. Every message carries the points of that
+    latency less the interval and `delivery_s`) still land on the same path. Every message carries the points of that
     path not yet reached, times after `now`, and then the tail to rest; where the
     controller starts each message by the robot's clock (the node stamps it in the
     robot PC's time), successive messages describe one motion and its joins are exact.
@@ -241,7 +241,7 @@ class RowStream:
         self.sent_at = 0.0
         self.sent_from: StreamState | None = None  # the commanded state when the last message went out
         self.starts = 0  # paths begun: the first row, and each row late or after a gap
-        self.began_at_rest = True  # the current path began with the commanded motion at rest
+        self.began_at_rest = True  # the commanded motion was at rest when the current path began
 
     def commanded(self, t: float, measured=None) -> StreamState:
         """The commanded setpoint at time t: on the last message's motion (at rest after it,
@@ -270,7 +270,8 @@ class RowStream:
                 first = stamp + T + self.offset
             start = first - T  # at least the delivery allowance ahead
             self.path = [(start, self.commanded(start, measured))]
-            self.began_at_rest = not (np.any(self.path[0][1].velocity) or np.any(self.path[0][1].acceleration))
+            self.began_at_rest = all(not (np.any(s.velocity) or np.any(s.acceleration))
+                                     for s in (self.commanded(now, measured), self.path[0][1]))
             self.starts += 1
         at_send = self.commanded(now, measured)
         t, state = self.path[-1]

@@ -243,7 +243,7 @@ class CommandGate:
         rows = np.atleast_2d(np.asarray(rows, float))
         T = self.stream.interval
         if self.holding and self.late_next is not None and abs(stamp - self.late_next) < 0.25 * T \
-                and self.stream.late(now, stamp):
+                and self.stream.offset is not None and self.stream.late(now, stamp):
             self.late_next = stamp + len(rows) * T  # the late rows go on, still late: they stay refused
             return Gated(None)
         before = copy.deepcopy(self.stream)

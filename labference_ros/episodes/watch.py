@@ -41,7 +41,8 @@ def late_rows_event(text: str) -> tuple[str, dict]:
     """A /arm/late_rows message (JSON, nodes/franka_arm_bridge.py) as (episode id, the tested
     system's event for its attempt); raises ValueError, KeyError or TypeError when unreadable."""
     data = json.loads(text)
-    return str(data["episode_id"]), {"kind": LATE_ROWS, "cause": str(data["cause"]), "t": data.get("t")}
+    return str(data["episode_id"]), {"kind": LATE_ROWS, "cause": str(data["cause"]), "t": data.get("t"),
+                                     "row_age_s": data.get("row_age_s")}
 
 
 def stop_reason() -> str:

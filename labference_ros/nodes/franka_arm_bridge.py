@@ -24,7 +24,8 @@ or after a gap, that the arm could not follow within them (mid-motion the path w
 have to jump from the braking tail back to the rows) is the tested system's
 lateness, not a fault: nothing is sent, so the last message's tail brings the arm
 to rest within the limits and the controller holds it there; /arm/late_rows
-(std_msgs/String, JSON: episode_id, cause, t) says so once per stop, and the
+(std_msgs/String, JSON: episode_id, cause, t, and the row's row_stamp and row_age_s,
+receipt less stamp) says so once per stop, and the
 episode runner keeps it in the attempt's `system_events` (the episode goes on and
 is scored). The late rows that follow are refused too; the first other row that can
 be followed (from where the arm stands) resumes the stream.
@@ -196,8 +197,9 @@ class FrankaArmBridge(Node):
         if gated.late and self.episode:
             # The tested system's lateness, not the arm's fault: the episode goes on.
             self.get_logger().warning(f"{self.episode}: {gated.late}")
-            self.pub_late.publish(String(data=json.dumps({"episode_id": self.episode, "cause": gated.late,
-                                                          "t": now})))
+            # The row's own stamp and how long after it the row arrived: a late row, or one after a gap.
+            self.pub_late.publish(String(data=json.dumps({"episode_id": self.episode, "cause": gated.late, "t": now,
+                                                          "row_stamp": stamp, "row_age_s": now - stamp})))
         if gated.resumed:
             self.get_logger().info("rows on time again: the arm follows them")
         command, stream = gated.command, self.gate.stream
@@ -206,7 +208,7 @@ class FrankaArmBridge(Node):
         if stream.starts != self.offset_of_path:
             # A new path from rest: the estimate may move now. Never while the arm is commanded to
             # move, so a better estimate never shifts the motion under the controller.
-            if stream.began_at_rest:
+            if stream.began_at_rest and not self.moving:
                 self.robot_offset = max(self.clock_offsets)
             self.offset_of_path = stream.starts
             if stream.starts > 1:

@@ -262,6 +262,7 @@ def test_a_hardware_fault_ends_the_episode_as_a_validity_error_not_the_systems_f
     assert rows[0]["system_events"] == []
     assert [e["kind"] for e in rows[1]["system_events"]] == ["late_rows"], rows[1]
     assert rows[1]["system_events"][0]["cause"].startswith("a row came late or after a gap")
+    assert rows[1]["system_events"][0]["row_age_s"] == 0.45  # how late the refused row came
     assert summary["overall"]["error_kinds"] == {"hardware_fault": 1}
     assert "[late_rows]" in out, out[-2000:]
 

@@ -87,13 +87,23 @@ def test_late_rows_stop_the_fr3_smoothly_as_the_tested_systems_lateness_and_a_re
     # acceleration and jerk limits every 1 kHz cycle); the arm stopped short of the rows and holds.
     assert late["faults"] == [] and not late["reflex"], (late, said)
     assert late["speed"] < 1e-6 and late["held"] < 1e-6 and late["short_of"] > 0.05, (late, said)
-    # Said once, as the tested system's lateness of the running episode.
-    assert [e["episode_id"] for e in late["late_rows"]] == ["e1"], late
-    assert late["late_rows"][0]["cause"].startswith("a row came late or after a gap"), late
-    # Rows on time again move the arm; still no fault.
+    # Said once for the late rows, as the tested system's lateness of the running episode; each
+    # event names the refused row and how long after its stamp it came.
+    events = late["late_rows"]
+    assert events and {e["episode_id"] for e in events} == {"e1"}, (late, said)
+    assert all(e["cause"].startswith("a row came late or after a gap") for e in events), late
+    designed = [e for e in events if e["row_stamp"] >= late["late_from"] - 1e-6]
+    # An earlier event means this machine held the probe or the bridge past the latency on the
+    # way to full speed (row_age_s beyond 0.28 s, or lost rows); the arm then stopped there and
+    # may still hold when the late rows come.
+    assert len(designed) == 1 or (len(designed) == 0 and len(events) == 1), (late, said)
+    if designed:
+        assert designed[0]["row_age_s"] > 0.6, designed  # the first late row, 0.6 s behind
+    # Rows on time again move the arm; still no fault, and no lateness said of them.
     resumed = result["resumed"]
     assert resumed["moved"] > 0.15 and resumed["faults"] == [] and not resumed["reflex"], (resumed, said)
-    assert resumed["late_rows"] == 1
+    assert not [e for e in resumed["late_rows"] if e["row_stamp"] >= resumed["resumed_from"] - 1e-6], resumed
+    assert len(resumed["late_rows"]) == len(events)
     # A reflex is the hardware's: a hardware fault of e1, the bridge paused.
     assert [f["episode_id"] for f in result["reflex"]["faults"]] == ["e1"]
     assert result["reflex"]["faults"][0]["cause"].startswith("robot error: joint_reflex")

@@ -108,6 +108,7 @@ def main() -> int:
             publisher.publish(msg)
             next_at += T
             time.sleep(max(0.0, next_at - time.monotonic()))
+        return start * 1e-9
 
     result = {}
     assert wait_until(lambda: joints and rows_out.get_subscription_count() and direct.get_subscription_count()
@@ -122,20 +123,21 @@ def main() -> int:
         rows = smooth(start, np.array([0.5, 0, 0, 0, 0, 0, 0]), 1.0)
         send(rows[:25], rows_out, GRAPH_ARM, start=begun)  # to full speed
         time.sleep(0.6)  # the tested system falls behind, then goes on with its old rows
-        send(rows[25:], rows_out, GRAPH_ARM, start=begun + int(round(25 * T * 1e9)))
+        late_from = send(rows[25:], rows_out, GRAPH_ARM, start=begun + int(round(25 * T * 1e9)))
         time.sleep(0.8)
         held = arm_now()
         speeds = [float(np.abs(js.velocity[:7]).max()) for js in joints[-10:]]
         time.sleep(0.3)
-        result["late"] = {"late_rows": list(late_rows), "faults": list(faults), "reflex": 4 in modes,
+        result["late"] = {"late_rows": list(late_rows), "late_from": late_from, "faults": list(faults),
+                          "reflex": 4 in modes,
                           "speed": max(speeds), "held": float(np.abs(arm_now() - held).max()),
                           "short_of": float(rows[-1][0] - held[0])}
         # Rows on time again from where the arm stands: it follows them.
         here = arm_now()
-        send(smooth(here, np.array([-0.2, 0, 0, 0, 0, 0, 0]), 0.8), rows_out, GRAPH_ARM)
+        resumed_from = send(smooth(here, np.array([-0.2, 0, 0, 0, 0, 0, 0]), 0.8), rows_out, GRAPH_ARM)
         wait_until(lambda: abs(arm_now() - here)[0] > 0.15, 10)
         result["resumed"] = {"moved": float(np.abs(arm_now() - here)[0]), "faults": list(faults),
-                             "late_rows": len(late_rows), "reflex": 4 in modes}
+                             "late_rows": list(late_rows), "resumed_from": resumed_from, "reflex": 4 in modes}
         inject.publish(String(data="reflex"))  # a genuine fault is still the hardware's
         wait_until(lambda: faults and pauses, 10)
         result["reflex"] = {"faults": list(faults), "pauses": list(pauses)}

@@ -36,7 +36,8 @@ def make():
             if index_of(episode) in self.failing:
                 self.pub.publish(String(data=json.dumps({"episode_id": episode, "cause": CAUSE, "t": 0.0})))
             elif index_of(episode) in self.late:
-                self.pub_late.publish(String(data=json.dumps({"episode_id": episode, "cause": LATE, "t": 0.0})))
+                self.pub_late.publish(String(data=json.dumps({"episode_id": episode, "cause": LATE, "t": 0.0,
+                                                              "row_stamp": -0.45, "row_age_s": 0.45})))
             else:
                 return
             self.reported.add(episode)
