@@ -85,6 +85,10 @@ def generate_launch_description():
                               description="true: franka_arm_bridge drives the arm to the cell's home pose before the session and, after each episode's hand release, lifts the hand clear and homes it again; the runner waits for it (operator.jsonl says how each went); false: the robot PC homes the arm itself", choices=['true', 'false']),
         DeclareLaunchArgument('joint_state_timeout_s', default_value='0.25',
                               description="Longest gap in the arm's joint states before the episode ends as a hardware fault"),
+        DeclareLaunchArgument('command_latency_s', default_value='0.06',
+                              description="How long after its stream's first row each row reaches the arm: the rows' own lateness, one row interval and command_delivery_s share it (docs/real-rig.md)"),
+        DeclareLaunchArgument('command_delivery_s', default_value='0.005',
+                              description="How long a trajectory message may take to franka_ros2's controller; raise it with command_latency_s on a loaded evaluation PC or a busy link"),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', LaunchConfiguration('discovery')),
         SetEnvironmentVariable('LABFERENCE_STATIC_PEERS', LaunchConfiguration('static_peers')),
     ]
@@ -172,6 +176,8 @@ def generate_launch_description():
         parameters=[{
             'robot_model': ParameterValue(LaunchConfiguration('robot_model'), value_type=str),
             'joint_state_timeout_s': ParameterValue(LaunchConfiguration('joint_state_timeout_s'), value_type=float),
+            'command_latency_s': ParameterValue(LaunchConfiguration('command_latency_s'), value_type=float),
+            'command_delivery_s': ParameterValue(LaunchConfiguration('command_delivery_s'), value_type=float),
             'arm_homing': ParameterValue(LaunchConfiguration('arm_homing'), value_type=bool),
         }],
         on_exit=Shutdown(reason='franka_arm_bridge exited'),

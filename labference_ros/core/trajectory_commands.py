@@ -34,6 +34,19 @@ import numpy as np
 CONTROLLER_RATE_HZ = 1000.0  # franka_ros2's controller_manager update_rate
 REACHED_S = 0.002  # a point nearer than this is as good as reached: it goes in no message
 DELIVERY_S = 0.005  # how long a message may take to the controller (a LAN, this node's scheduling)
+ROW_INTERVAL_S = 0.02  # the policy bridge's hold interval: one row each
+
+
+def timing_problem(interval_s: float, latency_s: float, delivery_s: float) -> str:
+    """Why a row timeline with these values cannot work ("" when it can): the latency must
+    leave room for one interval and the delivery allowance, and the allowance be at least
+    what counts as reached."""
+    if not delivery_s >= REACHED_S:
+        return f"the delivery allowance {delivery_s} s must be at least {REACHED_S} s"
+    if not latency_s - interval_s - delivery_s > 0:
+        return (f"the command latency {latency_s} s must exceed the row interval {interval_s} s plus the "
+                f"delivery allowance {delivery_s} s")
+    return ""
 
 
 @dataclass(frozen=True)
@@ -232,9 +245,9 @@ class RowStream:
         self.max_acceleration = tuple(max_acceleration)
         self.latency = float(latency_s)
         self.delivery = float(delivery_s)
-        if not self.delivery >= REACHED_S or not self.latency - self.interval - self.delivery > 0:
-            raise ValueError(f"command latency {self.latency} s must exceed the row interval {self.interval} s "
-                             f"plus the delivery allowance {self.delivery} s (at least {REACHED_S} s)")
+        problem = timing_problem(self.interval, self.latency, self.delivery)
+        if problem:
+            raise ValueError(problem)
         self.offset: float | None = None
         self.path: list[tuple[float, StreamState]] = []  # (time reached, state there), the last row last
         self.sent: TrajectoryCommand | None = None

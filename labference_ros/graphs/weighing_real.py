@@ -77,6 +77,10 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    "arm itself", choices=("true", "false")),
     LaunchArgument("joint_state_timeout_s", "0.25", "Longest gap in the arm's joint states before the episode "
                    "ends as a hardware fault"),
+    LaunchArgument("command_latency_s", "0.06", "How long after its stream's first row each row reaches the arm: "
+                   "the rows' own lateness, one row interval and command_delivery_s share it (docs/real-rig.md)"),
+    LaunchArgument("command_delivery_s", "0.005", "How long a trajectory message may take to franka_ros2's "
+                   "controller; raise it with command_latency_s on a loaded evaluation PC or a busy link"),
 )
 
 STEP_MODE = "realtime"  # a real arm does not wait for the policy
@@ -107,6 +111,8 @@ NODES = (
     NodeSpec("franka_arm_bridge", "franka_arm_bridge",
              parameters={"robot_model": Param("robot_model"),
                          "joint_state_timeout_s": Param("joint_state_timeout_s", float),
+                         "command_latency_s": Param("command_latency_s", float),
+                         "command_delivery_s": Param("command_delivery_s", float),
                          "arm_homing": Param("arm_homing", bool)}),
     NodeSpec("franka_gripper_bridge", "franka_gripper_bridge",
              parameters={"robot_model": Param("robot_model"), "action_namespace": Param("gripper_actions")}),

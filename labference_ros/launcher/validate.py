@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from labference_ros.core.system_params import OWN_ARGUMENTS, merged_system_params
+from labference_ros.core.trajectory_commands import ROW_INTERVAL_S, timing_problem
 from labference_ros.tasks import DEFAULT_FAMILY
 
 from .arguments import LaunchArgumentError
@@ -28,6 +29,9 @@ RANGES = {
     "service_timeout_s": (0.0, True, "a number of seconds above 0"),
     "image_width": (8, False, "a width in pixels of at least 8"),
     "image_height": (8, False, "a height in pixels of at least 8"),
+    "joint_state_timeout_s": (0.0, True, "a number of seconds above 0"),
+    "command_latency_s": (0.0, True, "a number of seconds above 0"),
+    "command_delivery_s": (0.0, True, "a number of seconds above 0"),
 }
 MAX_IMAGE_SIDE = 4096
 
@@ -49,6 +53,10 @@ def check_ranges(values: dict[str, str]) -> None:
             bad, accepts = True, f"{accepts} and at most {MAX_IMAGE_SIDE}"
         if bad:
             raise LaunchArgumentError(f"launch argument {name!r} must be {accepts}; got {values[name]!r}")
+    if "command_latency_s" in values and "command_delivery_s" in values:
+        problem = timing_problem(ROW_INTERVAL_S, float(values["command_latency_s"]), float(values["command_delivery_s"]))
+        if problem:
+            raise LaunchArgumentError(f"launch arguments 'command_latency_s' and 'command_delivery_s': {problem}")
 
 
 def system_params(values: dict[str, str]) -> dict:

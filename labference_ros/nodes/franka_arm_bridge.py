@@ -84,7 +84,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.srv import SetPause
 from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import robot_model
-from labference_ros.core.trajectory_commands import DELIVERY_S
+from labference_ros.core.trajectory_commands import DELIVERY_S, ROW_INTERVAL_S
 from labference_ros.devices.arm_moves import ArmChores
 from labference_ros.devices.franka_arm import CommandGate, FaultWatch
 from labference_ros.nodes.runtime import run_node
@@ -118,7 +118,7 @@ class FrankaArmBridge(Node):
         super().__init__("franka_arm_bridge")
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("graph_controller", "panda_arm_controller"), ("controller", ""),
-            ("control_interval_s", 0.02), ("command_latency_s", 0.06), ("command_delivery_s", DELIVERY_S),
+            ("control_interval_s", ROW_INTERVAL_S), ("command_latency_s", 0.06), ("command_delivery_s", DELIVERY_S),
             ("joint_state_timeout_s", 0.25),
             ("watch_robot_state", True), ("arm_homing", False), ("home", list(common_cell().robot.home)),
             ("lift_m", 0.05), ("release_wait_s", 10.0))}

@@ -63,6 +63,22 @@ def test_usage_errors_name_the_argument(tmp_path, tokens, needles):
     assert not (tmp_path / "run").exists()  # nothing started, nothing written
 
 
+@pytest.mark.parametrize("tokens, needles", [
+    (["command_latency_s:=0.02"], ["'command_latency_s' and 'command_delivery_s'", "latency 0.02 s must exceed",
+                                   "row interval 0.02 s plus the delivery allowance 0.005 s"]),
+    (["command_latency_s:=0.3", "command_delivery_s:=0.001"], ["delivery allowance 0.001 s must be at least 0.002 s"]),
+    (["command_delivery_s:=-1"], ["'command_delivery_s'", "above 0"]),
+    (["joint_state_timeout_s:=0"], ["'joint_state_timeout_s'", "above 0"]),
+])
+def test_the_real_launchs_arm_timing_is_checked_before_anything_starts(tmp_path, tokens, needles):
+    res = CliRunner().invoke(main, ["launch", "weighing_real.launch.py", "discovery:=localhost", *tokens,
+                                    f"output_dir:={tmp_path / 'run'}"])
+    assert res.exit_code == 2, res.output
+    for needle in needles:
+        assert needle in res.output, (needle, res.output)
+    assert "Traceback" not in res.output and not (tmp_path / "run").exists()
+
+
 def test_an_instance_with_a_binding_the_cell_lacks_is_named_before_anything_starts(tmp_path):
     import json
 
