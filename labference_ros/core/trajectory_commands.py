@@ -16,7 +16,8 @@ lost network) leaves the arm decelerating smoothly instead of stopping dead.
 `RowStream` puts the rows on one timeline: each is reached a fixed latency after
 its stream began, by the rows' own stamps, so rows that arrive early or late (up to
 the latency less one interval and a delivery allowance) describe the same path, and
-every message carries the points of that path not yet reached. The node stamps each message in the robot PC's clock (its
+every message carries the points of that path not yet reached. The node stamps each
+message in the robot PC's clock (its
 offset estimated from the robot's joint-state stamps), so the controller aligns
 successive messages exactly, whatever the two PCs' clocks say and however the
 network delays them.
@@ -33,6 +34,7 @@ import numpy as np
 
 CONTROLLER_RATE_HZ = 1000.0  # franka_ros2's controller_manager update_rate
 REACHED_S = 0.002  # a point nearer than this is as good as reached: it goes in no message
+LATENCY_S = 0.06  # how long after its stream's first row each row is reached
 DELIVERY_S = 0.005  # how long a message may take to the controller (a LAN, this node's scheduling)
 ROW_INTERVAL_S = 0.02  # the policy bridge's hold interval: one row each
 
@@ -223,8 +225,8 @@ class RowStream:
     A row stamped `stamp` (the start of its interval, the graph's clock) is reached at
     `stamp + interval + offset`: the offset is fixed when a stream starts, `latency_s`
     ahead of the first row's receipt, so rows that arrive early or late (up to the
-    latency less the interval and `delivery_s`) still land on the same path. Every message carries the points of that
-    path not yet reached, times after `now`, and then the tail to rest; where the
+    latency less the interval and `delivery_s`) still land on the same path. Every
+    message carries the points of that path not yet reached, times after `now`, and then the tail to rest; where the
     controller starts each message by the robot's clock (the node stamps it in the
     robot PC's time), successive messages describe one motion and its joins are exact.
     A row that is late, or comes after a gap, starts the path again from where the
@@ -238,7 +240,7 @@ class RowStream:
     message describes the same motion, and a new path departs from the last message's
     motion at least the delivery allowance ahead."""
 
-    def __init__(self, joint_names, interval_s: float, max_acceleration, latency_s: float = 0.06,
+    def __init__(self, joint_names, interval_s: float, max_acceleration, latency_s: float = LATENCY_S,
                  delivery_s: float = DELIVERY_S):
         self.joint_names = tuple(joint_names)
         self.interval = float(interval_s)
@@ -277,6 +279,7 @@ class RowStream:
         first = None if self.offset is None else stamp + T + self.offset
         continues = (first is not None and self.path and not self.late(now, stamp)
                      and abs(first - (self.path[-1][0] + T)) < 0.25 * T)
+        at_send = self.commanded(now, measured)
         if not continues:
             if self.late(now, stamp):
                 self.offset = now + self.latency - (stamp + T)  # a new stream, or a row too late
@@ -284,9 +287,8 @@ class RowStream:
             start = first - T  # at least the delivery allowance ahead
             self.path = [(start, self.commanded(start, measured))]
             self.began_at_rest = all(not (np.any(s.velocity) or np.any(s.acceleration))
-                                     for s in (self.commanded(now, measured), self.path[0][1]))
+                                     for s in (at_send, self.path[0][1]))
             self.starts += 1
-        at_send = self.commanded(now, measured)
         t, state = self.path[-1]
         for row in rows:
             state = next_state(state, row, T)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from labference_ros.cell.description import common_cell
 from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.core.robots import ROBOT_MODELS
+from labference_ros.core.trajectory_commands import DELIVERY_S, LATENCY_S
 from labference_ros.rosenv import DISCOVERY_SCOPES
 
 from . import weighing_sim
@@ -77,9 +78,9 @@ ARGUMENTS = tuple(a for a in weighing_sim.ARGUMENTS if a.name in _SHARED) + (
                    "arm itself", choices=("true", "false")),
     LaunchArgument("joint_state_timeout_s", "0.25", "Longest gap in the arm's joint states before the episode "
                    "ends as a hardware fault"),
-    LaunchArgument("command_latency_s", "0.06", "How long after its stream's first row each row reaches the arm: "
+    LaunchArgument("command_latency_s", f"{LATENCY_S:g}", "How long after its stream's first row each row reaches the arm: "
                    "the rows' own lateness, one row interval and command_delivery_s share it (docs/real-rig.md)"),
-    LaunchArgument("command_delivery_s", "0.005", "How long a trajectory message may take to franka_ros2's "
+    LaunchArgument("command_delivery_s", f"{DELIVERY_S:g}", "How long a trajectory message may take to franka_ros2's "
                    "controller; raise it with command_latency_s on a loaded evaluation PC or a busy link"),
 )
 

@@ -54,7 +54,8 @@ def check_ranges(values: dict[str, str]) -> None:
         if bad:
             raise LaunchArgumentError(f"launch argument {name!r} must be {accepts}; got {values[name]!r}")
     if "command_latency_s" in values and "command_delivery_s" in values:
-        problem = timing_problem(ROW_INTERVAL_S, float(values["command_latency_s"]), float(values["command_delivery_s"]))
+        latency, delivery = float(values["command_latency_s"]), float(values["command_delivery_s"])
+        problem = timing_problem(ROW_INTERVAL_S, latency, delivery)
         if problem:
             raise LaunchArgumentError(f"launch arguments 'command_latency_s' and 'command_delivery_s': {problem}")
 

@@ -84,7 +84,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from labference.srv import SetPause
 from labference_ros.cell.description import common_cell
 from labference_ros.core.robots import robot_model
-from labference_ros.core.trajectory_commands import DELIVERY_S, ROW_INTERVAL_S
+from labference_ros.core.trajectory_commands import DELIVERY_S, LATENCY_S, ROW_INTERVAL_S
 from labference_ros.devices.arm_moves import ArmChores
 from labference_ros.devices.franka_arm import CommandGate, FaultWatch
 from labference_ros.nodes.runtime import run_node
@@ -118,8 +118,8 @@ class FrankaArmBridge(Node):
         super().__init__("franka_arm_bridge")
         v = {name: self.declare_parameter(name, default).value for name, default in (
             ("robot_model", "fr3"), ("graph_controller", "panda_arm_controller"), ("controller", ""),
-            ("control_interval_s", ROW_INTERVAL_S), ("command_latency_s", 0.06), ("command_delivery_s", DELIVERY_S),
-            ("joint_state_timeout_s", 0.25),
+            ("control_interval_s", ROW_INTERVAL_S), ("command_latency_s", LATENCY_S),
+            ("command_delivery_s", DELIVERY_S), ("joint_state_timeout_s", 0.25),
             ("watch_robot_state", True), ("arm_homing", False), ("home", list(common_cell().robot.home)),
             ("lift_m", 0.05), ("release_wait_s", 10.0))}
         self.robot = robot_model(str(v["robot_model"]))
@@ -198,8 +198,9 @@ class FrankaArmBridge(Node):
             # The tested system's lateness, not the arm's fault: the episode goes on.
             self.get_logger().warning(f"{self.episode}: {gated.late}")
             # The row's own stamp and how long after it the row arrived: a late row, or one after a gap.
-            self.pub_late.publish(String(data=json.dumps({"episode_id": self.episode, "cause": gated.late, "t": now,
-                                                          "row_stamp": stamp, "row_age_s": now - stamp})))
+            event = {"episode_id": self.episode, "cause": gated.late, "t": now, "row_stamp": stamp,
+                     "row_age_s": now - stamp}
+            self.pub_late.publish(String(data=json.dumps(event)))
         if gated.resumed:
             self.get_logger().info("rows on time again: the arm follows them")
         command, stream = gated.command, self.gate.stream
