@@ -282,29 +282,30 @@ class BridgeEpisode:
         t = self.io.stamp("joints")
         return t if t is not None else 0.0
 
-    def _fresh(self, t: float) -> bool:
-        """Joint state at t, each camera's newest frame at or after the last
-        camera tick, and (privileged) world state at t."""
+    def _missing(self, t: float) -> list[str]:
+        """What the observation at t still lacks: the joint state at t, each camera's
+        newest frame at or after the last camera tick, and (privileged) the world state at t."""
+        missing = []
         joints_t = self.io.stamp("joints")
         if joints_t is None or abs(joints_t - t) > EPS:
-            return False
-        if not self._frames_of_the_last_tick(t):
-            return False
+            missing.append(f"the joint state at {t:.3f}")
+        missing += self._frames_missing(t)
         if self.s.privileged:
             world_t = self.io.stamp("world")
             if world_t is None or abs(world_t - t) > EPS:
-                return False
-        return True
+                missing.append(f"the world state at {t:.3f}")
+        return missing
 
-    def _frames_of_the_last_tick(self, t: float) -> bool:
-        """Each camera's newest frame is from the last camera tick at or before t, or later."""
+    def _frames_missing(self, t: float) -> list[str]:
+        """The cameras whose newest frame is older than the last camera tick at or before t."""
         rate = self.s.camera_rate
         tick = math.floor(t * rate + EPS) / rate
+        missing = []
         for cam in self.s.cameras:
             frame_t = self.io.stamp(f"image:{cam}")
             if frame_t is None or frame_t < tick - EPS:
-                return False
-        return True
+                missing.append(f"a {cam} frame from {tick:.3f} on")
+        return missing
 
     def _have_every_channel(self) -> bool:
         """Realtime mode: at least one message on every channel the observation needs."""
@@ -320,9 +321,11 @@ class BridgeEpisode:
             self.state = "execute"
             return
         t = self._current_time()
-        if self.s.sync and not self._fresh(t):
+        missing = self._missing(t) if self.s.sync else []
+        if missing:
             if self._timed_out():
-                raise EvaluationValidityError(f"no complete observation at sim time {t:.3f}")
+                raise EvaluationValidityError(f"no complete observation at sim time {t:.3f}: "
+                                              f"missing {', '.join(missing)}")
             self.io.poll_inputs(True)  # nothing calls back when a sampled input arrives
             return
         self.io.poll_inputs(False)
@@ -332,7 +335,7 @@ class BridgeEpisode:
             # A scene that changes on its own (an occluder) does so at a camera tick, and the
             # simulator publishes that tick's frames just after its joint state: wait for
             # them, so that no observation from the change on carries an older frame.
-            if self.s.scene_changes_on_its_own and not self._frames_of_the_last_tick(t):
+            if self.s.scene_changes_on_its_own and self._frames_missing(t):
                 return
             self.t = t  # realtime: the boundary is wherever the simulator has got to
         stop = self.loop.stop_reason(t)

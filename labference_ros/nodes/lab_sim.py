@@ -17,7 +17,7 @@ from labference.msg import BalanceReading, GripperCommand
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.core.rates import CAMERA_RATE_HZ, MEASUREMENT_RATE_HZ
-from labference_ros.nodes.matching import await_matched, command_qos, measurement_qos
+from labference_ros.nodes.matching import await_matched, await_readers, command_qos, measurement_qos
 from labference_ros.nodes.repeated_reset import RepeatedReset
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sim_checkpoints import restore_checkpoint, save_checkpoint
@@ -82,6 +82,9 @@ class LabSim(Node):
         # Ends when the advance being served does; an advance asked meanwhile waits on it.
         self.advance_done: Future | None = None
         self.advance_waiting = False
+        # Whether this timeline's observed publishers have matched their readers (its
+        # first frames go out once: a reader the writer has not matched yet never gets them).
+        self.readers_matched = False
 
         self.out = SimOutputs(self, self.backend, self.family, self.display)
         arm_topic = f"/{v['controller']}/joint_trajectory"
@@ -159,6 +162,13 @@ class LabSim(Node):
         self.reading_input.take_all()  # all of the old timeline: nothing of the new one is out yet
         self.display.restart(time_ns(self.backend.sim_time))
         self.command_wait.end()
+        self.readers_matched = False
+
+    def await_readers(self) -> None:
+        """Once per timeline, before its first measurement goes out."""
+        if not self.readers_matched:
+            await_readers(self, self.out.observed(), float(self.get_parameter("match_timeout_s").value))
+            self.readers_matched = True
 
     def show_reading_for_frame(self, t: float) -> int | None:
         """Put the newest reading stamped at least DISPLAY_LAG_S before t on the display;
@@ -288,6 +298,7 @@ class LabSim(Node):
         self.grid.restart(0.0)
         if self.step_mode == "realtime":
             self._wall_anchor = None
+            self.await_readers()
         # Tare first; measurements start with the first advance, after the tare is out.
         if self.backend.has_load_cell:
             self.out.tare()
@@ -348,6 +359,7 @@ class LabSim(Node):
             if ended == "reset" or self.timeline != timeline:
                 response.success, response.message = False, RESET_DURING_ADVANCE
                 return response
+        self.await_readers()
         self.advancing = True
         try:
             stopped = await self.advance_synced(request.duration_s)

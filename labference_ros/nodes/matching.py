@@ -5,7 +5,8 @@ both exist under load. A node started with the graph may therefore not yet
 receive a peer's messages when the first episode begins, and a volatile message
 published then (the first world state, the first camera frame) is lost for
 good. Nodes that must see an episode from its first message call
-``await_matched`` when the episode starts.
+``await_matched`` when the episode starts, and lab_sim, whose first frames of
+an episode go out once, calls ``await_readers`` before it publishes them.
 """
 from __future__ import annotations
 
@@ -79,6 +80,35 @@ def unmatched_topics(node: Node, subscriptions: dict, required=()) -> list[str]:
         matchable = sum(qos_compatible(offer, sub.qos_profile) for offer in offers)
         if matched < matchable or (topic in required and matched == 0):
             pending.append(topic)
+    return pending
+
+
+def unmatched_readers(node: Node, publishers: dict) -> list[str]:
+    """Topics (from the topic -> Publisher map) whose publisher has not matched every
+    compatible subscription the graph announces. The other half of matching: a reader
+    that has matched its writer may still not be matched by the writer, which then
+    sends it nothing (a volatile sample written meanwhile is lost to it for good)."""
+    pending = []
+    for topic, pub in publishers.items():
+        # The publisher's own name: remaps applied.
+        wanted = [s.qos_profile for s in node.get_subscriptions_info_by_topic(pub.topic_name)]
+        matchable = sum(qos_compatible(pub.qos_profile, request) for request in wanted)
+        if pub.get_subscription_count() < matchable:
+            pending.append(topic)
+    return pending
+
+
+def await_readers(node: Node, publishers: dict, timeout_s: float) -> list[str]:
+    """Block until every publisher has matched every compatible subscription the graph
+    announces, or `timeout_s` passes; returns the topics still unmatched (and logs a
+    warning naming them)."""
+    deadline = time.monotonic() + timeout_s
+    pending = unmatched_readers(node, publishers)
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+        pending = unmatched_readers(node, publishers)
+    if pending:
+        node.get_logger().warning(f"publishing before matching the subscriptions of {', '.join(pending)}")
     return pending
 
 

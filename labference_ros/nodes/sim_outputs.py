@@ -84,6 +84,13 @@ class SimOutputs:
         self.pub_info = {c: node.create_publisher(CameraInfo, f"/cameras/{c}/camera_info", state_qos)
                          for c in self.cameras}
 
+    def observed(self) -> dict:
+        """The volatile topics a tested system observes, topic -> publisher: the first
+        sample of an episode goes out once, so it must reach every reader (matching.await_readers)."""
+        topics = {"/joint_states": self.pub_joints}
+        topics.update({f"/cameras/{c}/image_raw": pub for c, pub in self.pub_images.items()})
+        return topics
+
     def forget_last(self) -> None:
         """A new timeline: nothing measured in it yet."""
         self.last_joints, self.last_world = None, b""

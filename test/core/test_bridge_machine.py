@@ -312,14 +312,21 @@ def test_no_advance_goes_out_until_lab_sim_is_up():
     assert ep.state == "prime" and not io.advances
 
 
-def test_an_incomplete_observation_times_out_as_invalid():
+@pytest.mark.parametrize("arrived, lacking", [
+    ({}, "missing the joint state at 0.000, a front frame from 0.000 on"),
+    ({"joints": 0.0}, "missing a front frame from 0.000 on"),  # the first frame lost (lab_sim's writer unmatched)
+    ({"image:front": 0.0}, "missing the joint state at 0.000"),
+])
+def test_an_incomplete_observation_times_out_as_invalid_naming_what_it_lacks(arrived, lacking):
     ep, io, clock = episode()
     ep.step()
-    io.keep_boundary_state = lambda res: None
+    io.keep_boundary_state = lambda res: io.stamps.update(arrived)
     answer_last(ep, io, 0.0)
+    ep.step()
+    assert ep.state == "observe" and not io.ended  # waits for the rest
     clock.now += 31.0
     ep.step()
-    assert io.ended == [("error", "evaluation invalid: no complete observation at sim time 0.000")]
+    assert io.ended == [("error", f"evaluation invalid: no complete observation at sim time 0.000: {lacking}")]
 
 
 def test_a_pause_while_rows_run_stops_after_them_and_holds_in_hold_intervals():
