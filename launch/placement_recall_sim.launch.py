@@ -55,7 +55,7 @@ def generate_launch_description():
         DeclareLaunchArgument('free_space_check', default_value='true',
                               description="Refuse to start when the output directory's file system has less free space than the run's estimated size (from record, image size, camera_rate, deadline_s and episodes; `labference launch` only)", choices=['true', 'false']),
         DeclareLaunchArgument('safety', default_value='none',
-                              description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); none: the ActionSpec check only", choices=['none', 'franka', 'panda', 'fr3']),
+                              description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); fr3, panda: that robot's limits, between rows too, and no contact of arm or hand with the cell's fixtures; none: the ActionSpec check only", choices=['none', 'franka', 'panda', 'fr3']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),

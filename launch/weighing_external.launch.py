@@ -56,7 +56,7 @@ def generate_launch_description():
         DeclareLaunchArgument('monitor', default_value='false',
                               description='Start the monitor node for RViz (rviz/weighing.rviz): /robot_description, /tf from joint states and /referee/markers; recorded in the bag too', choices=['true', 'false']),
         DeclareLaunchArgument('safety', default_value='franka',
-                              description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); none: the ActionSpec check only", choices=['none', 'franka', 'panda', 'fr3']),
+                              description="franka: the policy bridge rejects any chunk that exceeds the Panda's joint velocity or acceleration limits or takes the fingertips out of the cell's workspace box (the arm holds; the chunk record names the violation); fr3, panda: that robot's limits, between rows too, and no contact of arm or hand with the cell's fixtures; none: the ActionSpec check only", choices=['none', 'franka', 'panda', 'fr3']),
         DeclareLaunchArgument('service_timeout_s', default_value='30',
                               description='Wall seconds to wait for a service to appear or answer (discovery can take seconds)'),
         DeclareLaunchArgument('realtime_factor', default_value='1.0',

@@ -498,7 +498,8 @@ def _prefix_operation(text: str):
                    "RECORDS` reports each condition as its own cell (protocol checkpoint_continuation).")
 @click.option("--safety", type=click.Choice(SAFETY_MODES), default="none", show_default=True,
               help="franka: every branch's chunks must keep the Panda's joint velocity and acceleration limits "
-                   "and the cell's workspace box, as the policy bridge checks with safety:=franka.")
+                   "and the cell's workspace box, as the policy bridge checks with safety:=franka; fr3 and panda: "
+                   "that robot's limits, between rows too, and no contact with the cell's fixtures.")
 def diagnose_oracle_command(population: str, system: str, supports: tuple[str, ...], task: str,
                             new_instances: int, task_condition: str, prefix: tuple[str, ...], fixed_subgoal: bool,
                             seed: int,

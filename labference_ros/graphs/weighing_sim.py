@@ -47,7 +47,9 @@ ARGUMENTS = (
                    choices=("true", "false")),
     LaunchArgument("safety", "none", "franka: the policy bridge rejects any chunk that exceeds the Panda's joint "
                    "velocity or acceleration limits or takes the fingertips out of the cell's workspace box "
-                   "(the arm holds; the chunk record names the violation); none: the ActionSpec check only",
+                   "(the arm holds; the chunk record names the violation); fr3, panda: that robot's limits, "
+                   "between rows too, and no contact of arm or hand with the cell's fixtures; "
+                   "none: the ActionSpec check only",
                    choices=SAFETY_MODES),
     LaunchArgument("service_timeout_s", "30", "Wall seconds to wait for a service to appear or answer "
                    "(discovery can take seconds)"),

@@ -44,7 +44,7 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.policies import EvaluationValidityError, make
-from labference_ros.skills.safety_modes import safety_check, safety_record
+from labference_ros.skills.safety_modes import checks_fixtures, safety_check, safety_record, with_fixtures
 from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
@@ -109,6 +109,7 @@ class PolicyBridge(Node):
         # acceleration limits and the cell's workspace box (core.safety), or the arm holds.
         self.safety = str(v["safety"])
         self.envelope = safety_check(self.safety)
+        self.fixture_envelope = None  # (scene key, check) of the last episode's scene
         # Full-rollout Oracle support: what the oracle node sends, handed to the system at each handoff.
         self.support = SupportHandoff(v["support"], self.system)
         self.settings = BridgeSettings(
@@ -206,6 +207,17 @@ class PolicyBridge(Node):
             self.ep.loop.note_evidence(version, observation_id)
 
     # episode lifecycle --------------------------------------------------------
+    def _envelope_for(self, instance):
+        """The episode's safety check: the mode's limits, and in the robot modes the
+        fixtures of the instance's scene (built once per layout, condition and binding)."""
+        if not checks_fixtures(self.safety):
+            return self.envelope
+        key = (instance.layout_hash, instance.condition, getattr(instance, "binding", None))
+        if self.fixture_envelope is None or self.fixture_envelope[0] != key:
+            scene = self.family.build_scene(instance).spec.compile()
+            self.fixture_envelope = (key, with_fixtures(self.envelope, scene))
+        return self.fixture_envelope[1]
+
     def on_start(self, request, response):
         return self._answer_once("start", request, response, self._start)
 
@@ -233,6 +245,11 @@ class PolicyBridge(Node):
             return response
         try:
             instance = self.family.instance_from_json(request.instance_json)
+            envelope = self._envelope_for(instance)
+        except Exception as exc:  # a broken instance is reported, never crashes the node
+            response.success, response.message = False, f"cannot start: {exc}"
+            return response
+        try:
             self.system.reset(request.episode_id, instance.policy_seed)
         except EvaluationValidityError as exc:
             response.success, response.message = False, f"policy session reset failed: {exc}"
@@ -271,7 +288,7 @@ class PolicyBridge(Node):
         loop = EpisodeLoop(self.system, self.conversion, episode_id=request.episode_id, instance=instance,
                            stop_hold_s=float(self.v["stop_hold_s"]),
                            deadline_s=float(self.v["episode_deadline_s"]), record=self.record,
-                           wall_clock=time.time, envelope=self.envelope)
+                           wall_clock=time.time, envelope=envelope)
         self.ep = BridgeEpisode(loop, self.io, self.support, self.settings, episode_id=request.episode_id,
                                 instance=instance)
         self._status(request.episode_id, "running", "")

@@ -1,0 +1,116 @@
+"""Contact of the arm and hand with the cell's fixtures, at arm configurations and on
+the motion between them: MuJoCo's collision detection on the episode's own scene
+(the family's, built from the cell description and the instance's layout), posed by
+forward kinematics only, no physics.
+
+Fixtures are everything the robot may not touch: the table, the balance, camera
+mounts, the rotor, the rack (geoms fixed in the world, and bodies on hinges or
+slides such as a rotor or a pan). The movable objects (free bodies: standards,
+tubes) are what the hand is there to touch, and the robot's base stands on the
+table: neither counts."""
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from labference_ros.mujoco_cell.panda_model import ARM_JOINTS, FINGER_JOINTS, PANDA_PREFIX
+
+# The motion between two rows is checked at configurations no joint of which is
+# further than this from the last one checked (about 8 mm at the hand, 0.85 m out).
+MAX_JOINT_STEP_RAD = 0.01
+# Touching within MuJoCo's collision tolerance is not a collision.
+PENETRATION_TOLERANCE_M = 0.001
+ARM_COLUMNS = 7
+FINGER_MAX = 0.04  # m, one finger's travel (the Franka Hand opens 80 mm)
+
+
+def _root_joint_types(model: mujoco.MjModel) -> dict[int, set[int]]:
+    """Body id -> the types of the joints on it and on its ancestors (world excluded)."""
+    kinds: dict[int, set[int]] = {0: set()}
+    for body in range(1, model.nbody):
+        own = {int(model.jnt_type[j]) for j in range(model.body_jntadr[body],
+                                                      model.body_jntadr[body] + model.body_jntnum[body])}
+        kinds[body] = kinds[int(model.body_parentid[body])] | own
+    return kinds
+
+
+class FixtureContacts:
+    """Which fixtures the arm and hand touch at given joint rows, in one compiled scene."""
+
+    def __init__(self, model: mujoco.MjModel):
+        self.model = model
+        self.data = mujoco.MjData(model)
+        mujoco.mj_forward(model, self.data)  # fixtures and objects where the scene puts them
+        self._arm_qadr = np.array([model.joint(n).qposadr[0] for n in ARM_JOINTS])
+        self._finger_qadr = np.array([model.joint(n).qposadr[0] for n in FINGER_JOINTS])
+        base = model.body(f"{PANDA_PREFIX}link0").id
+        robot = {b for b in range(model.nbody) if self._descends(b, base)}
+        kinds = _root_joint_types(model)
+        free = {b for b, k in kinds.items() if int(mujoco.mjtJoint.mjJNT_FREE) in k}
+        colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
+        bodies = model.geom_bodyid
+        self.robot_geoms = frozenset(g for g in colliding if bodies[g] in robot and bodies[g] != base)
+        self.fixture_geoms = frozenset(g for g in colliding if bodies[g] not in robot and bodies[g] not in free)
+
+    def _descends(self, body: int, ancestor: int) -> bool:
+        while body > 0:
+            if body == ancestor:
+                return True
+            body = int(self.model.body_parentid[body])
+        return False
+
+    def _name(self, geom: int) -> str:
+        name = mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_GEOM, geom)
+        body = mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_BODY, int(self.model.geom_bodyid[geom]))
+        label = name or body or f"geom {geom}"
+        return label[len(PANDA_PREFIX):] if PANDA_PREFIX and label.startswith(PANDA_PREFIX) else label
+
+    def touching(self, row) -> tuple[str, str, float] | None:
+        """(robot part, fixture, penetration in m) of the deepest contact at one row
+        (7 arm joints, then the gripper width where given), or None."""
+        row = np.asarray(row, float)
+        self.data.qpos[self._arm_qadr] = row[:ARM_COLUMNS]
+        if len(row) > ARM_COLUMNS:
+            self.data.qpos[self._finger_qadr] = np.clip(row[ARM_COLUMNS] / 2.0, 0.0, FINGER_MAX)
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_collision(self.model, self.data)
+        deepest = None
+        for contact in self.data.contact[:self.data.ncon]:
+            g1, g2 = int(contact.geom1), int(contact.geom2)
+            if g1 in self.fixture_geoms:
+                g1, g2 = g2, g1
+            if g1 not in self.robot_geoms or g2 not in self.fixture_geoms:
+                continue
+            depth = -float(contact.dist)
+            if depth > PENETRATION_TOLERANCE_M and (deepest is None or depth > deepest[2]):
+                deepest = (self._name(g1), self._name(g2), depth)
+        return deepest
+
+    def first_contact(self, rows: np.ndarray, start=None) -> str:
+        """Why the rows, or the motion to and between them from `start` (a row, None: the
+        first row), touch a fixture: the first contact found; "" when none does."""
+        rows = np.atleast_2d(np.asarray(rows, float))
+        previous = None
+        if start is not None:  # the arm's setpoint; the gripper, where it lacks one, as the first row's
+            previous = rows[0].copy()
+            start = np.asarray(start, float)[:rows.shape[1]]
+            previous[:len(start)] = start
+        for index, row in enumerate(rows):
+            for q in _between(previous, row):
+                hit = self.touching(q)
+                if hit is not None:
+                    part, fixture, depth = hit
+                    where = f"row {index}" if q is row else f"the motion to row {index}"
+                    return f"{part} touches the fixture {fixture} ({depth * 1000:.1f} mm deep) at {where}"
+            previous = row
+        return ""
+
+
+def _between(previous, row):
+    """Configurations on the straight joint-space path from previous (excluded) to row
+    (included, as the same object), at most MAX_JOINT_STEP_RAD apart."""
+    if previous is not None:
+        steps = int(np.ceil(np.max(np.abs(row[:ARM_COLUMNS] - previous[:ARM_COLUMNS])) / MAX_JOINT_STEP_RAD))
+        for k in range(1, steps):
+            yield previous + (row - previous) * (k / steps)
+    yield row
