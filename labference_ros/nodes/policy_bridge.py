@@ -214,8 +214,9 @@ class PolicyBridge(Node):
             return self.envelope
         key = (instance.layout_hash, instance.condition, getattr(instance, "binding", None))
         if self.fixture_envelope is None or self.fixture_envelope[0] != key:
-            scene = self.family.build_scene(instance).spec.compile()
-            self.fixture_envelope = (key, with_fixtures(self.envelope, scene))
+            from labference_ros.skills.fixture_contacts import fixture_scene
+
+            self.fixture_envelope = (key, with_fixtures(self.envelope, fixture_scene(self.family, instance)))
         return self.fixture_envelope[1]
 
     def on_start(self, request, response):

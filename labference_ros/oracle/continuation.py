@@ -266,7 +266,9 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     records = None
     try:
         if checks_fixtures(safety):  # the robot modes keep the arm clear of this scene's fixtures
-            envelope = with_fixtures(envelope, world.backend.model)
+            from labference_ros.skills.fixture_contacts import fixture_scene
+
+            envelope = with_fixtures(envelope, fixture_scene(world.family, inst))
         world.restore(cp.snapshot)
         world.start_environment()  # what the cell does on its own from the handoff on
         # The referee starts from the verified handoff, not the raw initialization.

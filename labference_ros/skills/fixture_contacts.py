@@ -3,9 +3,9 @@ the motion between them: MuJoCo's collision detection on the episode's own scene
 (the family's, built from the cell description and the instance's layout), posed by
 forward kinematics only, no physics.
 
-Fixtures are everything the robot may not touch: the table, the balance, camera
-mounts, the rotor, the rack (geoms fixed in the world, and bodies on hinges or
-slides such as a rotor or a pan). The movable objects (free bodies: standards,
+Fixtures are everything the robot may not touch: the table, the balance, the
+cameras and their mounts (add_camera_mounts), the rotor, the rack (geoms fixed in
+the world, and bodies on hinges or slides such as a rotor or a pan). The movable objects (free bodies: standards,
 tubes) are what the hand is there to touch, and the robot's base stands on the
 table: neither counts."""
 from __future__ import annotations
@@ -22,6 +22,34 @@ MAX_JOINT_STEP_RAD = 0.01
 PENETRATION_TOLERANCE_M = 0.001
 ARM_COLUMNS = 7
 FINGER_MAX = 0.04  # m, one finger's travel (the Franka Hand opens 80 mm)
+# A camera's body as a keep-out box, and the post that holds a camera on a fixture (the
+# display camera over the balance's readout): the scenes model neither, the arm must
+# still not hit them.
+CAMERA_HALF_SIZE_M = 0.025
+CAMERA_POST_RADIUS_M = 0.01
+
+
+def add_camera_mounts(spec: mujoco.MjSpec) -> mujoco.MjSpec:
+    """Keep-out geoms for the cameras that are not on the robot: each camera's body, and
+    for one mounted on a fixture a post from the fixture's frame to it. For the contact
+    check only (the simulated scene stays as it is): a world camera's stand is not known."""
+    for body in spec.bodies:
+        if PANDA_PREFIX and (body.name or "").startswith(PANDA_PREFIX):
+            continue  # the wrist camera moves with the hand
+        for camera in body.cameras:
+            at = [float(v) for v in camera.pos]
+            body.add_geom(name=f"{camera.name}_camera_body", type=mujoco.mjtGeom.mjGEOM_BOX,
+                          size=[CAMERA_HALF_SIZE_M] * 3, pos=at)
+            if body.name not in ("", "world") and np.linalg.norm(at) > CAMERA_HALF_SIZE_M:
+                body.add_geom(name=f"{camera.name}_camera_post", type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                              size=[CAMERA_POST_RADIUS_M, 0.0, 0.0], fromto=[0.0, 0.0, 0.0, *at])
+    return spec
+
+
+def fixture_scene(family, instance) -> mujoco.MjModel:
+    """The episode's scene (the family's, for this instance's layout and binding) with its
+    camera mounts, compiled for the contact check."""
+    return add_camera_mounts(family.build_scene(instance).spec).compile()
 
 
 def _root_joint_types(model: mujoco.MjModel) -> dict[int, set[int]]:

@@ -10,7 +10,7 @@ import pytest
 from closed_loop import run_episode
 from labference_ros.core.robots import FR3
 from labference_ros.policies import make
-from labference_ros.skills.fixture_contacts import FixtureContacts
+from labference_ros.skills.fixture_contacts import FixtureContacts, fixture_scene
 from labference_ros.skills.kinematics import FingertipKinematics, cell_envelope, envelope_check
 from labference_ros.skills.safety_modes import safety_check, with_fixtures
 from labference_ros.tasks import family as task_family
@@ -51,7 +51,7 @@ def test_a_descent_through_the_table_is_refused_on_the_real_kinematics():
 def scene_of(family: str, condition: str, seed: int = 0):
     fam = task_family(family)
     instance = fam.generate(condition, 1, seed, seed, 0)[0]
-    return instance, fam.build_scene(instance).spec.compile()
+    return instance, fixture_scene(fam, instance)
 
 
 # The hand low over the table in front of the robot (fingertips 6 cm up, the balance's
@@ -81,9 +81,29 @@ def test_fixture_contacts_name_the_part_and_the_fixture_at_a_row_and_between_row
     # From a start beside the balance, the first row's own motion is checked.
     assert "the motion to row 0" in contacts.first_contact(rows[1:], start=rows[0][:7])
     assert contacts.first_contact(rows[:1], start=HOME) == ""
-    # The objects are what the hand is for: a standard or tube is never a fixture.
+    # The objects are what the hand is for: a standard or tube is never a fixture; the
+    # display camera over the balance's readout and its post are, the wrist camera is not.
     names = {contacts._name(g) for g in contacts.fixture_geoms}
     assert "table" in names and not any(n.startswith("std_") or n.startswith("sample") for n in names), names
+    assert {"display_camera_body", "display_camera_post", "front_camera_body"} <= names, names
+    assert not any(n.startswith("wrist") for n in names), names
+
+
+def test_the_hand_at_the_display_camera_is_a_contact():
+    from labference_ros.skills.ee_ik import HandKinematics
+    from labference_ros.skills.motion import TOP_DOWN
+
+    _instance, scene = scene_of("feedback_weighing", "basic")
+    contacts = FixtureContacts(scene)
+    camera = contacts.data.geom_xpos[scene.geom("display_camera_body").id].copy()
+    # The fingertips at the camera, the hand pointing down: the model's own IK, in steps.
+    hand, q = HandKinematics(), HOME.copy()
+    for _ in range(10):
+        q, error = hand.solve(q, camera, TOP_DOWN)
+    assert error < 0.01, error
+    # Open, the fingers straddle the 5 cm camera; closed, they are in it.
+    part, fixture, _depth = contacts.touching(np.r_[q, 0.0])
+    assert fixture.startswith("display_camera") and part.endswith("finger"), (part, fixture)
 
 
 def test_the_robot_modes_refuse_a_chunk_into_a_fixture_and_franka_mode_does_not_look():
