@@ -63,22 +63,28 @@ def _root_joint_types(model: mujoco.MjModel) -> dict[int, set[int]]:
 
 
 class FixtureContacts:
-    """Which fixtures the arm and hand touch at given joint rows, in one compiled scene."""
+    """Which fixtures the arm and hand touch at given joint rows, in one compiled scene
+    (the check's own: every fixture geom is made to collide in it, whatever the
+    simulation's flags, as the real display panel is hardware too)."""
 
     def __init__(self, model: mujoco.MjModel):
         self.model = model
-        self.data = mujoco.MjData(model)
-        mujoco.mj_forward(model, self.data)  # fixtures and objects where the scene puts them
         self._arm_qadr = np.array([model.joint(n).qposadr[0] for n in ARM_JOINTS])
         self._finger_qadr = np.array([model.joint(n).qposadr[0] for n in FINGER_JOINTS])
         base = model.body(f"{PANDA_PREFIX}link0").id
         robot = {b for b in range(model.nbody) if self._descends(b, base)}
         kinds = _root_joint_types(model)
         free = {b for b, k in kinds.items() if int(mujoco.mjtJoint.mjJNT_FREE) in k}
-        colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
         bodies = model.geom_bodyid
-        self.robot_geoms = frozenset(g for g in colliding if bodies[g] in robot and bodies[g] != base)
-        self.fixture_geoms = frozenset(g for g in colliding if bodies[g] not in robot and bodies[g] not in free)
+        self.robot_geoms = frozenset(g for g in range(model.ngeom) if bodies[g] in robot and bodies[g] != base
+                                     and (model.geom_contype[g] or model.geom_conaffinity[g]))
+        self.fixture_geoms = frozenset(g for g in range(model.ngeom) if bodies[g] not in robot
+                                       and bodies[g] not in free and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE)
+        for g in self.fixture_geoms:
+            model.geom_contype[g], model.geom_conaffinity[g] = 1, 1
+        self.data = mujoco.MjData(model)
+        # Fixtures on hinges or slides (a rotor, a pan) stay at the scene's initial pose.
+        mujoco.mj_forward(model, self.data)
 
     def _descends(self, body: int, ancestor: int) -> bool:
         while body > 0:
@@ -93,16 +99,16 @@ class FixtureContacts:
         label = name or body or f"geom {geom}"
         return label[len(PANDA_PREFIX):] if PANDA_PREFIX and label.startswith(PANDA_PREFIX) else label
 
-    def touching(self, row) -> tuple[str, str, float] | None:
-        """(robot part, fixture, penetration in m) of the deepest contact at one row
-        (7 arm joints, then the gripper width where given), or None."""
+    def contacts(self, row) -> dict[tuple[int, int], float]:
+        """(robot geom, fixture geom) -> penetration in m, for the pairs deeper than the
+        tolerance at one row: 7 arm joints, then the gripper width (m; without one, open)."""
         row = np.asarray(row, float)
         self.data.qpos[self._arm_qadr] = row[:ARM_COLUMNS]
-        if len(row) > ARM_COLUMNS:
-            self.data.qpos[self._finger_qadr] = np.clip(row[ARM_COLUMNS] / 2.0, 0.0, FINGER_MAX)
+        width = row[ARM_COLUMNS] if len(row) > ARM_COLUMNS else 2 * FINGER_MAX
+        self.data.qpos[self._finger_qadr] = np.clip(width / 2.0, 0.0, FINGER_MAX)
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_collision(self.model, self.data)
-        deepest = None
+        found: dict[tuple[int, int], float] = {}
         for contact in self.data.contact[:self.data.ncon]:
             g1, g2 = int(contact.geom1), int(contact.geom2)
             if g1 in self.fixture_geoms:
@@ -110,22 +116,40 @@ class FixtureContacts:
             if g1 not in self.robot_geoms or g2 not in self.fixture_geoms:
                 continue
             depth = -float(contact.dist)
-            if depth > PENETRATION_TOLERANCE_M and (deepest is None or depth > deepest[2]):
-                deepest = (self._name(g1), self._name(g2), depth)
+            if depth > PENETRATION_TOLERANCE_M:
+                found[(g1, g2)] = max(depth, found.get((g1, g2), 0.0))
+        return found
+
+    def touching(self, row, allowed: dict | None = None) -> tuple[str, str, float] | None:
+        """(robot part, fixture, penetration in m) of the deepest contact at one row, or None.
+        ``allowed``: contacts already there (pair -> depth) that may stay or get shallower."""
+        allowed = allowed or {}
+        deepest = None
+        for pair, depth in self.contacts(row).items():
+            if depth <= allowed.get(pair, 0.0) + PENETRATION_TOLERANCE_M:
+                continue  # no deeper than where the motion starts: backing out is allowed
+            if deepest is None or depth > deepest[2]:
+                deepest = (self._name(pair[0]), self._name(pair[1]), depth)
         return deepest
 
     def first_contact(self, rows: np.ndarray, start=None) -> str:
         """Why the rows, or the motion to and between them from `start` (a row, None: the
-        first row), touch a fixture: the first contact found; "" when none does."""
-        rows = np.atleast_2d(np.asarray(rows, float))
-        previous = None
+        first row), touch a fixture: the first contact found; "" when none does. A contact
+        the start already has (a setpoint measured in contact, a handoff) is not one, unless
+        the motion goes deeper into it. The fingers are taken no closer than at the start:
+        closing on an object, they stop at it whatever width the row asks."""
+        rows = np.atleast_2d(np.array(rows, float))
+        previous, allowed = None, {}
         if start is not None:  # the arm's setpoint; the gripper, where it lacks one, as the first row's
             previous = rows[0].copy()
             start = np.asarray(start, float)[:rows.shape[1]]
             previous[:len(start)] = start
+            allowed = self.contacts(previous)
+            if rows.shape[1] > ARM_COLUMNS:
+                rows[:, ARM_COLUMNS] = np.maximum(rows[:, ARM_COLUMNS], previous[ARM_COLUMNS])
         for index, row in enumerate(rows):
             for q in _between(previous, row):
-                hit = self.touching(q)
+                hit = self.touching(q, allowed)
                 if hit is not None:
                     part, fixture, depth = hit
                     where = f"row {index}" if q is row else f"the motion to row {index}"

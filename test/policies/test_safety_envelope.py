@@ -89,6 +89,28 @@ def test_fixture_contacts_name_the_part_and_the_fixture_at_a_row_and_between_row
     assert not any(n.startswith("wrist") for n in names), names
 
 
+def test_a_motion_out_of_a_contact_is_allowed_and_one_deeper_into_it_is_not():
+    _instance, scene = scene_of("feedback_weighing", "basic")
+    contacts = FixtureContacts(scene)
+    # The hand a few mm into the table (a setpoint measured there, a handoff, a rig whose
+    # table is higher than the layout's): backing out must stay possible.
+    stuck = HOME + np.array([0.0, 1.09 - HOME[1], 0.0, -1.2 - HOME[3], 0.0, 0.0, 0.0])
+    assert contacts.touching(np.r_[stuck, 0.08])[1] == "table"
+    back = np.array([np.r_[stuck - np.array([0, 0.01 * k, 0, 0, 0, 0, 0]), 0.08] for k in range(1, 21)])
+    assert contacts.first_contact(back, start=np.r_[stuck, 0.08]) == ""
+    deeper = np.array([np.r_[stuck + np.array([0, 0.01 * k, 0, 0, 0, 0, 0]), 0.08] for k in range(1, 21)])
+    assert "touches the fixture" in contacts.first_contact(deeper, start=np.r_[stuck, 0.08])
+
+
+def test_fixtures_the_simulation_does_not_collide_with_still_count():
+    _instance, scene = scene_of("feedback_weighing", "basic")
+    flags = {n: int(scene.geom(n).contype[0]) for n in ("display_panel", "display_bezel")}
+    assert flags == {"display_panel": 0, "display_bezel": 0}  # visual only in the simulation
+    contacts = FixtureContacts(scene)
+    names = {contacts._name(g) for g in contacts.fixture_geoms}
+    assert {"display_panel", "display_bezel"} <= names
+
+
 def test_the_hand_at_the_display_camera_is_a_contact():
     from labference_ros.skills.ee_ik import HandKinematics
     from labference_ros.skills.motion import TOP_DOWN
