@@ -17,7 +17,8 @@ from labference.msg import BalanceReading, GripperCommand
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.core.rates import CAMERA_RATE_HZ, MEASUREMENT_RATE_HZ
-from labference_ros.nodes.matching import await_matched, await_readers, command_qos, measurement_qos
+from labference_ros.nodes.matching import (await_matched, await_readers, command_qos, measurement_qos,
+                                           unmatched_readers)
 from labference_ros.nodes.repeated_reset import RepeatedReset
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sim_checkpoints import restore_checkpoint, save_checkpoint
@@ -36,6 +37,7 @@ from labference_ros.tasks import DEFAULT_FAMILY, family as task_family
 DISPLAY_WAIT_S = 5.0
 # A frame whose reading has not arrived looks again this often (sim time stands still).
 READING_POLL_S = 0.001
+MATCH_POLL_S = 0.01  # how often the first advance of a timeline looks at its writers' matching
 # An advance whose boundary's commands have not come within this is refused (command_wait_s).
 COMMAND_WAIT_S = 10.0
 
@@ -164,11 +166,23 @@ class LabSim(Node):
         self.command_wait.end()
         self.readers_matched = False
 
-    def await_readers(self) -> None:
-        """Once per timeline, before its first measurement goes out."""
-        if not self.readers_matched:
-            await_readers(self, self.out.observed(), float(self.get_parameter("match_timeout_s").value))
-            self.readers_matched = True
+    async def readers_of_the_timeline(self) -> None:
+        """Sync mode, once per timeline before its first measurement goes out: wait (the
+        executor serving the rest meanwhile) until the observed writers matched every
+        reader the graph shows, at most match_timeout_s, or until a reset or restore."""
+        if self.readers_matched:
+            return
+        timeline = self.timeline
+        deadline = time.monotonic() + float(self.get_parameter("match_timeout_s").value)
+        pending = unmatched_readers(self, self.out.observed())
+        while pending and time.monotonic() < deadline and self.timeline == timeline:
+            await self.waits.pause(MATCH_POLL_S)
+            pending = unmatched_readers(self, self.out.observed())
+        if self.timeline != timeline:
+            return
+        if pending:
+            self.get_logger().warning(f"publishing before matching the subscriptions of {', '.join(pending)}")
+        self.readers_matched = True
 
     def show_reading_for_frame(self, t: float) -> int | None:
         """Put the newest reading stamped at least DISPLAY_LAG_S before t on the display;
@@ -298,7 +312,9 @@ class LabSim(Node):
         self.grid.restart(0.0)
         if self.step_mode == "realtime":
             self._wall_anchor = None
-            self.await_readers()
+            # The reset answers after the wait (a service callback that blocks): the
+            # first realtime measurements follow at once.
+            await_readers(self, self.out.observed(), float(self.get_parameter("match_timeout_s").value))
         # Tare first; measurements start with the first advance, after the tare is out.
         if self.backend.has_load_cell:
             self.out.tare()
@@ -359,7 +375,11 @@ class LabSim(Node):
             if ended == "reset" or self.timeline != timeline:
                 response.success, response.message = False, RESET_DURING_ADVANCE
                 return response
-        self.await_readers()
+        timeline = self.timeline
+        await self.readers_of_the_timeline()
+        if self.timeline != timeline:
+            response.success, response.message = False, RESET_DURING_ADVANCE
+            return response
         self.advancing = True
         try:
             stopped = await self.advance_synced(request.duration_s)

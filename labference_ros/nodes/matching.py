@@ -61,10 +61,18 @@ def image_qos(reliability: str = "reliable") -> QoSProfile:
     return QoSProfile(depth=2, reliability=IMAGE_RELIABILITY[reliability])
 
 
+def _matching_policies(profile) -> QoSProfile:
+    """The policies that decide matching here: reliability and durability. A profile the
+    graph reports carries deadline and liveliness lease as Infinite where a node's own
+    profile leaves them unset, and rclpy's check then calls the two incompatible."""
+    return QoSProfile(depth=1, reliability=profile.reliability, durability=profile.durability)
+
+
 def qos_compatible(offered, requested) -> bool:
     """Whether DDS can match a publisher offering `offered` with a subscription
-    requesting `requested` (rclpy's own request/offer check; 'cannot tell' counts as yes)."""
-    compatibility, _reason = qos_check_compatible(offered, requested)
+    requesting `requested` (rclpy's own request/offer check on reliability and
+    durability; 'cannot tell' counts as yes)."""
+    compatibility, _reason = qos_check_compatible(_matching_policies(offered), _matching_policies(requested))
     return compatibility != QoSCompatibility.ERROR
 
 
@@ -76,7 +84,7 @@ def unmatched_topics(node: Node, subscriptions: dict, required=()) -> list[str]:
     pending = []
     for topic, sub in subscriptions.items():
         matched = sub.get_publisher_count()
-        offers = [p.qos_profile for p in node.get_publishers_info_by_topic(topic)]
+        offers = [p.qos_profile for p in node.get_publishers_info_by_topic(sub.topic_name)]  # remaps applied
         matchable = sum(qos_compatible(offer, sub.qos_profile) for offer in offers)
         if matched < matchable or (topic in required and matched == 0):
             pending.append(topic)

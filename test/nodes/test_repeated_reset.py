@@ -1,6 +1,8 @@
 """lab_sim's reset asked again (the runner's resend after a lost reply) before anything
 moved the scene is answered with the first answer, not done again; once an advance, a
-command or a restore moved it, a reset is done again (nodes/repeated_reset.py)."""
+command or a restore moved it, a reset is done again (nodes/repeated_reset.py). The
+first advance of each timeline waits for lab_sim's observed writers to match the readers
+its graph shows (nodes/matching.py: a frame written once must reach them)."""
 from __future__ import annotations
 
 import json
@@ -50,7 +52,8 @@ def test_lab_sim_answers_a_repeated_reset_and_does_a_reset_after_an_advance():
     with own_domain() as domain:
         env = loopback_environ()
         env["ROS_DOMAIN_ID"] = domain
-        sim = Proc([sys.executable, "-m", "labference_ros.nodes.lab_sim"], env=env)
+        sim = Proc([sys.executable, "-m", "labference_ros.nodes.lab_sim", "--ros-args", "-p", "match_timeout_s:=1.0"],
+                   env=env)
         probe = Proc([sys.executable, str(PROBE)], env=env)
         try:
             lines = probe.wait_for("RESULT", timeout=180)
@@ -67,4 +70,8 @@ def test_lab_sim_answers_a_repeated_reset_and_does_a_reset_after_an_advance():
     # Moved by the advance: done again, so sim time starts again from the reset.
     assert out["after_advance"]["success"] and out["after_advance"]["sim_time"] == 0.0
     assert out["after_advance"]["tares"] == 2
-    assert out["advanced_again_to"] == pytest.approx(0.1)
+    assert out["advanced_again_to"] == pytest.approx(0.1) and out["advanced_further_to"] == pytest.approx(0.2)
+    # The first advance of each timeline (not the repeated reset's, not the second advance of
+    # one) waited for its writers to match every reader its graph shows, then said which it gave up on.
+    gave_up = [line for line in sim.seen if "publishing before matching the subscriptions of" in line]
+    assert len(gave_up) == 2 and all(line.endswith("/cameras/front/image_raw") for line in gave_up), gave_up
