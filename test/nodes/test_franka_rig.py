@@ -63,7 +63,8 @@ def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faul
     assert result["reflex"]["pauses"] and result["reflex"]["pauses"][0]["episode_id"] == "e1"
     assert result["reflex"]["pauses"][0]["reason"].startswith("hardware_fault: robot error: joint_reflex")
     # Recovered: e2's rows move the arm again; stalled joint states are e2's fault.
-    assert result["after_recovery"]["moved"] > 0.15 and result["after_recovery"]["faults"] == 1
+    # (Asked again from where the arm stands if this probe, starved of CPU, sent its rows late.)
+    assert result["after_recovery"]["moved"] > 0.15 and result["after_recovery"]["faults"] == 1, (result, said)
     assert [f["episode_id"] for f in result["stall"]["faults"]] == ["e2"]
     assert result["stall"]["faults"][0]["cause"].startswith("joint states stale: none for 2.")
     # The hand through franka_gripper's actions at /fr3_gripper: homed at the start (5 cm to fully

@@ -114,9 +114,9 @@ def main() -> int:
     assert wait_until(lambda: joints and rows_out.get_subscription_count() and direct.get_subscription_count()
                       and inject.get_subscription_count() and status.get_subscription_count(), 60), "no graph"
     result["names"] = list(joints[-1].name)
+    late_rows: list[dict] = []
+    node.create_subscription(String, "/arm/late_rows", lambda m: late_rows.append(json.loads(m.data)), qos)
     if sys.argv[1:] == ["late"]:
-        late_rows: list[dict] = []
-        node.create_subscription(String, "/arm/late_rows", lambda m: late_rows.append(json.loads(m.data)), qos)
         say("e1", "running")
         time.sleep(0.3)
         start, begun = arm_now(), node.get_clock().now().nanoseconds
@@ -168,9 +168,17 @@ def main() -> int:
     say("e2", "running")
     time.sleep(0.3)
     here = arm_now()
-    send(smooth(here, np.array([-0.2, 0, 0, 0, 0, 0, 0]), 0.8), rows_out, GRAPH_ARM)
-    wait_until(lambda: abs(arm_now() - here)[0] > 0.15, 10)  # the stand-in follows at its own pace
-    result["after_recovery"] = {"moved": float(np.abs(arm_now() - here)[0]), "faults": len(faults)}
+    attempts = 0
+    while attempts < 3:  # this probe, starved of CPU, may send rows late: the bridge stops the arm
+        attempts += 1
+        late_before = len(late_rows)
+        now = arm_now()
+        send(smooth(now, here + np.array([-0.2, 0, 0, 0, 0, 0, 0]) - now, 0.8), rows_out, GRAPH_ARM)
+        moved = wait_until(lambda: abs(arm_now() - here)[0] > 0.15, 10)  # the stand-in follows at its own pace
+        if moved or len(late_rows) == late_before:
+            break
+    result["after_recovery"] = {"moved": float(np.abs(arm_now() - here)[0]), "faults": len(faults),
+                                "attempts": attempts, "late_rows": list(late_rows)}
     inject.publish(String(data="stall"))
     wait_until(lambda: len(faults) >= 2, 10)
     result["stall"] = {"faults": list(faults[1:])}
