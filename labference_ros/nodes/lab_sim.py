@@ -18,7 +18,7 @@ from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpo
 from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.core.rates import CAMERA_RATE_HZ, MEASUREMENT_RATE_HZ
 from labference_ros.nodes.matching import (await_matched, await_readers, command_qos, measurement_qos,
-                                           unmatched_readers)
+                                           unmatched_readers, warn_unmatched_readers)
 from labference_ros.nodes.repeated_reset import RepeatedReset
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sim_checkpoints import restore_checkpoint, save_checkpoint
@@ -180,8 +180,7 @@ class LabSim(Node):
             pending = unmatched_readers(self, self.out.observed())
         if self.timeline != timeline:
             return
-        if pending:
-            self.get_logger().warning(f"publishing before matching the subscriptions of {', '.join(pending)}")
+        warn_unmatched_readers(self, pending)
         self.readers_matched = True
 
     def show_reading_for_frame(self, t: float) -> int | None:

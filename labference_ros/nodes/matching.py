@@ -5,8 +5,9 @@ both exist under load. A node started with the graph may therefore not yet
 receive a peer's messages when the first episode begins, and a volatile message
 published then (the first world state, the first camera frame) is lost for
 good. Nodes that must see an episode from its first message call
-``await_matched`` when the episode starts, and lab_sim, whose first frames of
-an episode go out once, calls ``await_readers`` before it publishes them.
+``await_matched`` when the episode starts, and nodes whose messages go out
+once (lab_sim's first frames, the bridge's rows, the referee's first legal set)
+call ``await_readers`` before they publish them.
 """
 from __future__ import annotations
 
@@ -115,9 +116,13 @@ def await_readers(node: Node, publishers: dict, timeout_s: float) -> list[str]:
     while pending and time.monotonic() < deadline:
         time.sleep(0.01)
         pending = unmatched_readers(node, publishers)
+    warn_unmatched_readers(node, pending)
+    return pending
+
+
+def warn_unmatched_readers(node: Node, pending: list[str]) -> None:
     if pending:
         node.get_logger().warning(f"publishing before matching the subscriptions of {', '.join(pending)}")
-    return pending
 
 
 def await_matched(node: Node, subscriptions: dict, timeout_s: float, required=()) -> list[str]:

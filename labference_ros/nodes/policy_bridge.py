@@ -44,7 +44,7 @@ from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
 from labference_ros.oracle.handoff import SupportHandoff
 from labference_ros.policies import EvaluationValidityError, make
-from labference_ros.skills.safety_modes import checks_fixtures, safety_check, safety_record, with_fixtures
+from labference_ros.skills.safety_modes import checks_fixtures, for_episode, safety_check, safety_record
 from labference_ros.tasks import DEFAULT_FAMILY
 from labference_ros.tasks import family as task_family
 
@@ -214,9 +214,7 @@ class PolicyBridge(Node):
             return self.envelope
         key = (instance.layout_hash, instance.condition, getattr(instance, "binding", None))
         if self.fixture_envelope is None or self.fixture_envelope[0] != key:
-            from labference_ros.skills.fixture_contacts import fixture_scene
-
-            self.fixture_envelope = (key, with_fixtures(self.envelope, fixture_scene(self.family, instance)))
+            self.fixture_envelope = (key, for_episode(self.envelope, self.safety, self.family, instance))
         return self.fixture_envelope[1]
 
     def on_start(self, request, response):
@@ -276,7 +274,7 @@ class PolicyBridge(Node):
         # mode lab_sim publishes every camera: wait for it even before the graph shows it.
         cameras = [f"/cameras/{cam}/image_raw" for cam in self.cameras] if self.settings.sync else []
         await_matched(self, self.inputs, float(self.v["match_timeout_s"]), required=cameras)
-        await_readers(self, self.io.command_publishers(), float(self.v["match_timeout_s"]))
+        await_readers(self, self.io.once_publishers(), float(self.v["match_timeout_s"]))
         self._close_log()
         # Nothing of the previous episode may reach this one (in realtime the newest joint
         # state also sets the bridge's clock: one from before the reset would run it ahead).

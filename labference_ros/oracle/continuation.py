@@ -25,7 +25,7 @@ from labference_ros.core.operations import Operation
 from labference_ros.core.records import RunRecords, final_status, run_info
 from labference_ros.perception.camera import world_camera_calibration
 from labference_ros.policies import make
-from labference_ros.skills.safety_modes import checks_fixtures, safety_check, safety_record, with_fixtures
+from labference_ros.skills.safety_modes import for_episode, safety_check, safety_record
 
 from .checkpoints import Checkpoint
 from .executor import ReferenceExecutor
@@ -265,10 +265,7 @@ def run_branch(cp: Checkpoint, system_name: str, condition: tuple[Support, ...] 
     world = World(inst)
     records = None
     try:
-        if checks_fixtures(safety):  # the robot modes keep the arm clear of this scene's fixtures
-            from labference_ros.skills.fixture_contacts import fixture_scene
-
-            envelope = with_fixtures(envelope, fixture_scene(world.family, inst))
+        envelope = for_episode(envelope, safety, world.family, inst)  # the robot modes: and its fixtures
         world.restore(cp.snapshot)
         world.start_environment()  # what the cell does on its own from the handoff on
         # The referee starts from the verified handoff, not the raw initialization.

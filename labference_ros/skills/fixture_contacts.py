@@ -5,9 +5,9 @@ forward kinematics only, no physics.
 
 Fixtures are everything the robot may not touch: the table, the balance, the
 cameras and their mounts (add_camera_mounts), the rotor, the rack (geoms fixed in
-the world, and bodies on hinges or slides such as a rotor or a pan). The movable objects (free bodies: standards,
-tubes) are what the hand is there to touch, and the robot's base stands on the
-table: neither counts."""
+the world, and bodies on hinges or slides such as a rotor or a pan). The movable
+objects (free bodies: standards, tubes) are what the hand is there to touch, and
+the robot's base stands on the table: neither counts."""
 from __future__ import annotations
 
 import mujoco

@@ -31,6 +31,16 @@ def safety_check(mode: str):
     return envelope_check(cell_envelope(robot=robot))
 
 
+def for_episode(limits, mode: str, family, instance):
+    """The episode's check: ``limits`` (safety_check(mode)), and in the robot modes no
+    contact with the fixtures of the instance's scene (built here: about 0.2-0.8 s)."""
+    if not checks_fixtures(mode):
+        return limits
+    from labference_ros.skills.fixture_contacts import fixture_scene
+
+    return with_fixtures(limits, fixture_scene(family, instance))
+
+
 def with_fixtures(limits, scene):
     """``limits`` (a safety_check) and no contact of arm or hand with the fixtures of
     ``scene``, the episode's compiled scene (mujoco.MjModel), on the rows and the
