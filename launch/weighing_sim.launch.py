@@ -79,6 +79,7 @@ def generate_launch_description():
     balance = Node(
         package='labference', executable='balance', name='balance', output='screen',
         parameters=[{
+            'history': 2000,
         }],
         on_exit=Shutdown(reason='balance exited'),
     )

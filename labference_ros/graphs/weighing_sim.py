@@ -76,7 +76,7 @@ NODES = (
                          "image_width": Param("image_width", int), "image_height": Param("image_height", int)},
              process=SIM_PROCESS),
     NodeSpec("balance", "balance",
-             parameters={}, process=SIM_PROCESS),
+             parameters={"history": 2000}, process=SIM_PROCESS),
     NodeSpec("referee", "referee",
              parameters={"task": TASK}),
     NodeSpec("policy_bridge", "policy_bridge",

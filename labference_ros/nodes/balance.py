@@ -29,7 +29,10 @@ class Balance(Node):
         self.model = BalanceModel(BalanceParameters(), float(g0))
         # Latched chain (nodes/matching.py): a balance that matches lab_sim late still
         # gets the episode's first wrenches, and the referee its first readings.
-        self.pub = self.create_publisher(BalanceReading, "/balance/reading", measurement_qos(200))
+        # history: readings kept for a reader that fell behind (the sim graph's 2000, as
+        # lab_sim's sync-mode writers keep: nodes/sim_outputs.py).
+        history = int(self.declare_parameter("history", 200).value)
+        self.pub = self.create_publisher(BalanceReading, "/balance/reading", measurement_qos(history))
         self.create_subscription(WrenchStamped, "/balance/wrench", self.on_wrench, measurement_qos(200))
         # Empty-pan calibration: the scene measures its load cell before the sample
         # is introduced and publishes that wrench (latched) at every reset.

@@ -32,13 +32,17 @@ def wrench_msg(w, stamp) -> WrenchStamped:
 
 
 # What the writers keep for a reliable reader that fell behind (the recorder on a loaded
-# machine): DDS resends only what a writer still holds. In sync mode 200 samples (4 s of
-# the arm at 50 Hz) and frames up to IMAGE_HISTORY_BYTES per camera, at least 2 and at
-# most 10: sim time waits for the graph there, so a reader that lags by less than that
-# gets everything (bench_completeness.py: 100 % saturated). In realtime mode 10 and 2: a
-# reader that lags should skip to the present, as on a real cell, and a deep backlog
-# resent to it under load kept the sensor chain behind (docs/pitfalls.md).
-STATE_HISTORY = {"sync": 200, "realtime": 10}
+# machine): DDS resends only what a writer still holds. In sync mode 2000 samples (20 s of
+# sim at 100 Hz) and frames up to IMAGE_HISTORY_BYTES per camera, at least 2 and at most
+# 10. A sample the shared-memory transport drops under load is resent at the writer's
+# next heartbeat, seconds later, while sim time runs on at several times real time: 200
+# samples (2 s of sim) let a CI run lose 0.1 s of joint states and wrenches for good
+# (docs/pitfalls.md). In realtime mode 10 and 2: a reader that lags should skip to the
+# present, as on a real cell, and a deep backlog resent to it under load kept the sensor
+# chain behind.
+STATE_HISTORY = {"sync": 2000, "realtime": 10}
+# The measurement chain the referee and the audit score from (transient local).
+MEASUREMENT_HISTORY = {"sync": 2000, "realtime": 200}
 IMAGE_HISTORY_BYTES = 4 << 20
 IMAGE_HISTORY = {"sync": (2, 10), "realtime": (2, 2)}
 
@@ -65,10 +69,12 @@ class SimOutputs:
         state_qos = QoSProfile(depth=STATE_HISTORY[node.step_mode])
         self.pub_clock = node.create_publisher(Clock, "/clock", state_qos)
         self.pub_joints = node.create_publisher(JointState, "/joint_states", state_qos)
-        self.pub_wrench = node.create_publisher(WrenchStamped, "/balance/wrench", measurement_qos(200))
+        self.pub_wrench = node.create_publisher(WrenchStamped, "/balance/wrench",
+                                                measurement_qos(MEASUREMENT_HISTORY[node.step_mode]))
         self.pub_tare = node.create_publisher(
             WrenchStamped, "/balance/tare", QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.pub_world = node.create_publisher(WorldState, "/evaluator/world_state", measurement_qos(200))
+        self.pub_world = node.create_publisher(WorldState, "/evaluator/world_state",
+                                               measurement_qos(MEASUREMENT_HISTORY[node.step_mode]))
         # Serialized by rclpy once per shape of world state, then packed (cdr_views).
         self.world_encoder = WorldStateEncoder(
             lambda m, supports: serialize_message(fill_world_msg(WorldState(), m, ObjectState, supports)))
