@@ -39,11 +39,6 @@ class BridgeIO:
         # A second referee scoring the same episode (the rehearsal's shadow) gets every report too.
         self.report_mirror = node.create_client(ReportOperation, report_mirror) if report_mirror else None
 
-    def once_publishers(self) -> dict:
-        """The writers of what goes out once, topic -> publisher: each row (lab_sim waits for
-        its boundary's rows) and each chunk (the bag's audit checks them); matching.await_readers."""
-        return {pub.topic_name: pub for pub in (self.pub_traj, self.pub_grip, self.pub_chunk)}
-
     def advance_server_ready(self) -> bool:
         return self.advance.service_is_ready()
 

@@ -17,8 +17,8 @@ from labference.msg import BalanceReading, GripperCommand
 from labference.srv import Advance, ResetEpisode, RestoreCheckpoint, SaveCheckpoint
 from labference_ros.core.advance_protocol import ADVANCE_RUNNING, RESET_DURING_ADVANCE
 from labference_ros.core.rates import CAMERA_RATE_HZ, MEASUREMENT_RATE_HZ
-from labference_ros.nodes.matching import (await_matched, await_readers, command_qos, measurement_qos,
-                                           unmatched_readers, warn_unmatched_readers)
+from labference_ros.nodes.matching import (await_matched, command_qos, measurement_qos, unmatched_readers,
+                                           warn_unmatched_readers)
 from labference_ros.nodes.repeated_reset import RepeatedReset
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sim_checkpoints import restore_checkpoint, save_checkpoint
@@ -310,10 +310,7 @@ class LabSim(Node):
         self.new_timeline()
         self.grid.restart(0.0)
         if self.step_mode == "realtime":
-            self._wall_anchor = None
-            # The reset answers after the wait (a service callback that blocks): the
-            # first realtime measurements follow at once.
-            await_readers(self, self.out.observed(), float(self.get_parameter("match_timeout_s").value))
+            self._wall_anchor = None  # (realtime frames repeat at every tick: nothing to wait for)
         # Tare first; measurements start with the first advance, after the tare is out.
         if self.backend.has_load_cell:
             self.out.tare()

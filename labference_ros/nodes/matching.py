@@ -5,9 +5,8 @@ both exist under load. A node started with the graph may therefore not yet
 receive a peer's messages when the first episode begins, and a volatile message
 published then (the first world state, the first camera frame) is lost for
 good. Nodes that must see an episode from its first message call
-``await_matched`` when the episode starts, and nodes whose messages go out
-once (lab_sim's first frames, the bridge's rows, the referee's first legal set)
-call ``await_readers`` before they publish them.
+``await_matched`` when the episode starts, and lab_sim, whose first frames of
+a timeline go out once, waits with ``unmatched_readers`` before it publishes them.
 """
 from __future__ import annotations
 
@@ -104,19 +103,6 @@ def unmatched_readers(node: Node, publishers: dict) -> list[str]:
         matchable = sum(qos_compatible(pub.qos_profile, request) for request in wanted)
         if pub.get_subscription_count() < matchable:
             pending.append(topic)
-    return pending
-
-
-def await_readers(node: Node, publishers: dict, timeout_s: float) -> list[str]:
-    """Block until every publisher has matched every compatible subscription the graph
-    announces, or `timeout_s` passes; returns the topics still unmatched (and logs a
-    warning naming them)."""
-    deadline = time.monotonic() + timeout_s
-    pending = unmatched_readers(node, publishers)
-    while pending and time.monotonic() < deadline:
-        time.sleep(0.01)
-        pending = unmatched_readers(node, publishers)
-    warn_unmatched_readers(node, pending)
     return pending
 
 

@@ -38,7 +38,7 @@ from labference_ros.core.system_params import OWN_ARGUMENTS, merged_system_param
 from labference_ros.cdr_views import WorldStateDecoder
 from labference_ros.core.rates import CAMERA_RATE_HZ
 from labference_ros.nodes.bridge_io import RECEIPT_QOS, BridgeIO
-from labference_ros.nodes.matching import await_matched, await_readers, image_qos
+from labference_ros.nodes.matching import await_matched, image_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.sampled import SampledInput, destroy_reader, reader_node
@@ -274,7 +274,6 @@ class PolicyBridge(Node):
         # mode lab_sim publishes every camera: wait for it even before the graph shows it.
         cameras = [f"/cameras/{cam}/image_raw" for cam in self.cameras] if self.settings.sync else []
         await_matched(self, self.inputs, float(self.v["match_timeout_s"]), required=cameras)
-        await_readers(self, self.io.once_publishers(), float(self.v["match_timeout_s"]))
         self._close_log()
         # Nothing of the previous episode may reach this one (in realtime the newest joint
         # state also sets the bridge's clock: one from before the reset would run it ahead).

@@ -19,7 +19,7 @@ from labference_ros.core.records import RunRecords, episode_deadline, final_stat
 from labference_ros.core.scoring import tri
 from labference_ros.msgconv import delivery_from_receipt, s_to_stamp, stamp_to_s
 from labference_ros.nodes.catch_up import CatchUp
-from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_matched, await_readers, measurement_qos
+from labference_ros.nodes.matching import PAIRED_MEASUREMENT_TOPICS, await_matched, measurement_qos
 from labference_ros.nodes.run_dir import outside_run_dir
 from labference_ros.nodes.runtime import run_node
 from labference_ros.tasks import DEFAULT_FAMILY
@@ -111,11 +111,6 @@ class RefereeNode(Node):
         # The episode's first world state and reading are published once: a referee
         # not yet matched with lab_sim and the balance would miss them (seen under CI load).
         await_matched(self, self.inputs, self.match_timeout_s)
-        # And what it publishes once (the first legal set the oracle answers, the events a
-        # bag's audit re-scores): its writers must have matched their readers.
-        await_readers(self, {"/referee/events": self.pub_events, "/referee/legal_set": self.pub_legal,
-                             "/referee/opportunities": self.pub_opps, "/referee/scores": self.pub_scores},
-                      self.match_timeout_s)
         try:
             instance = self.family.instance_from_json(request.instance_json)
             contract = self.family.contract_for(instance.condition)

@@ -92,7 +92,7 @@ class SimOutputs:
 
     def observed(self) -> dict:
         """The volatile topics a tested system observes, topic -> publisher: the first
-        sample of an episode goes out once, so it must reach every reader (matching.await_readers)."""
+        sample of an episode goes out once, so it must reach every reader (matching.unmatched_readers)."""
         topics = {"/joint_states": self.pub_joints}
         topics.update({f"/cameras/{c}/image_raw": pub for c, pub in self.pub_images.items()})
         return topics

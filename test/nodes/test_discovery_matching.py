@@ -74,7 +74,7 @@ WRITER = f"""
 import sys, time
 from rclpy.qos import QoSProfile
 from std_msgs.msg import String
-from labference_ros.nodes.matching import await_readers
+from labference_ros.nodes.matching import unmatched_readers
 from labference_ros.nodes.runtime import init_ros
 rclpy = init_ros([])
 node = rclpy.create_node("first_sample_writer")
@@ -87,8 +87,10 @@ deadline = time.monotonic() + 60
 for i, (topic, pub) in enumerate(publishers.items()):
     while node.count_subscribers(topic) < 1 and time.monotonic() < deadline:
         time.sleep(0.001)
+    while wait and unmatched_readers(node, {{topic: pub}}) and time.monotonic() < deadline:
+        time.sleep(0.001)
     if wait:
-        pending += await_readers(node, {{topic: pub}}, 30.0)
+        pending += unmatched_readers(node, {{topic: pub}})
     pub.publish(String(data=str(i)))
 print("PENDING", pending, flush=True)
 time.sleep(5)
@@ -125,7 +127,7 @@ def first_samples(mode: str) -> tuple[list[str], list[str]]:
     return pending, got
 
 
-def test_a_sample_written_once_after_await_readers_reaches_a_reader_the_graph_announced():
+def test_a_sample_written_once_the_writer_matched_every_reader_its_graph_announces_reaches_it():
     pending, got = first_samples("await")
     assert pending == ["PENDING []"]
     assert got == [f"GOT {list(range(TOPICS))}"]
