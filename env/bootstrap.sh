@@ -77,7 +77,8 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$DEPS_STAMP" 2>/dev/null)" != "$want
   pip_install --no-deps openpi-client==0.1.2 || { say "openpi-client install failed"; exit 1; }
   "$VENV/bin/python" env/fix_cmake_paths.py "$VENV" >&2
   echo "$want_deps" > "$DEPS_STAMP"
-  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs" "$VENV/.stamp-franka-msgs" "$VENV/.stamp-simulation-interfaces"
+  rm -f "$VENV/.stamp-interfaces" "$VENV/.stamp-tf2-msgs" "$VENV/.stamp-franka-msgs" "$VENV/.stamp-simulation-interfaces" \
+    "$VENV/.stamp-controller-manager-msgs"
 fi
 
 # Configure, build and install a CMake (ament) package into the venv, in a fresh
@@ -127,6 +128,17 @@ if [ "$(cat "$SIMIF_STAMP" 2>/dev/null)" != "$want_simif" ]; then
   say "building simulation_interfaces into $VENV"
   cmake_into_venv env/simulation_interfaces simulation_interfaces
   echo "$want_simif" > "$SIMIF_STAMP"
+fi
+
+# controller_manager_msgs (ros2_control's controller listing, which franka_arm_bridge and
+# `doctor --rig` ask the robot PC for) is missing from the PyPI wheels as well.
+CM_STAMP="$VENV/.stamp-controller-manager-msgs"
+want_cm=$(digest env/controller_manager_msgs/CMakeLists.txt env/controller_manager_msgs/package.xml \
+  env/controller_manager_msgs/msg/*.msg env/controller_manager_msgs/srv/*.srv)
+if [ "$(cat "$CM_STAMP" 2>/dev/null)" != "$want_cm" ]; then
+  say "building controller_manager_msgs into $VENV"
+  cmake_into_venv env/controller_manager_msgs controller_manager_msgs
+  echo "$want_cm" > "$CM_STAMP"
 fi
 
 IFACE_STAMP="$VENV/.stamp-interfaces"

@@ -2,7 +2,8 @@
 
 From the evaluation PC, with the discovery scope the real launch uses: the robot
 PC's joint states (franka_ros2's names for the robot model, and their rate), the
-robot state (mode and errors), the trajectory controller listening, the hand's
+robot state (mode and errors), the trajectory controller active (controller_manager's
+listing) and listening, the hand's
 move, grasp and homing actions, the balance answering MT-SICS on its port, and the
 marker camera's images. Each check says what it saw and, when it fails, what to do.
 """
@@ -16,6 +17,7 @@ from labference_ros.core.robots import robot_model
 from labference_ros.rosenv import DISCOVERY_ENV, PEERS_ENV, discovery_environ
 
 ROBOT_STATE_TOPIC = "/franka_robot_state_broadcaster/robot_state"
+CONTROLLER_LIST = "/controller_manager/list_controllers"
 
 
 @dataclass
@@ -51,6 +53,23 @@ def check_balance(port: str) -> RigCheck:
     return RigCheck("balance", True, f"{port}: {reading.displayed_g:.4f} g, {'stable' if reading.stable else 'dynamic'}")
 
 
+def controller_check(listing: dict[str, tuple[str, str]] | None, controller: str, topic: str,
+                     listening: int) -> RigCheck:
+    """The trajectory controller as controller_manager lists it (name -> (state, type); None:
+    no answer) and its trajectory topic's subscribers."""
+    hint = f"spawn and activate {controller} (config/franka_controllers.yaml)"
+    if listing is None:
+        return RigCheck("trajectory controller", False, f"{CONTROLLER_LIST}: no answer ({topic}: "
+                        f"{listening} subscriber(s))", "is ros2_control_node running on the robot PC?")
+    if controller not in listing:
+        loaded = ", ".join(sorted(listing)) or "none"
+        return RigCheck("trajectory controller", False, f"{controller} not loaded (loaded: {loaded})", hint)
+    state, kind = listing[controller]
+    ok = state == "active" and listening > 0
+    return RigCheck("trajectory controller", ok, f"{controller} {state} ({kind}); {topic}: {listening} "
+                    "subscriber(s)", hint)
+
+
 def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[RigCheck]:
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
@@ -83,6 +102,12 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
         except ImportError:
             out.append(RigCheck("franka_msgs", False, "not importable", "env/bootstrap.sh builds env/franka_msgs"))
             return out
+        try:
+            from controller_manager_msgs.srv import ListControllers
+        except ImportError:
+            out.append(RigCheck("controller_manager_msgs", False, "not importable",
+                                "env/bootstrap.sh builds env/controller_manager_msgs"))
+            return out
         node.create_subscription(FrankaRobotState, ROBOT_STATE_TOPIC, states.append, 10)
         images: list = []
         camera_topic = f"/cameras/{marker_camera}/image_raw"
@@ -90,9 +115,11 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
         clients = {name: ActionClient(node, kind, f"{robot.gripper_actions}/{name}")
                    for name, kind in (("move", Move), ("grasp", Grasp), ("homing", Homing))}
         trajectory_topic = f"/{robot.trajectory_controller}/joint_trajectory"
+        controllers = node.create_client(ListControllers, CONTROLLER_LIST)
         _spin_until(executor, lambda: len(stamps) >= 10 and states and images
-                    and all(c.server_is_ready() for c in clients.values())
+                    and all(c.server_is_ready() for c in clients.values()) and controllers.service_is_ready()
                     and node.count_subscribers(trajectory_topic) > 0, timeout_s)
+        listing = _list_controllers(executor, controllers, timeout_s)
         if len(stamps) >= 2:
             rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
             out.append(RigCheck("robot joint states", True, f"/joint_states with {robot.name}_joint1..7 at {rate:.0f} Hz"))
@@ -113,9 +140,8 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
         else:
             out.append(RigCheck("robot state", False, f"nothing on {ROBOT_STATE_TOPIC}",
                                 "spawn franka_robot_state_broadcaster (config/franka_controllers.yaml)"))
-        listening = node.count_subscribers(trajectory_topic)
-        out.append(RigCheck("trajectory controller", listening > 0, f"{trajectory_topic}: {listening} subscriber(s)",
-                            "spawn joint_trajectory_controller (config/franka_controllers.yaml)"))
+        out.append(controller_check(listing, robot.trajectory_controller, trajectory_topic,
+                                    node.count_subscribers(trajectory_topic)))
         ready = [n for n, c in clients.items() if c.server_is_ready()]
         out.append(RigCheck("gripper actions", len(ready) == len(clients),
                             f"{robot.gripper_actions}: {', '.join(ready) or 'none'} of move, grasp, homing",
@@ -130,6 +156,16 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
         node.destroy_node()
         rclpy.shutdown()
     return out
+
+
+def _list_controllers(executor, client, timeout_s: float) -> dict[str, tuple[str, str]] | None:
+    """controller_manager's controllers (name -> (state, type)); None when it does not answer."""
+    if not client.service_is_ready():
+        return None
+    future = client.call_async(client.srv_type.Request())
+    if not _spin_until(executor, future.done, timeout_s) or future.result() is None:
+        return None
+    return {c.name: (c.state, c.type) for c in future.result().controller}
 
 
 def run_rig_check(robot: str, balance_port: str, marker_camera: str, discovery: str, static_peers: str,

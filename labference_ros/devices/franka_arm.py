@@ -190,6 +190,10 @@ class FaultWatch:
     last_joint_state: float | None = None
     robot_mode: int | None = None
     errors: tuple[str, ...] = ()
+    # The trajectory controller's state in controller_manager's last listing ("active",
+    # "inactive", ..., "not loaded"); None until a listing came.
+    controller: str = ""
+    controller_state: str | None = None
 
     def joint_state(self, now: float) -> None:
         self.last_joint_state = now
@@ -197,16 +201,23 @@ class FaultWatch:
     def robot_state(self, mode: int, errors: tuple[str, ...]) -> None:
         self.robot_mode, self.errors = int(mode), tuple(errors)
 
+    def controllers(self, controller: str, states: dict[str, str]) -> None:
+        """controller_manager's listing (name -> state) and the controller that must be active."""
+        self.controller = controller
+        self.controller_state = states.get(controller, "not loaded")
+
     def fault(self, now: float, watch_robot_state: bool = True) -> str:
         """The cause of the first fault found, "" when none. Before the first joint state
         (the arm not up yet) nothing is judged."""
         if self.last_joint_state is not None and now - self.last_joint_state > self.joint_state_timeout_s:
             return f"joint states stale: none for {now - self.last_joint_state:.2f} s (limit {self.joint_state_timeout_s} s)"
-        if not watch_robot_state or self.robot_mode is None:
-            return ""
-        if self.errors:
+        robot_state = watch_robot_state and self.robot_mode is not None
+        if robot_state and self.errors:
             return f"robot error: {', '.join(self.errors)} (robot mode {ROBOT_MODE_NAMES.get(self.robot_mode, self.robot_mode)})"
-        if self.robot_mode != ROBOT_MODE_MOVE:
+        # Before the mode: with no controller running the robot reports idle, which says less.
+        if self.controller_state not in (None, "active"):
+            return f"controller {self.controller} {self.controller_state}: franka_ros2 does not follow the rows"
+        if robot_state and self.robot_mode != ROBOT_MODE_MOVE:
             return f"robot mode {ROBOT_MODE_NAMES.get(self.robot_mode, self.robot_mode)}: no controller is moving the arm"
         return ""
 

@@ -36,7 +36,9 @@ systems and the recorder read), the same positions, velocities and stamps.
 
 Faults (devices/franka_arm.FaultWatch): joint states older than
 joint_state_timeout_s, an error flag or a robot mode other than move in
-franka_robot_state_broadcaster's robot state; and a message of rows on time since the
+franka_robot_state_broadcaster's robot state, the trajectory controller not active
+in controller_manager's listing (`<controller_manager>/list_controllers`, asked every
+0.5 s with `watch_controllers`); and a message of rows on time since the
 stream began that the arm would answer with a reflex: it is not sent. The first fault during an episode
 (the one /policy_bridge/status says is running) stops the rows (none is forwarded
 until the next episode), asks /policy_bridge/pause with reason
@@ -64,8 +66,8 @@ waits for before the next episode. No rows are sent while the arm homes.
 Parameters: robot_model (fr3), graph_controller (panda_arm_controller),
 controller (the robot's trajectory controller, joint_trajectory_controller),
 control_interval_s (0.02), command_latency_s (0.06), command_delivery_s (0.005), joint_state_timeout_s (0.25),
-watch_robot_state (true), arm_homing (false; the real launch's argument, true), home,
-lift_m, release_wait_s.
+watch_robot_state (true), watch_controllers (true), controller_manager (/controller_manager),
+arm_homing (false; the real launch's argument, true), home, lift_m, release_wait_s.
 """
 from __future__ import annotations
 
@@ -96,6 +98,9 @@ GRAPH_JOINT_STATES = "/arm/joint_states"
 WATCH_HZ = 20.0
 OPERATOR_EVENTS = "/operator/events"  # latched, as the hand's bridge publishes them
 AT_REST_RAD_S = 0.01
+CONTROLLER_MANAGER = "/controller_manager"
+CONTROLLER_POLL_S = 0.5  # how often the controllers' states are asked for
+CONTROLLER_QUERY_S = 2.0  # an unanswered query is asked again after this
 
 
 def _duration(seconds: float) -> Duration:
@@ -121,7 +126,8 @@ class FrankaArmBridge(Node):
             ("control_interval_s", ROW_INTERVAL_S), ("command_latency_s", LATENCY_S),
             ("command_delivery_s", DELIVERY_S), ("joint_state_timeout_s", 0.25),
             ("watch_robot_state", True), ("arm_homing", False), ("home", list(common_cell().robot.home)),
-            ("lift_m", 0.05), ("release_wait_s", 10.0))}
+            ("lift_m", 0.05), ("release_wait_s", 10.0), ("watch_controllers", True),
+            ("controller_manager", CONTROLLER_MANAGER))}
         self.robot = robot_model(str(v["robot_model"]))
         graph_robot = common_cell().robot  # the graph's arm, alike in every cell
         self.graph_arm = graph_robot.arm_joints
@@ -168,6 +174,19 @@ class FrankaArmBridge(Node):
                 self.get_logger().error("franka_msgs is missing: the robot state's errors and mode are not watched")
             else:
                 self.create_subscription(FrankaRobotState, ROBOT_STATE_TOPIC, self.on_robot_state, qos)
+        self.controller = controller
+        self.listing = None  # the controller_manager query in flight, and when it was asked
+        self.listed_at = 0.0
+        if bool(v["watch_controllers"]):
+            try:
+                from controller_manager_msgs.srv import ListControllers
+            except ImportError:
+                self.get_logger().error("controller_manager_msgs is missing: the controllers' states are not watched")
+            else:
+                self.ListControllers = ListControllers
+                self.list_controllers = self.create_client(ListControllers,
+                                                           f"{v['controller_manager']}/list_controllers")
+                self.create_timer(CONTROLLER_POLL_S, self.ask_controllers)
         self.create_timer(1.0 / WATCH_HZ, self.check)
 
     # -- commands ---------------------------------------------------------------------------------------------
@@ -244,6 +263,24 @@ class FrankaArmBridge(Node):
         errors = tuple(name for name in msg.current_errors.get_fields_and_field_types()
                        if getattr(msg.current_errors, name))
         self.watch.robot_state(msg.robot_mode, errors)
+
+    def ask_controllers(self) -> None:
+        """controller_manager's listing, one query at a time. An unanswered query is given up
+        after a while, not judged: a robot PC that stopped answering also stops the joint states."""
+        now = time.monotonic()
+        if self.listing is not None and not self.listing.done() and now - self.listed_at < CONTROLLER_QUERY_S:
+            return
+        if not self.list_controllers.service_is_ready():
+            return
+        self.listed_at = now
+        self.listing = self.list_controllers.call_async(self.ListControllers.Request())
+        self.listing.add_done_callback(self.on_controllers)
+
+    def on_controllers(self, future) -> None:
+        if future.cancelled() or future.exception() is not None or future.result() is None:
+            return
+        states = {c.name: c.state for c in future.result().controller}
+        self.watch.controllers(self.controller, states)
 
     def on_status(self, msg: String) -> None:
         try:

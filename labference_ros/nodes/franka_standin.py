@@ -14,12 +14,17 @@ message types and rates, the arm played by devices/franka_arm.ArmStandIn.
   `/<arm>_gripper/joint_states`; a grasp closes to its width and succeeds
   (`grasp_succeeds`, true), a move goes to its width, homing opens the hand (each at
   once: the fingers do not travel here);
+- `/controller_manager/list_controllers` (controller_manager_msgs/ListControllers): the
+  trajectory controller (effort interfaces, as config/franka_controllers.yaml claims
+  them), the joint state and robot state broadcasters, each active;
 - failing on request, `~/inject` (std_msgs/String): `reflex` (a joint reflex, as a
   collision raises), `stall` (the joint states stop), `resume` (they go on),
-  `recover` (franka_ros2's error recovery: the error is cleared); or on a schedule,
-  `fault_episodes` ("0:reflex,2:stall": one second into those episodes, as
-  /policy_bridge/status announces them; when such an episode ends the arm is
-  recovered and the joint states resume, as an operator would do).
+  `recover` (franka_ros2's error recovery: the error is cleared), `deactivate` (the
+  trajectory controller inactive: trajectories are ignored), `activate` (active
+  again); or on a schedule, `fault_episodes` ("0:reflex,2:stall,3:deactivate": one
+  second into those episodes, as /policy_bridge/status announces them; when such an
+  episode ends the arm is recovered, the controller activated and the joint states
+  resume, as an operator would do).
 
 Its clock is the robot PC's: this computer's plus `clock_offset_s` (0), in every
 stamp it publishes and for every trajectory stamp it receives (a zero stamp starts
@@ -68,6 +73,8 @@ class FrankaStandIn(Node):
         self.width = float(v["start_width"])
         self.grasp_succeeds = bool(v["grasp_succeeds"])
         self.stalled = False
+        self.controller = controller
+        self.controller_active = True
         self.rejected_names: tuple[str, ...] | None = None
         qos = QoSProfile(depth=10)
         self.pub_joints = self.create_publisher(JointState, "/joint_states", qos)
@@ -75,8 +82,8 @@ class FrankaStandIn(Node):
         self.pub_state = self.create_publisher(FrankaRobotState, "/franka_robot_state_broadcaster/robot_state", qos)
         self.create_subscription(JointTrajectory, f"/{controller}/joint_trajectory", self.on_trajectory, qos)
         self.create_subscription(String, "~/inject", self.on_inject, qos)
-        # Scheduled faults: "INDEX:FAULT,..." (reflex or stall) one second into that episode (its id
-        # begins with the index, as the episode runner numbers them); its end recovers the arm.
+        # Scheduled faults: "INDEX:FAULT,..." (reflex, stall or deactivate) one second into that episode
+        # (its id begins with the index, as the episode runner numbers them); its end recovers the arm.
         self.schedule = {int(i): f.strip() for i, f in (item.split(":") for item in
                                                           str(v["fault_episodes"]).split(",") if item.strip())}
         self.episodes_seen: set[str] = set()
@@ -87,6 +94,9 @@ class FrankaStandIn(Node):
         self.actions = [ActionServer(self, Move, f"{hand}/move", self.on_move),
                         ActionServer(self, Grasp, f"{hand}/grasp", self.on_grasp),
                         ActionServer(self, Homing, f"{hand}/homing", self.on_homing)]
+        from controller_manager_msgs.srv import ListControllers
+
+        self.create_service(ListControllers, "/controller_manager/list_controllers", self.on_list_controllers)
         self.create_timer(1.0 / STEP_HZ, self.step)
         self.create_timer(1.0 / float(v["joint_state_rate_hz"]), self.publish)
 
@@ -107,6 +117,8 @@ class FrankaStandIn(Node):
             return
         if not msg.points:
             return
+        if not self.controller_active:
+            return  # an inactive controller takes no commands
         self._advance()
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         times = np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points])
@@ -131,6 +143,25 @@ class FrankaStandIn(Node):
             self.stalled = False
         elif what == "recover":
             self.arm.recover()
+        elif what in ("deactivate", "activate"):
+            self.controller_active = what == "activate"
+
+    def on_list_controllers(self, request, response):
+        from controller_manager_msgs.msg import ControllerState
+
+        joints = self.robot.arm_joints
+        trajectory = ControllerState(
+            name=self.controller, state="active" if self.controller_active else "inactive",
+            type="joint_trajectory_controller/JointTrajectoryController", update_rate=1000,
+            claimed_interfaces=[f"{j}/effort" for j in joints] if self.controller_active else [],
+            required_command_interfaces=[f"{j}/effort" for j in joints],
+            required_state_interfaces=[f"{j}/{i}" for j in joints for i in ("position", "velocity")])
+        broadcasters = [ControllerState(name=name, state="active", type=kind, update_rate=1000)
+                        for name, kind in (("joint_state_broadcaster", "joint_state_broadcaster/JointStateBroadcaster"),
+                                           ("franka_robot_state_broadcaster",
+                                            "franka_robot_state_broadcaster/FrankaRobotStateBroadcaster"))]
+        response.controller = [trajectory, *broadcasters]
+        return response
 
     def on_status(self, msg: String) -> None:
         data = json.loads(msg.data)
@@ -138,8 +169,8 @@ class FrankaStandIn(Node):
         if data.get("state") != "running":
             if episode in self.faulted:  # the episode is over: the operator recovers the arm
                 self.faulted.discard(episode)
-                self.on_inject(String(data="recover"))
-                self.on_inject(String(data="resume"))
+                for repair in ("recover", "activate", "resume"):
+                    self.on_inject(String(data=repair))
             return
         if episode in self.episodes_seen:
             return

@@ -86,6 +86,27 @@ def test_the_fault_watch_names_each_cause():
     assert watch.fault(10.31, watch_robot_state=False) == ""
 
 
+def test_the_fault_watch_names_a_trajectory_controller_that_is_not_active():
+    watch = FaultWatch(joint_state_timeout_s=0.25)
+    watch.joint_state(10.0)
+    watch.robot_state(ROBOT_MODE_MOVE, ())
+    controller = "joint_trajectory_controller"
+    watch.controllers(controller, {controller: "active", "joint_state_broadcaster": "active"})
+    assert watch.fault(10.1) == ""
+    watch.controllers(controller, {controller: "inactive", "joint_state_broadcaster": "active"})
+    assert watch.fault(10.1) == "controller joint_trajectory_controller inactive: franka_ros2 does not follow the rows"
+    # Without a controller the robot reports idle: the controller is the better cause, also unwatched.
+    watch.robot_state(ROBOT_MODE_IDLE, ())
+    assert watch.fault(10.1).startswith("controller joint_trajectory_controller inactive")
+    assert watch.fault(10.1, watch_robot_state=False).startswith("controller joint_trajectory_controller inactive")
+    watch.controllers(controller, {"joint_state_broadcaster": "active"})
+    assert watch.fault(10.1).startswith("controller joint_trajectory_controller not loaded")
+    # Stale joint states and robot errors come first.
+    watch.robot_state(ROBOT_MODE_REFLEX, ("joint_reflex",))
+    assert watch.fault(10.1).startswith("robot error: joint_reflex")
+    assert watch.fault(10.5).startswith("joint states stale")
+
+
 class GatedArm:
     """The arm bridge's gate in front of the stand-in's arm, the arm's setpoint kept every cycle."""
 

@@ -75,6 +75,10 @@ def test_rows_reach_the_fr3_without_a_reflex_and_its_faults_become_hardware_faul
     # The old command style (one position-only point per row) trips the arm's reflex.
     assert [f["episode_id"] for f in result["direct"]["faults"]] == ["e3"]
     assert "joint_motion_generator_velocity_discontinuity" in result["direct"]["faults"][0]["cause"]
+    # Recovered, e4: the trajectory controller deactivated, as controller_manager lists it, is e4's fault.
+    assert [f["episode_id"] for f in result["controller"]["faults"]] == ["e4"], (result, said)
+    assert result["controller"]["faults"][0]["cause"] == ("controller joint_trajectory_controller inactive: "
+                                                          "franka_ros2 does not follow the rows")
 
 
 @pytest.mark.slow
@@ -140,6 +144,8 @@ def test_doctor_rig_sees_the_robot_pc_and_the_balance_and_names_what_is_missing(
                      "gripper actions": "ok", "marker camera": "MISSING", "balance": "ok"}, done.stdout
     assert "fr3_joint1..7 at" in done.stdout and "mode move" in done.stdout
     assert "/fr3_gripper: move, grasp, homing" in done.stdout and "150.0000 g" in done.stdout
+    assert ("joint_trajectory_controller active (joint_trajectory_controller/JointTrajectoryController); "
+            "/joint_trajectory_controller/joint_trajectory: 1 subscriber(s)") in done.stdout
     assert "no image on /cameras/overhead/image_raw" in done.stdout
     assert done.returncode == 1 and "1 problem(s)" in done.stdout and "Traceback" not in done.stderr
 

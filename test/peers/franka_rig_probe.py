@@ -12,7 +12,9 @@ robot PC) and checks what the arm does:
      the end of e2 opens them again;
   6. episode e3, the old command style straight to franka_ros2's controller (single
      position-only points each interval): the stand-in raises the velocity
-     discontinuity reflex, and the fault for e3 names it.
+     discontinuity reflex, and the fault for e3 names it;
+  7. after recovery, episode e4: the trajectory controller deactivated (as
+     controller_manager lists it): the fault for e4 names the controller.
 Prints "RESULT <json>".
 
 With the argument `late`, instead: episode e1, rows to full speed, then the probe falls
@@ -211,6 +213,16 @@ def main() -> int:
     send(smooth(here, np.array([0.3, 0, 0, 0, 0, 0, 0]), 1.0), direct, FR3_ARM)
     wait_until(lambda: len(faults) >= 3, 5)
     result["direct"] = {"faults": list(faults[2:])}
+    # 7. recovered, e4, then the trajectory controller deactivated
+    inject.publish(String(data="recover"))
+    say("e3", "error")
+    recovered_from = len(modes)
+    wait_until(lambda: modes[recovered_from:].count(ROBOT_MODE_MOVE) >= 10, 30)
+    say("e4", "running")
+    time.sleep(0.3)
+    inject.publish(String(data="deactivate"))
+    wait_until(lambda: len(faults) >= 4, 10)
+    result["controller"] = {"faults": list(faults[3:])}
     print("RESULT " + json.dumps(result), flush=True)
     peer.close()
     return 0
