@@ -159,9 +159,6 @@ def generate_launch_description():
             'safety': ParameterValue(LaunchConfiguration('safety'), value_type=str),
             'report_mirror': '/shadow_referee/report_operation',
         }],
-        remappings=[
-            ('/evaluator/world_state', '/shadow/world_state'),
-        ],
         on_exit=Shutdown(reason='policy_bridge exited'),
     )
     oracle = Node(
@@ -187,6 +184,13 @@ def generate_launch_description():
         condition=IfCondition(LaunchConfiguration('monitor')),
         on_exit=Shutdown(reason='monitor exited'),
     )
+    sim_loader = Node(
+        package='labference', executable='sim_loader', name='sim_loader', output='screen',
+        parameters=[{
+            'task': 'feedback_weighing',
+        }],
+        on_exit=Shutdown(reason='sim_loader exited'),
+    )
     episode_runner = Node(
         package='labference', executable='episode_runner', name='episode_runner', output='screen',
         parameters=[{
@@ -208,7 +212,11 @@ def generate_launch_description():
             'setup': 'rehearsal',
             'setup_timeout_s': ParameterValue(LaunchConfiguration('setup_timeout_s'), value_type=float),
             'confirm': ParameterValue(LaunchConfiguration('confirm'), value_type=str),
+            'scene_node': 'sim_loader',
         }],
+        remappings=[
+            ('/lab_sim/reset', '/sim_loader/reset'),
+        ],
         on_exit=ended_by('episode_runner'),
     )
-    return LaunchDescription([*arguments, lab_sim, sim_balance, entity_tracker, world_estimator, referee, shadow_referee, policy_bridge, oracle, recorder, monitor, episode_runner])
+    return LaunchDescription([*arguments, lab_sim, sim_balance, entity_tracker, world_estimator, referee, shadow_referee, policy_bridge, oracle, recorder, monitor, sim_loader, episode_runner])

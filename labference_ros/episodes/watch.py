@@ -26,10 +26,13 @@ OPERATOR_CONNECTED_TOPICS = tuple(t for t in CONNECTED_TOPICS if t != "/balance/
 REHEARSAL_CONNECTED_TOPICS = CONNECTED_TOPICS + ("/markers/poses", "/sim_balance/reading", "/shadow/world_state")
 
 
-def connected_topics(setup: str, has_balance: bool, step_mode: str) -> tuple[str, ...]:
-    """The topics to see connected before the first episode, for this set-up."""
+def connected_topics(setup: str, has_balance: bool, step_mode: str, shadow: bool = True) -> tuple[str, ...]:
+    """The topics to see connected before the first episode, for this set-up (`shadow`: a
+    rehearsal's shadow referee reads the simulator's own world state)."""
     topics = {"operator": OPERATOR_CONNECTED_TOPICS, "rehearsal": REHEARSAL_CONNECTED_TOPICS}.get(
         setup, CONNECTED_TOPICS)
+    if not shadow:
+        topics = tuple(t for t in topics if t != "/shadow/world_state")
     if not has_balance:  # no balance, no load cell
         topics = tuple(t for t in topics if not t.startswith("/balance/"))
     if step_mode == "sync":  # the bridge takes the joint state from lab_sim's advance answers

@@ -14,10 +14,13 @@ entity states, so its referee reads nothing that only lab_sim can produce:
 - shadow_referee (the same node, remapped to /shadow_referee/*) scores the same
   episodes from lab_sim's privileged world state and the unchecked reading; `labference agreement RUN_DIR`
   compares the two verdicts per episode.
-What is not yet simulator-neutral: the episode runner resets through /lab_sim/reset
-(then waits for the estimator's scene check) and the policy bridge paces rows on
-realtime sim time, with a privileged tested system reading lab_sim's state, as in the
-rehearsal. docs/simulators.md says what another simulator must offer.
+- the scene: the episode runner's reset goes to sim_loader, which loads the instance
+  through simulation_interfaces' LoadWorld and plays it (SetSimulationState); the
+  episode starts once the estimator's scene check confirms it from the entity states.
+- a privileged tested system (scripted_expert) reads the estimator's world state, as on
+  a real cell.
+Only the shadow referee reads lab_sim's own state. docs/simulators.md says what another
+simulator must offer.
 """
 from __future__ import annotations
 
@@ -55,6 +58,16 @@ def _node(spec: NodeSpec) -> tuple[NodeSpec, ...]:
                                      ("/evaluator/balance_reading", "/balance/reading"))),)
     if spec.name == "referee":
         return (dataclasses.replace(spec, remappings=()),)
+    if spec.name == "policy_bridge":
+        # A privileged tested system reads the estimator's world state, as on a real cell: lab_sim's
+        # own is the shadow referee's alone.
+        return (dataclasses.replace(spec, remappings=()),)
+    if spec.name == "episode_runner":
+        # The scene comes through simulation_interfaces' LoadWorld, not lab_sim's own reset.
+        loader = NodeSpec("sim_loader", "sim_loader", parameters={"task": TASK})
+        runner = dataclasses.replace(spec, parameters={**spec.parameters, "scene_node": "sim_loader"},
+                                     remappings=(("/lab_sim/reset", "/sim_loader/reset"),))
+        return (loader, runner)
     return (spec,)
 
 

@@ -11,7 +11,7 @@ poses, the joint states and the balance, with nothing privileged from the simula
 An entity is named by the last element of its name (Isaac Sim's prim path /World/sample
 is the object `sample`); `objects` (comma-separated, empty: every dynamic object the
 simulator lists) keeps only those. Parameters: `service` (default
-/get_entities_states), `rate` (Hz, default 20)."""
+/get_entities_states), `namespace` (put before it, default ''), `rate` (Hz, default 20)."""
 from __future__ import annotations
 
 from geometry_msgs.msg import Pose
@@ -32,7 +32,8 @@ def object_name(entity: str) -> str:
 class EntityTracker(Node):
     def __init__(self):
         super().__init__("entity_tracker")
-        service = str(self.declare_parameter("service", "/get_entities_states").value)
+        namespace = str(self.declare_parameter("namespace", "").value).rstrip("/")
+        service = namespace + str(self.declare_parameter("service", "/get_entities_states").value)
         rate = float(self.declare_parameter("rate", 20.0).value)
         if not rate > 0:
             raise ValueError(f"rate must be positive, got {rate}")

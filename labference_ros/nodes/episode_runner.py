@@ -63,7 +63,7 @@ class EpisodeRunner(Node):
             ("stall_timeout_s", 60.0), ("startup_timeout_s", 120.0), ("record", True),
             ("support", "none"), ("task", DEFAULT_FAMILY), ("image_width", 320), ("image_height", 240),
             ("setup", "sim"), ("setup_timeout_s", 300.0), ("confirm", "auto"), ("arm_homing", False),
-            ("arm_home_timeout_s", 120.0))}
+            ("arm_home_timeout_s", 120.0), ("scene_node", ""), ("shadow_referee", True))}
         # sim: lab_sim resets the scene; operator: a person sets it up and the reset
         # service (the world estimator's scene check) says when it matches the instance.
         self.setup = str(p["setup"])
@@ -77,8 +77,12 @@ class EpisodeRunner(Node):
         self.arm_homing = bool(p["arm_homing"]) and self.setup != "sim"
         self.arm_home_timeout_s = float(p["arm_home_timeout_s"])
         has_balance = task_family(str(p["task"])).cell_description().balance is not None
-        self.connected_topics = connected_topics(self.setup, has_balance, str(p["step_mode"]))
-        self.scene_node = "world_estimator" if self.setup == "operator" else "lab_sim"  # who serves the reset
+        # A rehearsal's shadow referee scores from the simulator's own state: none where the
+        # simulator is another one (it offers no such state).
+        self.shadow = self.setup == "rehearsal" and bool(p["shadow_referee"])
+        self.connected_topics = connected_topics(self.setup, has_balance, str(p["step_mode"]), self.shadow)
+        # Who serves the reset (a graph may remap it: sim_loader through simulation_interfaces).
+        self.scene_node = str(p["scene_node"]) or ("world_estimator" if self.setup == "operator" else "lab_sim")
         self.record = bool(p["record"])
         self.settings = RunSettings(**{k: p[k] for k in RunSettings.__dataclass_fields__})
         self.service_timeout_s = float(p["service_timeout_s"])
@@ -88,7 +92,7 @@ class EpisodeRunner(Node):
         self.run = RunProgress(self.settings)
         self.current: Attempt | None = None
         self.assets: dict = {}  # run.json's assets section (TaskFamily.assets), once per run
-        self.watch = EpisodeWatch(self.setup == "rehearsal", self.settings.deadline_s)
+        self.watch = EpisodeWatch(self.shadow, self.settings.deadline_s)
         self.sim_now: float | None = None
         self.sim_seen_wall = time.monotonic()
 
@@ -114,6 +118,7 @@ class EpisodeRunner(Node):
         self.scene_check = self.shadow_start = self.shadow_finish = None
         if self.setup == "rehearsal":
             self.scene_check = self.create_client(ResetEpisode, "/world_estimator/reset")
+        if self.shadow:
             self.shadow_start = self.create_client(StartEpisode, "/shadow_referee/start_episode")
             self.shadow_finish = self.create_client(FinishEpisode, "/shadow_referee/finish_episode")
             self.create_subscription(ScoreSnapshot, "/shadow_referee/scores", self.on_shadow_scores, 10)
@@ -177,7 +182,7 @@ class EpisodeRunner(Node):
 
     def clients_needed(self):
         recording = (self.recorder_start, self.recorder_finish) if self.record else ()
-        rehearsal = (self.scene_check, self.shadow_start, self.shadow_finish) if self.setup == "rehearsal" else ()
+        rehearsal = tuple(c for c in (self.scene_check, self.shadow_start, self.shadow_finish) if c is not None)
         return (self.reset, self.referee_start, self.referee_finish, self.bridge_start, self.bridge_finish,
                 *recording, *rehearsal)
 
@@ -271,7 +276,7 @@ class EpisodeRunner(Node):
             except OSError as exc:  # operator.jsonl not writable: the episode cannot be recorded as run
                 answer = ServiceFailure("operator.jsonl", "refused", f"cannot write {exc.filename}: "
                                                                      f"{exc.strerror or exc}")
-            what = {"sim": "lab_sim reset", "rehearsal": "lab_sim reset and scene check"}.get(
+            what = {"sim": f"{self.scene_node} reset", "rehearsal": f"{self.scene_node} reset and scene check"}.get(
                 self.setup, "scene set-up")
             started = not failed(answer, self.scene_node, what)
         if started:

@@ -152,3 +152,44 @@ def test_sim_check_passes_against_lab_sim_and_names_a_removed_service():
     assert "FAIL  service StepSimulation: /step_simulation not offered" in failed.stdout
     assert "service LoadWorld" not in verdict_line and "entity sample" not in verdict_line
     assert nobody.returncode == 2 and "no simulator answered" in nobody.stdout
+
+
+@pytest.mark.slow
+def test_the_runners_reset_through_simulation_interfaces_loads_the_instance_once_and_names_what_failed():
+    """sim_loader (the runner's reset in the simulator-neutral graph) against a realtime
+    lab_sim: LoadWorld loads the instance (lab_sim's tare shows the load), answered with its
+    layout hash; the same reset asked again is answered without a second load; a broken
+    instance, and a simulator that offers no LoadWorld, are refusals that say why."""
+    with own_domain() as domain:
+        env = loopback_environ()
+        env["ROS_DOMAIN_ID"] = domain
+        sim = Proc([sys.executable, "-m", "labference_ros.nodes.lab_sim", "--ros-args", "-p",
+                    "step_mode:=realtime"], env=env)
+        loader = Proc([sys.executable, "-m", "labference_ros.nodes.sim_loader"], env=env)
+        nowhere = Proc([sys.executable, "-m", "labference_ros.nodes.sim_loader", "--ros-args", "-r",
+                        "__node:=nowhere_loader", "-p", "namespace:=/nowhere", "-p", "call_timeout_s:=1.0"], env=env)
+        probe = Proc([sys.executable, str(REPO / "test" / "peers" / "sim_loader_probe.py")], env=env)
+        lines = probe.wait_for("RESULT", timeout=180)
+        probe.stop()
+        said = loader.wait_for("\0", timeout=0.5) or loader.seen
+        for proc in (nowhere, loader, sim):
+            proc.stop()
+    assert lines, probe.seen[-20:] + loader.seen[-20:] + sim.seen[-20:]
+    out = json.loads(lines[0].removeprefix("RESULT "))
+    first_hash, second_hash = out["layout_hashes"]
+    first = out["first"]
+    assert first["success"] and "through LoadWorld" in first["message"], first
+    assert (first["layout_hash"], first["scene_hash"], first["tares"]) == (first_hash, "", 1), first
+    # The sim time of the first /clock after the load (lab_sim's restarts at 0), not a fallback.
+    assert 0.0 <= first["sim_time"] < 5.0, first
+    assert not any("no /clock" in line for line in loader.seen), said
+    repeated = out["repeated"]
+    assert repeated == {**first, "tares": 1}, repeated  # answered again, not loaded again
+    assert any("asked again" in line for line in loader.seen), said
+    broken = out["broken"]
+    assert not broken["success"] and broken["message"].startswith("reset failed:") and broken["tares"] == 1
+    second = out["second"]
+    assert second["success"] and second["layout_hash"] == second_hash and second["tares"] == 2, second
+    nothing = out["no_simulator"]
+    assert not nothing["success"] and nothing["message"] == ("LoadWorld: /nowhere/load_world is not offered "
+                                                             "(waited 1 s)"), nothing

@@ -35,7 +35,8 @@ class WeighingFamily(TaskFamily):
         "wrong_first_expert": "labference_ros.tasks.weighing.systems.imperfect:WrongFirstExpert",
     }
     graphs = ("labference_ros.graphs.weighing_sim", "labference_ros.graphs.weighing_real",
-              "labference_ros.graphs.weighing_rehearsal", "labference_ros.graphs.weighing_external")
+              "labference_ros.graphs.weighing_rehearsal", "labference_ros.graphs.weighing_external",
+              "labference_ros.graphs.weighing_isaac")
     cameras = ("front", "wrist", "display")
     reads_balance = True
 
