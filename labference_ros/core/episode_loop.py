@@ -58,6 +58,11 @@ class Report:
     source: str
 
 
+# A pause's stop that a gentle deceleration (half the Panda's acceleration limits) would bring
+# into a fixture tries these fractions in turn; the envelope keeps each within the robot's limits.
+HARDER_STOP_FRACTIONS = (0.75, 0.95)
+
+
 class EpisodeLoop:
     def __init__(self, system, conversion: ActionConversion, *, episode_id: str, instance,
                  stop_hold_s: float = STOP_HOLD_S, deadline_s: float = 0.0,
@@ -202,13 +207,41 @@ class EpisodeLoop:
         brought to rest (core.safety.stopping_rows, from its last commanded velocity).
         Returns the arm targets that stop it, one interval apart after the last one
         commanded (None before any was commanded)."""
-        self._record({"record": "paused", "t": t, "reason": reason, "rows_dropped": len(self.queue)})
+        entry = {"record": "paused", "t": t, "reason": reason, "rows_dropped": len(self.queue)}
         self._drop_rows()
         if self.setpoint is None:
+            self._record(entry)
             return None
-        stop = stopping_rows(self.setpoint, self.setpoint_velocity, 1.0 / self.spec.control_frequency_hz)
+        stop = self._checked_stop(entry)
+        self._record(entry)
         self.setpoint, self.setpoint_velocity = stop[-1], None
         return stop
+
+    def _checked_stop(self, entry: dict) -> np.ndarray:
+        """The stopping rows, through the envelope where the bridge has one. A gentle stop (half
+        the limits) runs on past where a chunk braking harder would have ended, and may touch a
+        fixture there: then the first harder stop the envelope passes (`entry["stop_fraction"]`);
+        if none does, the gentle one, and the entry says why (`stop_outside`)."""
+        interval = 1.0 / self.spec.control_frequency_hz
+        gentle = stopping_rows(self.setpoint, self.setpoint_velocity, interval)
+        if self.envelope is None or len(gentle) < 2:
+            return gentle
+        width = self.obs.gripper_width if self.obs is not None else None
+
+        def outside(rows):
+            checked = rows if width is None else np.column_stack([rows, np.full(len(rows), width)])
+            return self.envelope(checked, self.setpoint, self.setpoint_velocity, interval)
+
+        reasons = outside(gentle)
+        if not reasons:
+            return gentle
+        for fraction in HARDER_STOP_FRACTIONS:
+            harder = stopping_rows(self.setpoint, self.setpoint_velocity, interval, fraction=fraction)
+            if not outside(harder):
+                entry["stop_fraction"] = fraction
+                return harder
+        entry["stop_outside"] = reasons
+        return gentle
 
     def drop_queue(self, t: float, reason: str) -> None:
         """Rows that must not run (a chunk answered while paused)."""

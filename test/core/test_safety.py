@@ -133,6 +133,55 @@ def test_a_pause_drops_the_queued_rows_and_the_setpoint_rests():
     assert records[-2]["rows_dropped"] == 8 and records[-2]["reason"] == "operator"
 
 
+def _paused_near_a_fixture(margin: float):
+    """A loop whose setpoint moves joint 1 at 0.5 rad/s, paused with a stand-in fixture
+    `margin` rad ahead on joint 1 (the envelope refuses any row past it): (stop, paused record,
+    where the setpoint was, what the envelope was shown)."""
+    shown = []
+
+    def envelope(rows_, start, velocity, interval):
+        shown.append(np.array(rows_))
+        limits = BOX.violations(rows_, start, velocity, interval, tips_at(0.3))
+        if fixture is not None and np.max(np.asarray(rows_)[:, 0]) > fixture:
+            limits.append("hand touches the balance")
+        return limits
+
+    fixture = None
+    loop, records = make_loop(envelope=envelope)
+    observe(loop, 0.0, width=0.05)
+    step = np.zeros(8)
+    step[0] = 0.01
+    assert loop.take_chunk(np.array([np.concatenate([HOME, [0.05]]) + step * (k + 1) ** 2 / 20 if k < 10 else
+                                     np.concatenate([HOME, [0.05]]) + step * (5 + (k - 9))
+                                     for k in range(20)]), 0.0).status == "accepted", loop.history
+    for k in range(15):
+        loop.next_command(0.02 * (k + 1))
+    moving_at = loop.setpoint.copy()
+    fixture = moving_at[0] + margin
+    stop = loop.pause(0.3, "operator")
+    return stop, records[-1], moving_at, shown
+
+
+def test_a_pause_whose_gentle_stop_would_touch_a_fixture_stops_harder_within_the_limits():
+    stop, paused, moving_at, shown = _paused_near_a_fixture(0.017)
+    # The gentle stop (half the limits, 4 rows) runs on 0.02 rad, into the fixture; 0.75 of them
+    # (3 rows) stops after 0.015 rad, short of it.
+    assert paused["record"] == "paused" and paused["stop_fraction"] == 0.75 and "stop_outside" not in paused
+    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.015) and len(stop) == 3
+    assert BOX.violations(stop, moving_at, np.eye(7)[0] * 0.5, INTERVAL, tips_at(0.3)) == []
+    assert shown[-1].shape[1] == 8 and np.all(shown[-1][:, 7] == 0.05)  # checked with the hand's width
+    # Far from the fixture the gentle stop runs, and the record says nothing more.
+    stop, paused, moving_at, _ = _paused_near_a_fixture(0.05)
+    assert "stop_fraction" not in paused and "stop_outside" not in paused
+    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.02)
+
+
+def test_a_pause_that_no_stop_keeps_off_a_fixture_stops_gently_and_says_why():
+    stop, paused, moving_at, _ = _paused_near_a_fixture(0.004)
+    assert paused["stop_outside"] == ["hand touches the balance"] and "stop_fraction" not in paused
+    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.02)  # the gentle stop: within the limits at least
+
+
 def test_a_setpoint_at_rest_stops_where_it_is():
     from labference_ros.core.safety import stopping_rows
 
