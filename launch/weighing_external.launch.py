@@ -69,6 +69,8 @@ def generate_launch_description():
                               description='auto: an episode starts once its scene check passes; operator: also only after a confirmation (`labference operator confirm`), as on the real cell', choices=['auto', 'operator']),
         DeclareLaunchArgument('entity_rate', default_value='20',
                               description='How often (Hz, wall time) entity_tracker asks the simulator for its entity states'),
+        DeclareLaunchArgument('load_timeout_s', default_value='20',
+                              description="Seconds sim_loader gives an instance's load (LoadWorld, play, the first /clock) before it refuses the reset; keep it below service_timeout_s"),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
         SetEnvironmentVariable('LABFERENCE_STATIC_PEERS', ''),
     ]
@@ -188,6 +190,7 @@ def generate_launch_description():
         package='labference', executable='sim_loader', name='sim_loader', output='screen',
         parameters=[{
             'task': 'feedback_weighing',
+            'reset_timeout_s': ParameterValue(LaunchConfiguration('load_timeout_s'), value_type=float),
         }],
         on_exit=Shutdown(reason='sim_loader exited'),
     )

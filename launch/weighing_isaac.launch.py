@@ -67,14 +67,19 @@ def generate_launch_description():
                               description='auto: an episode starts once its scene check passes; operator: also only after a confirmation (`labference operator confirm`), as on the real cell', choices=['auto', 'operator']),
         DeclareLaunchArgument('entity_rate', default_value='20',
                               description='How often (Hz, wall time) entity_tracker asks the simulator for its entity states'),
+        DeclareLaunchArgument('load_timeout_s', default_value='20',
+                              description="Seconds sim_loader gives an instance's load (LoadWorld, play, the first /clock) before it refuses the reset; keep it below service_timeout_s"),
         DeclareLaunchArgument('sim_namespace', default_value='',
                               description="Namespace of the simulator's simulation_interfaces services ('' the root, as Isaac Sim's simulation-control extension serves them)"),
+        DeclareLaunchArgument('empty_pan_force_n', default_value='1.5347873918',
+                              description="The load cell's force with the pan empty (N, +z): the balance's tare, which lab_sim measures and publishes itself; the cell's pan as `labference cell export` writes it weighs this much"),
         SetEnvironmentVariable('LABFERENCE_DISCOVERY', 'localhost'),
         SetEnvironmentVariable('LABFERENCE_STATIC_PEERS', ''),
     ]
     sim_balance = Node(
         package='labference', executable='balance', name='sim_balance', output='screen',
         parameters=[{
+            'empty_force_n': ParameterValue(LaunchConfiguration('empty_pan_force_n'), value_type=float),
         }],
         remappings=[
             ('/balance/reading', '/sim_balance/reading'),
@@ -152,6 +157,7 @@ def generate_launch_description():
         package='labference', executable='sim_loader', name='sim_loader', output='screen',
         parameters=[{
             'task': 'feedback_weighing',
+            'reset_timeout_s': ParameterValue(LaunchConfiguration('load_timeout_s'), value_type=float),
             'namespace': ParameterValue(LaunchConfiguration('sim_namespace'), value_type=str),
         }],
         on_exit=Shutdown(reason='sim_loader exited'),

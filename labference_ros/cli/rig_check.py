@@ -104,10 +104,10 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
             return out
         try:
             from controller_manager_msgs.srv import ListControllers
-        except ImportError:
+        except ImportError:  # the other checks go on; the controller's state stays unknown
+            ListControllers = None
             out.append(RigCheck("controller_manager_msgs", False, "not importable",
                                 "env/bootstrap.sh builds env/controller_manager_msgs"))
-            return out
         node.create_subscription(FrankaRobotState, ROBOT_STATE_TOPIC, states.append, 10)
         images: list = []
         camera_topic = f"/cameras/{marker_camera}/image_raw"
@@ -115,11 +115,12 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
         clients = {name: ActionClient(node, kind, f"{robot.gripper_actions}/{name}")
                    for name, kind in (("move", Move), ("grasp", Grasp), ("homing", Homing))}
         trajectory_topic = f"/{robot.trajectory_controller}/joint_trajectory"
-        controllers = node.create_client(ListControllers, CONTROLLER_LIST)
+        controllers = node.create_client(ListControllers, CONTROLLER_LIST) if ListControllers else None
         _spin_until(executor, lambda: len(stamps) >= 10 and states and images
-                    and all(c.server_is_ready() for c in clients.values()) and controllers.service_is_ready()
+                    and all(c.server_is_ready() for c in clients.values())
+                    and (controllers is None or controllers.service_is_ready())
                     and node.count_subscribers(trajectory_topic) > 0, timeout_s)
-        listing = _list_controllers(executor, controllers, timeout_s)
+        listing = _list_controllers(executor, controllers, timeout_s) if controllers else None
         if len(stamps) >= 2:
             rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
             out.append(RigCheck("robot joint states", True, f"/joint_states with {robot.name}_joint1..7 at {rate:.0f} Hz"))
@@ -140,8 +141,13 @@ def check_ros(robot_name: str, marker_camera: str, timeout_s: float) -> list[Rig
         else:
             out.append(RigCheck("robot state", False, f"nothing on {ROBOT_STATE_TOPIC}",
                                 "spawn franka_robot_state_broadcaster (config/franka_controllers.yaml)"))
-        out.append(controller_check(listing, robot.trajectory_controller, trajectory_topic,
-                                    node.count_subscribers(trajectory_topic)))
+        listening = node.count_subscribers(trajectory_topic)
+        if controllers is None:
+            out.append(RigCheck("trajectory controller", listening > 0, f"{trajectory_topic}: {listening} "
+                                "subscriber(s); its state unknown (no controller_manager_msgs)",
+                                f"spawn {robot.trajectory_controller} (config/franka_controllers.yaml)"))
+        else:
+            out.append(controller_check(listing, robot.trajectory_controller, trajectory_topic, listening))
         ready = [n for n, c in clients.items() if c.server_is_ready()]
         out.append(RigCheck("gripper actions", len(ready) == len(clients),
                             f"{robot.gripper_actions}: {', '.join(ready) or 'none'} of move, grasp, homing",

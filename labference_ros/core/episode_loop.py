@@ -30,7 +30,7 @@ from labference_ros.core.observation import (OBSERVATION_HISTORY_STEPS, PolicyOb
                                             project_observation)
 from labference_ros.core.operations import Operation
 from labference_ros.core.rejections import RejectionRun
-from labference_ros.core.safety import stopping_rows
+from labference_ros.core.safety import PANDA_MAX_ACCELERATION, smooth_stopping_rows, stopping_rows
 
 EPS = 1e-6
 # A system that says it is finished is held this long (sim s) before the episode
@@ -58,9 +58,9 @@ class Report:
     source: str
 
 
-# A pause's stop that a gentle deceleration (half the Panda's acceleration limits) would bring
-# into a fixture tries these fractions in turn; the envelope keeps each within the robot's limits.
-HARDER_STOP_FRACTIONS = (0.75, 0.95)
+# A pause's stop that the envelope refuses in its gentle form is tried smooth at these fractions
+# of the robot's acceleration limits, in turn (the envelope says which it passes).
+SMOOTH_STOP_FRACTIONS = (0.5, 0.75)
 
 
 class EpisodeLoop:
@@ -218,10 +218,13 @@ class EpisodeLoop:
         return stop
 
     def _checked_stop(self, entry: dict) -> np.ndarray:
-        """The stopping rows, through the envelope where the bridge has one. A gentle stop (half
-        the limits) runs on past where a chunk braking harder would have ended, and may touch a
-        fixture there: then the first harder stop the envelope passes (`entry["stop_fraction"]`);
-        if none does, the gentle one, and the entry says why (`stop_outside`)."""
+        """The stopping rows, through the envelope where the bridge has one. The gentle stop
+        (constant deceleration at half the Panda's limits) when it passes; else a smooth stop
+        (core.safety.smooth_stopping_rows) within the envelope's robot's own limits, at half of
+        them, then harder (a gentle stop can run on into a fixture where the chunk braked
+        harder, or overshoot a robot's interpolated limits): the first the envelope passes,
+        named in `entry["stop"]`. If none passes, the first smooth stop (within the robot's
+        limits where the envelope knows them), and `stop_outside` says why."""
         interval = 1.0 / self.spec.control_frequency_hz
         gentle = stopping_rows(self.setpoint, self.setpoint_velocity, interval)
         if self.envelope is None or len(gentle) < 2:
@@ -232,16 +235,21 @@ class EpisodeLoop:
             checked = rows if width is None else np.column_stack([rows, np.full(len(rows), width)])
             return self.envelope(checked, self.setpoint, self.setpoint_velocity, interval)
 
-        reasons = outside(gentle)
-        if not reasons:
+        if not outside(gentle):
             return gentle
-        for fraction in HARDER_STOP_FRACTIONS:
-            harder = stopping_rows(self.setpoint, self.setpoint_velocity, interval, fraction=fraction)
-            if not outside(harder):
-                entry["stop_fraction"] = fraction
-                return harder
+        limits = getattr(self.envelope, "stop_acceleration", None) or PANDA_MAX_ACCELERATION
+        first = None
+        for fraction in SMOOTH_STOP_FRACTIONS:
+            stop = smooth_stopping_rows(self.setpoint, self.setpoint_velocity, interval, limits, fraction)
+            reasons = outside(stop)
+            if not reasons:
+                entry["stop"] = f"smooth at {fraction:g} of the limits"
+                return stop
+            first = first or (stop, fraction, reasons)
+        stop, fraction, reasons = first
+        entry["stop"] = f"smooth at {fraction:g} of the limits"
         entry["stop_outside"] = reasons
-        return gentle
+        return stop
 
     def drop_queue(self, t: float, reason: str) -> None:
         """Rows that must not run (a chunk answered while paused)."""

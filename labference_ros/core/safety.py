@@ -161,3 +161,20 @@ def stopping_rows(start: np.ndarray, velocity: np.ndarray | None, interval_s: fl
     duration = steps * interval_s
     t = np.arange(1, steps + 1)[:, None] * interval_s
     return start + v * (t - t * t / (2 * duration))
+
+
+def smooth_stopping_rows(start: np.ndarray, velocity: np.ndarray, interval_s: float, max_acceleration,
+                         fraction: float, min_rows: int = 5) -> np.ndarray:
+    """Like stopping_rows, with the velocity ramped down along a smoothstep, so the
+    deceleration starts and ends at zero: a controller interpolating the rows keeps within
+    `fraction` of the robot's limits (peak deceleration 1.5 v / duration), where a constant
+    deceleration's sudden start overshoots them between the first rows. At least `min_rows`
+    rows: a shorter stop is too coarse for the interpolation to stay that smooth."""
+    start = np.asarray(start, float)[:ARM_JOINTS]
+    v = np.asarray(velocity, float)[:ARM_JOINTS]
+    duration = float(np.max(1.5 * np.abs(v) / (np.asarray(max_acceleration) * fraction)))
+    steps = max(min_rows, int(np.ceil(duration / interval_s - 1e-9)))  # 0.2 / 0.02 is 10 rows, not 11
+    duration = steps * interval_s
+    tau = np.arange(1, steps + 1)[:, None] * interval_s / duration
+    # The integral of v (1 - 3 tau^2 + 2 tau^3) over time.
+    return start + v * duration * (tau - tau ** 3 + tau ** 4 / 2)

@@ -34,6 +34,8 @@ _DROPPED = ("marker_camera_width", "marker_camera_height", "balance_port")
 ARGUMENTS = tuple(a for a in weighing_rehearsal.ARGUMENTS if a.name not in _DROPPED) + (
     LaunchArgument("entity_rate", "20", "How often (Hz, wall time) entity_tracker asks the simulator for its "
                    "entity states"),
+    LaunchArgument("load_timeout_s", "20", "Seconds sim_loader gives an instance's load (LoadWorld, play, the "
+                   "first /clock) before it refuses the reset; keep it below service_timeout_s"),
 )
 ARGUMENTS = tuple(dataclasses.replace(a, default="1.0") if a.name == "realtime_factor" else a for a in ARGUMENTS)
 SIM_TIME = weighing_rehearsal.SIM_TIME
@@ -64,7 +66,8 @@ def _node(spec: NodeSpec) -> tuple[NodeSpec, ...]:
         return (dataclasses.replace(spec, remappings=()),)
     if spec.name == "episode_runner":
         # The scene comes through simulation_interfaces' LoadWorld, not lab_sim's own reset.
-        loader = NodeSpec("sim_loader", "sim_loader", parameters={"task": TASK})
+        loader = NodeSpec("sim_loader", "sim_loader",
+                          parameters={"task": TASK, "reset_timeout_s": Param("load_timeout_s", float)})
         runner = dataclasses.replace(spec, parameters={**spec.parameters, "scene_node": "sim_loader"},
                                      remappings=(("/lab_sim/reset", "/sim_loader/reset"),))
         return (loader, runner)

@@ -28,6 +28,9 @@ from . import weighing_external
 from .graph import Graph, LaunchArgument, NodeSpec, Param
 
 TASK = weighing_external.TASK
+# The empty pan's weight on the load cell in the cell's scene (lab_sim's measured tare; a test
+# keeps the two equal).
+EMPTY_PAN_FORCE_N = "1.5347873918"
 # lab_sim's own arguments: the simulator runs outside this graph at its own pace.
 _DROPPED = ("realtime_factor",)
 # What the arguments say of lab_sim, said of the simulator outside.
@@ -42,12 +45,18 @@ ARGUMENTS = tuple(dataclasses.replace(a, description=_HELP.get(a.name, a.descrip
                   for a in weighing_external.ARGUMENTS if a.name not in _DROPPED) + (
     LaunchArgument("sim_namespace", "", "Namespace of the simulator's simulation_interfaces services ('' the "
                    "root, as Isaac Sim's simulation-control extension serves them)"),
+    LaunchArgument("empty_pan_force_n", EMPTY_PAN_FORCE_N, "The load cell's force with the pan empty (N, +z): "
+                   "the balance's tare, which lab_sim measures and publishes itself; the cell's pan as `labference "
+                   "cell export` writes it weighs this much"),
 )
 
 
 def _node(spec: NodeSpec) -> tuple[NodeSpec, ...]:
     if spec.name in ("lab_sim", "shadow_referee"):
         return ()
+    if spec.name == "sim_balance":  # no /balance/tare from another simulator: the pan's weight is known
+        return (dataclasses.replace(spec, parameters={**spec.parameters,
+                                                      "empty_force_n": Param("empty_pan_force_n", float)}),)
     if spec.name == "sim_loader":
         return (dataclasses.replace(spec, parameters={**spec.parameters, "namespace": Param("sim_namespace")}),)
     if spec.name == "entity_tracker":

@@ -268,8 +268,10 @@ class FrankaArmBridge(Node):
         """controller_manager's listing, one query at a time. An unanswered query is given up
         after a while, not judged: a robot PC that stopped answering also stops the joint states."""
         now = time.monotonic()
-        if self.listing is not None and not self.listing.done() and now - self.listed_at < CONTROLLER_QUERY_S:
-            return
+        if self.listing is not None and not self.listing.done():
+            if now - self.listed_at < CONTROLLER_QUERY_S:
+                return
+            self.list_controllers.remove_pending_request(self.listing)  # its late answer is dropped
         if not self.list_controllers.service_is_ready():
             return
         self.listed_at = now

@@ -12,12 +12,16 @@ remaps the runner's /lab_sim/reset to it):
 3. the answer: the instance's layout hash (from the task family, as lab_sim answers it),
    an empty scene hash (only lab_sim knows the scene it compiled) and the sim time of
    the first /clock after the load (0 when none came within `clock_wait_s`).
-Each call waits at most `call_timeout_s` (20) for its answer. A reset asked again with the
-same episode and instance, as the runner does when a reply is lost, gets the first
-answer: the world is loaded once (nodes/repeated_reset.py). Parameters: task,
-namespace ('' the root, as Isaac Sim's extension and lab_sim serve them), play (true),
-call_timeout_s, clock_wait_s (2)."""
+The whole reset takes at most `reset_timeout_s` (20; keep it below the runner's
+service_timeout_s, so a slow simulator is this node's named refusal, not the runner's
+timeout); a call not answered by then is given up. A reset asked again with the same
+episode and instance, as the runner does when a reply is lost, gets the first answer:
+the world is loaded once (nodes/repeated_reset.py). Parameters: task, namespace (''
+the root, as Isaac Sim's extension and lab_sim serve them), play (true),
+reset_timeout_s, clock_wait_s (2, within reset_timeout_s)."""
 from __future__ import annotations
+
+import time
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -27,7 +31,7 @@ from simulation_interfaces.msg import Result, SimulationState
 from simulation_interfaces.srv import LoadWorld, SetSimulationState
 
 from labference.srv import ResetEpisode
-from labference_ros.nodes.repeated_reset import RepeatedReset
+from labference_ros.nodes.repeated_reset import ANSWER_FIELDS, RepeatedReset
 from labference_ros.nodes.runtime import run_node
 from labference_ros.nodes.steady_waits import SteadyWaits
 from labference_ros.tasks import DEFAULT_FAMILY, family as task_family
@@ -39,18 +43,20 @@ class SimLoader(Node):
     def __init__(self):
         super().__init__("sim_loader")
         v = {name: self.declare_parameter(name, default).value for name, default in (
-            ("task", DEFAULT_FAMILY), ("namespace", ""), ("play", True), ("call_timeout_s", 20.0),
+            ("task", DEFAULT_FAMILY), ("namespace", ""), ("play", True), ("reset_timeout_s", 20.0),
             ("clock_wait_s", 2.0))}
         self.family = task_family(str(v["task"]))
         namespace = str(v["namespace"]).rstrip("/")
         self.play = bool(v["play"])
-        self.call_timeout_s = float(v["call_timeout_s"])
+        self.reset_timeout_s = float(v["reset_timeout_s"])
+        self.deadline = 0.0  # monotonic: when the reset in progress must have answered
         self.clock_wait_s = float(v["clock_wait_s"])
         self.load_world = self.create_client(LoadWorld, f"{namespace}/load_world")
         self.set_state = self.create_client(SetSimulationState, f"{namespace}/set_simulation_state")
         self.waits = SteadyWaits(self, POLL_S)
         self.resets = RepeatedReset()
-        self.loading: tuple[tuple[str, str], Future] | None = None  # the load in flight, for a repeat
+        # The reset in flight: its request's key, done when it answered, and its response.
+        self.loading: tuple[tuple[str, str], Future, object] | None = None
         self.clock_seen: Future | None = None  # set by the first /clock after a load
         self.create_subscription(Clock, "/clock", self.on_clock,
                                  QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
@@ -60,20 +66,22 @@ class SimLoader(Node):
         if self.clock_seen is not None and not self.clock_seen.done():
             self.clock_seen.set_result(msg.clock.sec + msg.clock.nanosec * 1e-9)
 
+    def left_s(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
     async def answer(self, client, request, what: str):
-        """The service's answer, or an error message naming what did not answer."""
-        waited = 0.0
-        while not client.service_is_ready() and waited < self.call_timeout_s:
+        """The service's answer, or an error message naming what did not answer in time."""
+        while not client.service_is_ready() and self.left_s() > 0:
             await self.waits.pause(0.1)
-            waited += 0.1
         if not client.service_is_ready():
-            return f"{what}: {client.srv_name} is not offered (waited {self.call_timeout_s:g} s)"
+            return f"{what}: {client.srv_name} is not offered (waited {self.reset_timeout_s:g} s for the reset)"
         outcome = Future()
         call = client.call_async(request)
         call.add_done_callback(lambda done: outcome.done() or outcome.set_result(done.result()))
-        answer = await self.waits.resolve_after(self.call_timeout_s, outcome, None)
+        answer = await self.waits.resolve_after(self.left_s(), outcome, None)
         if answer is None:
-            return f"{what}: {client.srv_name} did not answer within {self.call_timeout_s:g} s"
+            client.remove_pending_request(call)  # a late answer goes nowhere
+            return f"{what}: {client.srv_name} did not answer within the reset's {self.reset_timeout_s:g} s"
         return answer
 
     async def on_reset(self, request, response):
@@ -86,17 +94,17 @@ class SimLoader(Node):
                 response.success, response.message = False, "another reset is loading its world"
                 return response
             await self.loading[1]  # the same reset asked again while it loads: its answer
-            if self.resets.repeat(request, response):
-                return response
-            response.success, response.message = False, "the reset asked before failed"
+            for field in ANSWER_FIELDS:
+                setattr(response, field, getattr(self.loading[2], field))
             return response
         done = Future()
-        self.loading = (key, done)
+        self.loading = (key, done, response)
+        self.deadline = time.monotonic() + self.reset_timeout_s
         try:
             await self._reset(request, response)
+            self.resets.answered(request, response)
         finally:
             done.set_result(True)
-        self.resets.answered(request, response)
         return response
 
     async def _reset(self, request, response) -> None:
@@ -123,7 +131,7 @@ class SimLoader(Node):
                 why = answer if isinstance(answer, str) else f"PLAYING refused: {answer.result.error_message}"
                 response.success, response.message = False, why
                 return
-        sim_time = await self.waits.resolve_after(self.clock_wait_s, self.clock_seen, None)
+        sim_time = await self.waits.resolve_after(min(self.clock_wait_s, self.left_s()), self.clock_seen, None)
         if sim_time is None:
             self.get_logger().warning(f"no /clock within {self.clock_wait_s:g} s of the load: sim time 0 answered")
             sim_time = 0.0

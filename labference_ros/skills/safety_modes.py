@@ -28,7 +28,10 @@ def safety_check(mode: str):
     from labference_ros.skills.kinematics import cell_envelope, envelope_check
 
     robot = None if mode == "franka" else robot_model(mode)
-    return envelope_check(cell_envelope(robot=robot))
+    check = envelope_check(cell_envelope(robot=robot))
+    if robot is not None:
+        check.stop_acceleration = robot.max_acceleration  # what a pause's smooth stop keeps within
+    return check
 
 
 def for_episode(limits, mode: str, family, instance):
@@ -53,6 +56,7 @@ def with_fixtures(limits, scene):
         reasons = limits(rows, start, start_velocity, interval_s)
         contact = fixtures.first_contact(rows, start)
         return reasons + ([contact] if contact else [])
+    check.stop_acceleration = getattr(limits, "stop_acceleration", None)
     return check
 
 

@@ -133,53 +133,77 @@ def test_a_pause_drops_the_queued_rows_and_the_setpoint_rests():
     assert records[-2]["rows_dropped"] == 8 and records[-2]["reason"] == "operator"
 
 
-def _paused_near_a_fixture(margin: float):
-    """A loop whose setpoint moves joint 1 at 0.5 rad/s, paused with a stand-in fixture
-    `margin` rad ahead on joint 1 (the envelope refuses any row past it): (stop, paused record,
-    where the setpoint was, what the envelope was shown)."""
+def _paused_near_a_fixture(margin: float | None, robot_limits: bool = True, speed: float = 0.5):
+    """A loop whose setpoint moves joint 1 at `speed` rad/s, paused; its envelope is the FR3's own
+    check (robot_limits; else the Panda-like BOX) and a stand-in fixture `margin` rad ahead on
+    joint 1 (None: none). Returns (stop, paused record, where the setpoint was, what the
+    envelope was shown)."""
+    from labference_ros.skills.safety_modes import safety_check
+
     shown = []
+    limits = safety_check("fr3") if robot_limits else (
+        lambda r, start, v, i: BOX.violations(r, start, v, i, tips_at(0.3)))
 
     def envelope(rows_, start, velocity, interval):
         shown.append(np.array(rows_))
-        limits = BOX.violations(rows_, start, velocity, interval, tips_at(0.3))
+        reasons = limits(rows_, start, velocity, interval)
         if fixture is not None and np.max(np.asarray(rows_)[:, 0]) > fixture:
-            limits.append("hand touches the balance")
-        return limits
+            reasons.append("hand touches the balance")
+        return reasons
 
+    envelope.stop_acceleration = getattr(limits, "stop_acceleration", None)
     fixture = None
     loop, records = make_loop(envelope=envelope)
     observe(loop, 0.0, width=0.05)
-    step = np.zeros(8)
-    step[0] = 0.01
-    assert loop.take_chunk(np.array([np.concatenate([HOME, [0.05]]) + step * (k + 1) ** 2 / 20 if k < 10 else
-                                     np.concatenate([HOME, [0.05]]) + step * (5 + (k - 9))
-                                     for k in range(20)]), 0.0).status == "accepted", loop.history
-    for k in range(15):
-        loop.next_command(0.02 * (k + 1))
+    start = np.concatenate([HOME, [0.05]])
+    # To `speed` on joint 1 along a smoothstep in 0.4 s, then on at that speed.
+    t = np.arange(1, 31) * INTERVAL
+    ramp = speed * np.where(t < 0.4, 0.4 * ((t / 0.4) ** 3 - (t / 0.4) ** 4 / 2), 0.4 / 2 + (t - 0.4))
+    chunk = np.tile(start, (30, 1))
+    chunk[:, 0] += ramp
+    assert loop.take_chunk(chunk, 0.0).status == "accepted", loop.history
+    for k in range(28):
+        loop.next_command(INTERVAL * (k + 1))
     moving_at = loop.setpoint.copy()
-    fixture = moving_at[0] + margin
-    stop = loop.pause(0.3, "operator")
+    fixture = None if margin is None else moving_at[0] + margin
+    stop = loop.pause(0.6, "operator")
     return stop, records[-1], moving_at, shown
 
 
-def test_a_pause_whose_gentle_stop_would_touch_a_fixture_stops_harder_within_the_limits():
-    stop, paused, moving_at, shown = _paused_near_a_fixture(0.017)
-    # The gentle stop (half the limits, 4 rows) runs on 0.02 rad, into the fixture; 0.75 of them
-    # (3 rows) stops after 0.015 rad, short of it.
-    assert paused["record"] == "paused" and paused["stop_fraction"] == 0.75 and "stop_outside" not in paused
-    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.015) and len(stop) == 3
-    assert BOX.violations(stop, moving_at, np.eye(7)[0] * 0.5, INTERVAL, tips_at(0.3)) == []
+def test_a_pause_stops_smoothly_within_the_fr3s_own_limits():
+    from labference_ros.skills.safety_modes import safety_check
+
+    stop, paused, moving_at, shown = _paused_near_a_fixture(None)
+    # The gentle stop (constant deceleration) overshoots the FR3's interpolated acceleration limit
+    # between its first rows; the smooth stop at half the FR3's limits passes.
+    assert paused["stop"] == "smooth at 0.5 of the limits" and "stop_outside" not in paused, paused
+    assert safety_check("fr3")(stop, moving_at, np.eye(7)[0] * 0.5, INTERVAL) == []
+    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.5 * 0.16 / 2)  # 8 rows of 0.02 s, half the speed
     assert shown[-1].shape[1] == 8 and np.all(shown[-1][:, 7] == 0.05)  # checked with the hand's width
-    # Far from the fixture the gentle stop runs, and the record says nothing more.
-    stop, paused, moving_at, _ = _paused_near_a_fixture(0.05)
-    assert "stop_fraction" not in paused and "stop_outside" not in paused
-    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.02)
+    # With the Panda-like box alone the gentle stop passes, and the record says nothing more.
+    stop, paused, moving_at, _ = _paused_near_a_fixture(None, robot_limits=False)
+    assert "stop" not in paused and "stop_outside" not in paused
+    assert len(stop) == 4 and stop[-1][0] == pytest.approx(moving_at[0] + 0.02)
 
 
-def test_a_pause_that_no_stop_keeps_off_a_fixture_stops_gently_and_says_why():
-    stop, paused, moving_at, _ = _paused_near_a_fixture(0.004)
-    assert paused["stop_outside"] == ["hand touches the balance"] and "stop_fraction" not in paused
-    assert stop[-1][0] == pytest.approx(moving_at[0] + 0.02)  # the gentle stop: within the limits at least
+def test_a_pause_whose_stop_would_touch_a_fixture_stops_harder_within_the_limits():
+    from labference_ros.skills.safety_modes import safety_check
+
+    # At 1 rad/s half the limits runs on 0.15 rad (15 rows), into a fixture 0.12 rad ahead; 0.75 of
+    # them stops after 0.1 rad (10 rows), short of it and still within the FR3's limits.
+    stop, paused, moving_at, _ = _paused_near_a_fixture(0.12, speed=1.0)
+    assert paused["stop"] == "smooth at 0.75 of the limits" and "stop_outside" not in paused, paused
+    assert len(stop) == 10 and stop[-1][0] == pytest.approx(moving_at[0] + 0.1)
+    assert safety_check("fr3")(stop, moving_at, np.eye(7)[0] * 1.0, INTERVAL) == []
+
+
+def test_a_pause_that_no_stop_keeps_off_a_fixture_stays_within_the_limits_and_says_why():
+    from labference_ros.skills.safety_modes import safety_check
+
+    stop, paused, moving_at, _ = _paused_near_a_fixture(0.01)
+    assert paused["stop_outside"] == ["hand touches the balance"], paused
+    assert paused["stop"] == "smooth at 0.5 of the limits"
+    assert safety_check("fr3")(stop, moving_at, np.eye(7)[0] * 0.5, INTERVAL) == []
 
 
 def test_a_setpoint_at_rest_stops_where_it_is():

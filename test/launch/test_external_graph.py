@@ -65,6 +65,18 @@ def test_the_isaac_graph_starts_no_simulator_and_nothing_reads_a_simulators_own_
     assert nodes["episode_runner"].parameters["shadow_referee"] is False
     assert all("/shadow/world_state" not in dict(n.remappings).values() for n in ISAAC.nodes)
     assert {"sim_loader", "entity_tracker", "world_estimator", "sim_balance"} <= set(nodes)
+    # No /balance/tare comes from another simulator: the balance takes the pan's weight from the graph.
+    assert nodes["sim_balance"].parameters["empty_force_n"].argument == "empty_pan_force_n"
+
+
+def test_the_isaac_graphs_empty_pan_force_is_the_pan_lab_sim_measures():
+    from labference_ros.graphs.weighing_isaac import EMPTY_PAN_FORCE_N
+    from labference_ros.sim.mujoco_backend import MujocoBackend
+    from labference_ros.tasks.weighing.instances import generate
+
+    backend = MujocoBackend(None, "feedback_weighing")
+    backend.load(generate("basic", 1, task_seed=3, layout_seed=3, policy_seed=0)[0])
+    assert float(EMPTY_PAN_FORCE_N) == pytest.approx(backend.empty_pan_wrench().force[2], abs=1e-9)
 
 
 @pytest.mark.slow
@@ -83,9 +95,11 @@ def test_the_isaac_graph_scores_an_episode_of_a_simulator_started_on_its_own(tmp
         said = proc.wait_for("[launch] ROS domain ", timeout=60)
         assert said, proc.seen[-40:]
         domain = said[0].split()[3]
-        # The simulator outside the graph: nothing in it reads lab_sim's own world state.
+        # The simulator outside the graph: nothing in it reads lab_sim's own world state, nor its tare
+        # (a topic of lab_sim's own).
         sim = Proc([sys.executable, "-m", "labference_ros.nodes.lab_sim", "--ros-args", "-p", "step_mode:=realtime",
-                    "-r", "/evaluator/world_state:=/lab_sim/world_state"], env={**env, "ROS_DOMAIN_ID": domain})
+                    "-r", "/evaluator/world_state:=/lab_sim/world_state", "-r", "/balance/tare:=/lab_sim/tare"],
+                   env={**env, "ROS_DOMAIN_ID": domain})
         code = proc.popen.wait(timeout=600)
     finally:
         proc.stop()

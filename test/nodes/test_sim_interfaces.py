@@ -167,7 +167,7 @@ def test_the_runners_reset_through_simulation_interfaces_loads_the_instance_once
                     "step_mode:=realtime"], env=env)
         loader = Proc([sys.executable, "-m", "labference_ros.nodes.sim_loader"], env=env)
         nowhere = Proc([sys.executable, "-m", "labference_ros.nodes.sim_loader", "--ros-args", "-r",
-                        "__node:=nowhere_loader", "-p", "namespace:=/nowhere", "-p", "call_timeout_s:=1.0"], env=env)
+                        "__node:=nowhere_loader", "-p", "namespace:=/nowhere", "-p", "reset_timeout_s:=1.0"], env=env)
         probe = Proc([sys.executable, str(REPO / "test" / "peers" / "sim_loader_probe.py")], env=env)
         lines = probe.wait_for("RESULT", timeout=180)
         probe.stop()
@@ -192,4 +192,4 @@ def test_the_runners_reset_through_simulation_interfaces_loads_the_instance_once
     assert second["success"] and second["layout_hash"] == second_hash and second["tares"] == 2, second
     nothing = out["no_simulator"]
     assert not nothing["success"] and nothing["message"] == ("LoadWorld: /nowhere/load_world is not offered "
-                                                             "(waited 1 s)"), nothing
+                                                             "(waited 1 s for the reset)"), nothing

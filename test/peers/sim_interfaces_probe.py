@@ -74,8 +74,11 @@ def main() -> int:
     deadline = time.monotonic() + 30
     while not peer.node.count_publishers("/simulate_steps/_action/feedback") and time.monotonic() < deadline:
         time.sleep(0.05)
+    if not peer.node.count_publishers("/simulate_steps/_action/feedback"):
+        raise RuntimeError("no SimulateSteps feedback publisher within 30 s")
     warm_up = peer.wait(client.send_goal_async(SimulateSteps.Goal(steps=0)), 60)
-    peer.wait(warm_up.get_result_async(), 60)
+    if warm_up is None or peer.wait(warm_up.get_result_async(), 60) is None:
+        raise RuntimeError("the SimulateSteps goal of no steps got no answer within 60 s")
     feedback: list = []
     goal = peer.wait(client.send_goal_async(SimulateSteps.Goal(steps=120),
                                             feedback_callback=lambda f: feedback.append(
