@@ -10,9 +10,12 @@ poses, the joint states and the balance, with nothing privileged from the simula
 
 An entity is named by the last element of its name (Isaac Sim's prim path /World/sample
 is the object `sample`); `objects` (comma-separated, empty: every dynamic object the
-simulator lists) keeps only those. Parameters: `service` (default
+simulator lists) keeps only those. A request unanswered for a second (or five polls) is
+asked again. Parameters: `service` (default
 /get_entities_states), `namespace` (put before it, default ''), `rate` (Hz, default 20)."""
 from __future__ import annotations
+
+import time
 
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
@@ -22,6 +25,9 @@ from simulation_interfaces.srv import GetEntitiesStates
 
 from labference.msg import MarkerDetections
 from labference_ros.nodes.runtime import run_node
+
+
+GIVE_UP_S = 1.0
 
 
 def object_name(entity: str) -> str:
@@ -42,14 +48,21 @@ class EntityTracker(Node):
         self.client = self.create_client(GetEntitiesStates, service)
         self.pub = self.create_publisher(MarkerDetections, "/markers/poses", QoSProfile(depth=50))
         self.pending = None
+        self.asked_at = 0.0
+        self.give_up_s = max(GIVE_UP_S, 5.0 / rate)  # an answer this late is not waited for
         self.failures: set[str] = set()  # each refusal is said once
         self.create_timer(1.0 / rate, self.poll)
 
     def poll(self) -> None:
         if self.pending is not None and not self.pending.done():
-            return
+            if time.monotonic() - self.asked_at < self.give_up_s:
+                return
+            # A reply Fast DDS dropped before its writer matched this client (docs/pitfalls.md)
+            # never comes: ask again rather than wait for it for good.
+            self.client.remove_pending_request(self.pending)
         if not self.client.service_is_ready():
             return
+        self.asked_at = time.monotonic()
         request = GetEntitiesStates.Request()
         request.filters.categories = [EntityCategory(category=EntityCategory.CATEGORY_DYNAMIC_OBJECT)]
         self.pending = self.client.call_async(request)

@@ -14,7 +14,9 @@ remaps the runner's /lab_sim/reset to it):
    the first /clock after the load (0 when none came within `clock_wait_s`).
 The whole reset takes at most `reset_timeout_s` (20; keep it below the runner's
 service_timeout_s, so a slow simulator is this node's named refusal, not the runner's
-timeout); a call not answered by then is given up. A reset asked again with the same
+timeout); a call not answered within 8 s is asked again (a reply Fast DDS dropped never
+comes, docs/pitfalls.md), and one not answered by the end is given up. A reset asked
+again with the same
 episode and instance, as the runner does when a reply is lost, gets the first answer:
 the world is loaded once (nodes/repeated_reset.py). Parameters: task, namespace (''
 the root, as Isaac Sim's extension and lab_sim serve them), play (true),
@@ -37,6 +39,7 @@ from labference_ros.nodes.steady_waits import SteadyWaits
 from labference_ros.tasks import DEFAULT_FAMILY, family as task_family
 
 POLL_S = 0.02
+RESEND_S = 8.0  # longer than a load takes on a loaded machine, so a slow one is not loaded twice
 
 
 class SimLoader(Node):
@@ -75,14 +78,20 @@ class SimLoader(Node):
             await self.waits.pause(0.1)
         if not client.service_is_ready():
             return f"{what}: {client.srv_name} is not offered (waited {self.reset_timeout_s:g} s for the reset)"
-        outcome = Future()
-        call = client.call_async(request)
-        call.add_done_callback(lambda done: outcome.done() or outcome.set_result(done.result()))
-        answer = await self.waits.resolve_after(self.left_s(), outcome, None)
-        if answer is None:
+        # Asked again every RESEND_S without an answer: Fast DDS drops a reply sent before its
+        # writer matched this client (docs/pitfalls.md), and both calls are safe to repeat
+        # (the same world loaded again before anything runs in it; PLAYING when playing).
+        while self.left_s() > 0:
+            outcome = Future()  # this attempt's: a timed-out wait leaves its future done (None)
+            call = client.call_async(request)
+            call.add_done_callback(lambda done, outcome=outcome: outcome.done() or outcome.set_result(done.result()))
+            answer = await self.waits.resolve_after(min(RESEND_S, self.left_s()), outcome, None)
+            if answer is not None:
+                return answer
             client.remove_pending_request(call)  # a late answer goes nowhere
-            return f"{what}: {client.srv_name} did not answer within the reset's {self.reset_timeout_s:g} s"
-        return answer
+            if self.left_s() > 0:
+                self.get_logger().warning(f"{what}: no answer from {client.srv_name} yet; asking again")
+        return f"{what}: {client.srv_name} did not answer within the reset's {self.reset_timeout_s:g} s"
 
     async def on_reset(self, request, response):
         if self.resets.repeat(request, response):

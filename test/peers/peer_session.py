@@ -37,11 +37,20 @@ class PeerSession:
             time.sleep(0.001)
         return future.result() if future.done() else None
 
-    def call(self, srv_type, service: str, request, timeout: float = 60.0):
-        res = self.wait(self.client(srv_type, service, timeout).call_async(request), timeout)
-        if res is None:
-            raise RuntimeError(f"{service} timed out")
-        return res
+    def call(self, srv_type, service: str, request, timeout: float = 60.0, resend_s: float | None = None):
+        """The answer within timeout. `resend_s`: a call safe to repeat is asked again after that
+        long without an answer (Fast DDS drops a reply sent before its writer matched this
+        client: docs/pitfalls.md)."""
+        client = self.client(srv_type, service, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            future = client.call_async(request)
+            res = self.wait(future, min(resend_s or timeout, max(0.0, deadline - time.monotonic())))
+            if res is not None:
+                return res
+            client.remove_pending_request(future)
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"{service} timed out")
 
     def bridge_status(self) -> dict:
         """The policy bridge's latest latched status, kept up to date."""

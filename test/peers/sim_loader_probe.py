@@ -28,8 +28,10 @@ def main() -> int:
         time.sleep(0.1)
 
     def reset(instance_json: str, episode: str, service: str = "/sim_loader/reset") -> dict:
+        # Asked again after 30 s without an answer (a reply Fast DDS dropped): the same reset
+        # is answered again, not done again.
         answer = peer.call(ResetEpisode, service, ResetEpisode.Request(episode_id=episode,
-                                                                       instance_json=instance_json))
+                                                                       instance_json=instance_json), resend_s=30.0)
         settle = time.monotonic() + 1.5  # a tare published by this reset arrives meanwhile
         while time.monotonic() < settle:
             time.sleep(0.1)
