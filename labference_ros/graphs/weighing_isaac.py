@@ -57,9 +57,7 @@ def _node(spec: NodeSpec) -> tuple[NodeSpec, ...]:
     if spec.name == "sim_balance":  # no /balance/tare from another simulator: the pan's weight is known
         return (dataclasses.replace(spec, parameters={**spec.parameters,
                                                       "empty_force_n": Param("empty_pan_force_n", float)}),)
-    if spec.name == "sim_loader":
-        return (dataclasses.replace(spec, parameters={**spec.parameters, "namespace": Param("sim_namespace")}),)
-    if spec.name == "entity_tracker":
+    if spec.name in ("sim_loader", "entity_tracker"):  # the simulator's services, where it serves them
         return (dataclasses.replace(spec, parameters={**spec.parameters, "namespace": Param("sim_namespace")}),)
     if spec.name == "policy_bridge":
         # No shadow referee to mirror the operations to.
