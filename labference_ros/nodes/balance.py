@@ -6,6 +6,7 @@ In a physical pilot the same topic is fed by a driver for the real balance.
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 
 from geometry_msgs.msg import WrenchStamped
@@ -15,8 +16,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from labference.msg import BalanceReading
 from labference_ros.core.balance import BalanceModel, BalanceParameters
 from labference_ros.msgconv import fill_balance_msg, stamp_to_s
-from labference_ros.nodes.matching import measurement_qos
+from labference_ros.nodes.matching import measurement_qos, unmatched_readers, warn_unmatched_readers
 from labference_ros.nodes.runtime import run_node
+
+
+MATCH_POLL_S = 0.005
 
 
 class Balance(Node):
@@ -47,6 +51,14 @@ class Balance(Node):
         if self.empty_force == self.empty_force:  # a fixed tare (not NaN) for a physical rig
             self.model.calibrate_empty(self.empty_force)
             self.tare_seen = True
+        # After each tare (a new timeline) the readings wait, at most match_timeout_s, until
+        # this writer has matched every reader the graph shows: a reader matched only by its
+        # own side gets nothing yet, and Fast DDS can lose a latched sample written while
+        # the two sides match (eProsima/Fast-DDS#3822; a recorder lost one reading so).
+        self.match_timeout_s = float(self.declare_parameter("match_timeout_s", 5.0).value)
+        self.readers_due: float | None = None  # monotonic deadline while the readings wait
+        self.match_timer = self.create_timer(MATCH_POLL_S, self.release_when_matched)
+        self.match_timer.cancel()
 
     def on_tare(self, msg: WrenchStamped):
         try:
@@ -55,13 +67,30 @@ class Balance(Node):
             self.get_logger().error(f"tare rejected: {exc}")
         self.last_t = None
         self.tare_seen = True
+        self.readers_due = time.monotonic() + self.match_timeout_s
+        self.release_when_matched()
+
+    def release_when_matched(self) -> None:
+        """The held wrenches become readings once the reading writer matched its readers
+        (or the wait ran out, said with the topic)."""
+        if self.readers_due is None:
+            self.match_timer.cancel()
+            return
+        pending = unmatched_readers(self, {"/balance/reading": self.pub})
+        if pending and time.monotonic() < self.readers_due:
+            if self.match_timer.is_canceled():
+                self.match_timer.reset()
+            return
+        warn_unmatched_readers(self, pending)
+        self.readers_due = None
+        self.match_timer.cancel()
         waiting = list(self.before_tare)
         self.before_tare.clear()
         for wrench in waiting:
             self.on_wrench(wrench)
 
     def on_wrench(self, msg: WrenchStamped):
-        if not self.tare_seen:
+        if not self.tare_seen or self.readers_due is not None:
             self.before_tare.append(msg)
             return
         t = stamp_to_s(msg.header.stamp)
