@@ -92,6 +92,17 @@ def main() -> int:
     def say(episode, state):
         status.publish(String(data=json.dumps({"episode_id": episode, "state": state, "reason": ""})))
 
+    def recover_then_run(ended: str, episode: str) -> None:
+        """The arm recovered after `ended`'s fault; `episode` starts once the robot reports MOVE
+        again, seen in several states (the bridge reads the same stream): a fault still standing
+        when it starts would be its fault, as on a real rig."""
+        inject.publish(String(data="recover"))
+        say(ended, "error")
+        recovered_from = len(modes)
+        wait_until(lambda: modes[recovered_from:].count(ROBOT_MODE_MOVE) >= 10, 30)
+        say(episode, "running")
+        time.sleep(0.3)
+
     def arm_now():
         return np.array(joints[-1].position[:7])
 
@@ -161,14 +172,7 @@ def main() -> int:
     wait_until(lambda: faults and pauses, 10)
     result["reflex"] = {"faults": list(faults), "pauses": list(pauses)}
     # 4. recovery, e2, then stalled joint states
-    inject.publish(String(data="recover"))
-    say("e1", "error")
-    # e2 starts once the robot reports MOVE again, seen in several states (the bridge reads the same
-    # stream): a fault still standing when e2 starts would be e2's fault, as on a real rig.
-    recovered_from = len(modes)
-    wait_until(lambda: modes[recovered_from:].count(ROBOT_MODE_MOVE) >= 10, 30)
-    say("e2", "running")
-    time.sleep(0.3)
+    recover_then_run("e1", "e2")
     here = arm_now()
     attempts = 0
     while attempts < 3:  # this probe, starved of CPU, may send rows late: the bridge stops the arm
@@ -214,12 +218,7 @@ def main() -> int:
     wait_until(lambda: len(faults) >= 3, 5)
     result["direct"] = {"faults": list(faults[2:])}
     # 7. recovered, e4, then the trajectory controller deactivated
-    inject.publish(String(data="recover"))
-    say("e3", "error")
-    recovered_from = len(modes)
-    wait_until(lambda: modes[recovered_from:].count(ROBOT_MODE_MOVE) >= 10, 30)
-    say("e4", "running")
-    time.sleep(0.3)
+    recover_then_run("e3", "e4")
     inject.publish(String(data="deactivate"))
     wait_until(lambda: len(faults) >= 4, 10)
     result["controller"] = {"faults": list(faults[3:])}
